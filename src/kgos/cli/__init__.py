@@ -1,0 +1,68 @@
+"""The ``kgos`` command: a thin shell over the library. Each command calls one library function and
+turns a ``KGOSError`` into a one-line message on stderr and exit code 1."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..errors import KGOSError
+from .output import Output
+
+
+class KgosGroup(click.Group):
+    """A group whose commands report library errors cleanly instead of with a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KGOSError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
+
+
+def output_options(f: Any) -> Any:
+    """``--json`` / ``--plain`` on every command (they may also be given before the command)."""
+    f = click.option("--plain", "plain_", is_flag=True, help="Tab-separated output for pipes.")(f)
+    return click.option("--json", "json_", is_flag=True, help="One JSON document on stdout.")(f)
+
+
+def out(ctx: click.Context, json_: bool = False, plain_: bool = False) -> Output:
+    root = ctx.find_root().obj
+    return Output(json=json_ or root["json"], plain=plain_ or root["plain"])
+
+
+def workspace(ctx: click.Context) -> Any:
+    from ..workspace import Workspace
+    root = ctx.find_root().obj
+    if "ws" not in root:
+        root["ws"] = Workspace(root["home"])
+        ctx.find_root().call_on_close(root["ws"].close)
+    return root["ws"]
+
+
+@click.group(cls=KgosGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(file_okay=False), envvar="KGOS_HOME",
+              help="Workspace folder (default: $KGOS_HOME or ~/.kgos).")
+@click.option("--json", "json_", is_flag=True, help="Machine output: one JSON document on stdout.")
+@click.option("--plain", "plain_", is_flag=True, help="Plain tab-separated output for pipes.")
+@click.version_option(package_name="kgos")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None, json_: bool, plain_: bool) -> None:
+    """KG-OS: knowledge graphs in SQLite, queried by intent.
+
+    Start with `kgos demo`, then try the commands it prints.
+    """
+    ctx.obj = {"home": home, "json": json_, "plain": plain_}
+
+
+def main() -> None:
+    cli(prog_name="kgos")
+
+
+from . import demo, kg  # noqa: E402,F401  (importing registers the commands)

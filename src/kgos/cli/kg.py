@@ -1,0 +1,177 @@
+"""``kgos kg ...``: create, import, export, attach, list, inspect, validate and delete KGs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from . import cli, out, output_options, workspace
+from .output import table
+
+
+@cli.group("kg")
+def kg_group() -> None:
+    """Manage the knowledge graphs of the workspace."""
+
+
+@kg_group.command("create")
+@click.argument("db_id")
+@click.option("--name", help="Display name (default: the db_id).")
+@click.option("--description", default="", help="One paragraph about the KG.")
+@output_options
+@click.pass_context
+def create(ctx: click.Context, db_id: str, name: str | None, description: str, json_: bool, plain_: bool) -> None:
+    """Create an empty native KG named DB_ID."""
+    kg = workspace(ctx).create(db_id, name=name, description=description)
+    info = workspace(ctx).info(kg.db_id)
+    out(ctx, json_, plain_).emit(info, lambda c: c.print(f"Created KG [bold]{db_id}[/] at {info.path}"),
+                                 lambda: [(info.db_id, info.path)])
+
+
+@kg_group.command("import")
+@click.argument("db_id")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["nodelink", "jsonl", "csv", "graphml"]),
+              help="File format (default: from the file name).")
+@click.option("--merge", is_flag=True, help="Add to an existing KG (upsert nodes and edges).")
+@click.option("--replace", is_flag=True, help="Replace an existing KG with the file's content.")
+@click.option("--skip-dangling", is_flag=True, help="Drop edges whose source or target is missing (counted).")
+@output_options
+@click.pass_context
+def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: bool, replace: bool,
+            skip_dangling: bool, json_: bool, plain_: bool) -> None:
+    """Import PATH (node-link .json[.gz], .jsonl[.gz], .graphml[.gz] or a CSV folder) into DB_ID.
+
+    The import is all or nothing: on any error the KG is left exactly as it was.
+    """
+    if merge and replace:
+        raise click.UsageError("choose one of --merge and --replace")
+    mode = "merge" if merge else "replace" if replace else "create"
+    o = out(ctx, json_, plain_)
+    with o.progress(f"import {db_id}") as progress:
+        report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress)
+    o.emit(report, lambda c: _print_import(c, report), lambda: [(report.db_id, report.nodes, report.edges)])
+
+
+def _print_import(c: Console, r: Any) -> None:
+    rate = f"{r.nodes / r.seconds:,.0f} nodes/s" if r.seconds > 0 else ""
+    c.print(f"Imported [bold]{r.nodes:,}[/] nodes and [bold]{r.edges:,}[/] edges into "
+            f"[bold]{r.db_id}[/] ({r.mode}, {r.format}) in {r.seconds:.2f} s {rate}")
+    if r.skipped_dangling:
+        c.print(f"Skipped {r.skipped_dangling:,} edges whose source or target does not exist.")
+    if r.duplicate_edges:
+        c.print(f"Collapsed {r.duplicate_edges:,} duplicate edges (same source, target and type).")
+
+
+@kg_group.command("export")
+@click.argument("db_id")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["nodelink", "jsonl", "csv", "graphml"]),
+              help="File format (default: from the file name).")
+@output_options
+@click.pass_context
+def export(ctx: click.Context, db_id: str, path: Path, fmt: str | None, json_: bool, plain_: bool) -> None:
+    """Export DB_ID to PATH (format from the name: .json[.gz], .jsonl[.gz], .graphml, folder for CSV)."""
+    o = out(ctx, json_, plain_)
+    with o.progress(f"export {db_id}") as progress:
+        written = workspace(ctx).export(db_id, path, fmt, progress)
+    o.emit({"db_id": db_id, "path": str(written)}, lambda c: c.print(f"Exported [bold]{db_id}[/] to {written}"),
+           lambda: [(db_id, written)])
+
+
+@kg_group.command("attach")
+@click.argument("db_id")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--profile", help="Schema profile (default: detected): unified, standard, claude, hal, "
+                                "from_node, entities, memory or heuristic.")
+@click.option("--writable", is_flag=True, help="Allow KG-OS to write to the file (read-only by default).")
+@output_options
+@click.pass_context
+def attach(ctx: click.Context, db_id: str, path: Path, profile: str | None, writable: bool,
+           json_: bool, plain_: bool) -> None:
+    """Attach an existing SQLite KG file of another schema as DB_ID (the file stays where it is)."""
+    workspace(ctx).attach(db_id, path, profile=profile, writable=writable)
+    info = workspace(ctx).info(db_id)
+    mode = "read-only" if info.read_only else "writable"
+    out(ctx, json_, plain_).emit(info, lambda c: c.print(
+        f"Attached [bold]{db_id}[/] ({info.profile} profile, {mode}): {info.nodes:,} nodes, {info.edges:,} edges"),
+        lambda: [(db_id, info.profile, info.nodes, info.edges)])
+
+
+@kg_group.command("list")
+@output_options
+@click.pass_context
+def list_(ctx: click.Context, json_: bool, plain_: bool) -> None:
+    """List the KGs of the workspace."""
+    infos = workspace(ctx).list()
+    rows = [(i.db_id, i.kind, i.profile, f"{i.nodes:,}", f"{i.edges:,}", i.name) for i in infos]
+    o = out(ctx, json_, plain_)
+    o.emit(infos, lambda c: c.print(table(None, ["db_id", "kind", "profile", "nodes", "edges", "name"], rows)
+                                    if infos else "No KGs yet. Try: kgos demo"),
+           lambda: [(i.db_id, i.kind, i.profile, i.nodes, i.edges) for i in infos])
+
+
+@kg_group.command("stats")
+@click.argument("db_id")
+@output_options
+@click.pass_context
+def stats(ctx: click.Context, db_id: str, json_: bool, plain_: bool) -> None:
+    """Counts by type, degree summary, orphans and connected components of DB_ID."""
+    s = workspace(ctx).kg(db_id).stats()
+    d = s.to_dict()
+    out(ctx, json_, plain_).emit(s, lambda c: _print_stats(c, db_id, d),
+                                 lambda: [(k, v) for k, v in d.items() if not isinstance(v, dict)])
+
+
+def _print_stats(c: Console, db_id: str, d: dict[str, Any]) -> None:
+    scalars = [(k, f"{v:,}" if isinstance(v, int) else f"{v:.4g}" if isinstance(v, float) else v)
+               for k, v in d.items() if not isinstance(v, dict)]
+    c.print(table(f"KG {db_id}", ["measure", "value"], scalars))
+    for key in ("node_types", "edge_types"):
+        c.print(table(key.replace("_", " "), ["type", "count"], [(t, f"{n:,}") for t, n in d[key].items()]))
+    degrees = {k: v for k, v in d.items() if isinstance(v, dict) and k not in ("node_types", "edge_types")}
+    for key, summary in degrees.items():
+        c.print(table(key.replace("_", " "), list(summary), [[f"{v:.4g}" if isinstance(v, float) else v
+                                                              for v in summary.values()]]))
+
+
+@kg_group.command("validate")
+@click.argument("db_id")
+@click.option("--max-examples", default=20, show_default=True, help="Examples listed per failed rule.")
+@output_options
+@click.pass_context
+def validate(ctx: click.Context, db_id: str, max_examples: int, json_: bool, plain_: bool) -> None:
+    """Check DB_ID against the 12 validation rules; exit 1 if any ERROR is found."""
+    report = workspace(ctx).kg(db_id).validate(max_examples=max_examples)
+    out(ctx, json_, plain_).emit(report, lambda c: _print_report(c, report),
+                                 lambda: [(i.rule, i.severity, i.count, i.title) for i in report.issues])
+    if report.errors:
+        ctx.exit(1)
+
+
+def _print_report(c: Console, report: Any) -> None:
+    rows = [(i.rule, i.severity, f"{i.count:,}", i.title, ", ".join(i.examples[:5])) for i in report.issues]
+    if rows:
+        c.print(table(f"Validation of {report.db_id}", ["rule", "severity", "count", "check", "examples"], rows))
+    verdict = "[green]no errors[/]" if report.ok else f"[red]{report.errors} rule(s) with errors[/]"
+    c.print(f"{verdict}, {report.warnings} warning(s), {report.infos} info(s)")
+
+
+@kg_group.command("delete")
+@click.argument("db_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@output_options
+@click.pass_context
+def delete(ctx: click.Context, db_id: str, yes: bool, json_: bool, plain_: bool) -> None:
+    """Delete a native KG (its file), or detach an attached one (its file is kept)."""
+    ws = workspace(ctx)
+    if not ws.exists(db_id):
+        ws.kg(db_id)  # raises KGNotFound with the list of known KGs
+    if not yes and not click.confirm(f"Delete KG '{db_id}'?", default=False, err=True):
+        raise click.Abort()
+    what = ws.delete(db_id)
+    out(ctx, json_, plain_).emit({"db_id": db_id, "result": what},
+                                 lambda c: c.print(f"KG [bold]{db_id}[/] {what}."), lambda: [(db_id, what)])

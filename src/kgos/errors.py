@@ -1,0 +1,86 @@
+"""One hierarchy for every error KG-OS raises on purpose.
+
+Each error says what was wrong and what to do. The CLI prints ``str(err)`` and exits non-zero;
+the HTTP API maps ``status`` to the response code. Anything that is not a ``KGOSError`` is a bug.
+"""
+
+from __future__ import annotations
+
+
+class KGOSError(Exception):
+    """Base class. ``status`` is the HTTP status the API answers with."""
+
+    status = 400
+
+
+class InvalidName(KGOSError, ValueError):
+    """A db_id, dimension name or other identifier that is not allowed."""
+
+
+class InvalidArgument(KGOSError, ValueError):
+    """A parameter out of range or of the wrong kind (k <= 0, negative weights, bad direction...)."""
+
+
+class KGNotFound(KGOSError, LookupError):
+    status = 404
+
+
+class KGExists(KGOSError):
+    status = 409
+
+
+class NodeNotFound(KGOSError, LookupError):
+    """No node with that id or name. ``suggestions`` holds close matches, if any."""
+
+    status = 404
+
+    def __init__(self, message: str, suggestions: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.suggestions = suggestions or []
+
+
+class AmbiguousNode(KGOSError, LookupError):
+    """A name that matches several nodes; ``candidates`` lists their ids."""
+
+    status = 409
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+class EdgeNotFound(KGOSError, LookupError):
+    status = 404
+
+
+class NoPath(KGOSError):
+    status = 404
+
+
+class ReadOnlyKG(KGOSError):
+    """A write to a KG that was attached read-only."""
+
+    status = 409
+
+
+class ImportFailed(KGOSError):
+    """An import that was rolled back. ``record`` names the offending record (e.g. ``edges[12]``)."""
+
+    def __init__(self, message: str, record: str | None = None) -> None:
+        super().__init__(f"{record}: {message}" if record else message)
+        self.record = record
+
+
+class SchemaNotRecognized(KGOSError):
+    """A file that is not SQLite, or has no table layout KG-OS can read as a KG."""
+
+
+class MissingDependency(KGOSError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    status = 501
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(f"{package} is not installed: run  pip install 'kgos[{extra}]'")
+        self.package = package
+        self.extra = extra

@@ -1,0 +1,131 @@
+"""``KG``: one knowledge graph as the user sees it, native or attached.
+
+It is the object the Python API hands out (``Workspace.kg(db_id)``) and that the CLI, HTTP API and
+MCP server call into. Storage is delegated to a ``GraphStore``; search and the query methods are
+layered on top of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from .errors import AmbiguousNode, KGOSError, NodeNotFound
+from .model import Edge, Neighbor, Node
+from .store.base import GraphStore
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
+
+
+class KG:
+    def __init__(self, workspace: Workspace, db_id: str, store: GraphStore) -> None:
+        self.workspace = workspace
+        self.db_id = db_id
+        self.store = store
+
+    def __repr__(self) -> str:
+        return f"<KG {self.db_id!r} nodes={self.store.node_count()} edges={self.store.edge_count()}>"
+
+    @property
+    def read_only(self) -> bool:
+        return self.store.read_only
+
+    # -- reading -----------------------------------------------------------------------------------
+    def node(self, node_id: str) -> Node:
+        """The node with this id; ``NodeNotFound`` (with suggestions) otherwise."""
+        node = self.store.get_node(node_id)
+        if node is None:
+            raise self._not_found(node_id)
+        return node
+
+    def get_node(self, node_id: str) -> Node | None:
+        return self.store.get_node(node_id)
+
+    def resolve(self, ref: str) -> Node:
+        """A node by id, or else by unambiguous (case-insensitive) name."""
+        node = self.store.get_node(ref)
+        if node is not None:
+            return node
+        matches = self.store.find_nodes(ref, limit=20)
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            ids = [m.id for m in matches]
+            raise AmbiguousNode(f"'{ref}' names {len(ids)} nodes in '{self.db_id}': {', '.join(ids)}; "
+                                "pass one of these ids", ids)
+        raise self._not_found(ref)
+
+    def _not_found(self, ref: str) -> NodeNotFound:
+        not_found = getattr(self.store, "not_found", None)
+        if not_found is not None:
+            return not_found(ref)
+        close = [n.id for n in self.store.search_names(ref, limit=5)]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        return NodeNotFound(f"no node '{ref}' in KG '{self.db_id}'{hint}", close)
+
+    def nodes(self) -> Iterator[Node]:
+        return self.store.iter_nodes()
+
+    def edges(self) -> Iterator[Edge]:
+        return self.store.iter_edges()
+
+    def find_nodes(self, name: str, type: str | None = None) -> list[Node]:
+        return self.store.find_nodes(name, type)
+
+    def neighbors(self, node_id: str, direction: str = "both", edge_types: Iterable[str] | None = None,
+                  limit: int | None = None) -> list[Neighbor]:
+        """Nodes one edge away: ``direction`` is outgoing, incoming or both."""
+        if self.store.get_node(node_id) is None:
+            raise self._not_found(node_id)
+        return self.store.neighbors(node_id, direction, edge_types, limit)
+
+    def node_count(self) -> int:
+        return self.store.node_count()
+
+    def edge_count(self) -> int:
+        return self.store.edge_count()
+
+    def meta(self) -> dict[str, str]:
+        return self.store.meta()
+
+    # -- writing -----------------------------------------------------------------------------------
+    def _writer(self) -> Any:
+        self.store.require_writable()
+        if not hasattr(self.store, "add_node"):
+            raise KGOSError(f"KG '{self.db_id}' does not support writes")
+        return self.store
+
+    def add_node(self, name: str, type: str = "entity", description: str = "",
+                 properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
+        return self._writer().add_node(name, type, description, properties, id=id)
+
+    def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
+                    properties: dict[str, Any] | None = None) -> Node:
+        return self._writer().upsert_node(id, name, type, description, properties)
+
+    def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
+                      description: str = "") -> Node:
+        return self._writer().upsert_entity(name, type, properties, description)
+
+    def update_node(self, id: str, **changes: Any) -> Node:
+        return self._writer().update_node(id, **changes)
+
+    def delete_node(self, id: str) -> int:
+        return self._writer().delete_node(id)
+
+    def add_edge(self, source: str, target: str, type: str, weight: float = 1.0,
+                 properties: dict[str, Any] | None = None) -> Edge:
+        return self._writer().add_edge(source, target, type, weight, properties)
+
+    def delete_edge(self, source: str, target: str, type: str) -> bool:
+        return self._writer().delete_edge(source, target, type)
+
+    # -- quality -----------------------------------------------------------------------------------
+    def stats(self) -> Any:
+        from .store.stats import kg_stats
+        return kg_stats(self.store)
+
+    def validate(self, max_examples: int = 20) -> Any:
+        from .store.validation import validate
+        return validate(self.store, max_examples=max_examples)

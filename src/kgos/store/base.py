@@ -1,0 +1,126 @@
+"""The read interface every KG store offers, native or foreign.
+
+Layers above (index, methods, server) only talk to a ``GraphStore``; whether the rows come from
+the native schema or a mapped foreign schema is the store's business.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import ImportFailed, InvalidArgument, ReadOnlyKG
+from ..model import DIRECTIONS, Edge, Neighbor, Node
+from .arrays import GraphArrays, codes
+
+
+def check_direction(direction: str) -> str:
+    if direction not in DIRECTIONS:
+        raise InvalidArgument(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+    return direction
+
+
+def load_json_object(text: str | None, what: str) -> dict[str, Any]:
+    """Parse a properties/metadata column; ``None`` and empty mean ``{}``."""
+    if text is None or text == "":
+        return {}
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise ImportFailed(f"{what} is not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        return {"value": value}
+    return value
+
+
+class GraphStore(ABC):
+    """Read access to one KG. Writes raise ``ReadOnlyKG`` unless a subclass allows them."""
+
+    db_id: str
+    read_only: bool = True
+
+    # -- metadata -------------------------------------------------------------------------
+    @abstractmethod
+    def meta(self) -> dict[str, str]:
+        """name, description, format and other key/values stored with the KG."""
+
+    @abstractmethod
+    def version(self) -> str:
+        """Changes whenever the KG's content changes; derived indexes are keyed by it."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # -- counts and lookups -----------------------------------------------------------------
+    @abstractmethod
+    def node_count(self) -> int: ...
+
+    @abstractmethod
+    def edge_count(self) -> int: ...
+
+    @abstractmethod
+    def get_node(self, node_id: str) -> Node | None: ...
+
+    @abstractmethod
+    def get_nodes(self, node_ids: Iterable[str]) -> dict[str, Node]: ...
+
+    @abstractmethod
+    def find_nodes(self, name: str, type: str | None = None, limit: int = 50) -> list[Node]:
+        """Nodes whose normalised name equals ``name``'s (optionally of one type)."""
+
+    @abstractmethod
+    def search_names(self, text: str, limit: int = 10) -> list[Node]:
+        """Nodes whose name or id contains ``text`` (case-insensitive), shortest names first."""
+
+    @abstractmethod
+    def iter_nodes(self) -> Iterator[Node]: ...
+
+    @abstractmethod
+    def iter_edges(self) -> Iterator[Edge]: ...
+
+    @abstractmethod
+    def neighbors(self, node_id: str, direction: str = "both",
+                  edge_types: Iterable[str] | None = None, limit: int | None = None) -> list[Neighbor]: ...
+
+    @abstractmethod
+    def get_edge(self, source: str, target: str, type: str) -> Edge | None: ...
+
+    def node_types(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for node in self.iter_nodes():
+            counts[node.type] = counts.get(node.type, 0) + 1
+        return counts
+
+    def edge_types(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for edge in self.iter_edges():
+            counts[edge.type] = counts.get(edge.type, 0) + 1
+        return counts
+
+    def graph_arrays(self) -> GraphArrays:
+        """All nodes and edges as aligned arrays. Subclasses override with a faster query."""
+        nodes = list(self.iter_nodes())
+        index = {n.id: i for i, n in enumerate(nodes)}
+        edges = list(self.iter_edges())
+        ntype, ntype_names = codes([n.type for n in nodes])
+        etype, etype_names = codes([e.type for e in edges])
+        return GraphArrays(
+            node_ids=tuple(index), node_types=ntype, node_type_names=ntype_names,
+            src=np.fromiter((index[e.source] for e in edges), np.int32, len(edges)),
+            dst=np.fromiter((index[e.target] for e in edges), np.int32, len(edges)),
+            type_code=etype, types=etype_names,
+            weight=np.fromiter((e.weight for e in edges), np.float32, len(edges)))
+
+    def require_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyKG(f"KG '{self.db_id}' is read-only; attach it with --writable to change it")
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,95 @@
+"""File formats a KG is imported from and exported to.
+
+A reader turns a path into a ``Source``: metadata plus two one-shot record streams (nodes, then
+edges). Records are ``(location, fields)`` pairs; the location (``nodes[12]``, ``edges.csv:7``) is
+what an import error names. Readers only parse; the importer checks values.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ...errors import ImportFailed, InvalidArgument
+
+Record = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Source:
+    format: str
+    meta: dict[str, str] = field(default_factory=dict)
+    nodes: Callable[[], Iterator[Record]] = lambda: iter(())
+    edges: Callable[[], Iterator[Record]] = lambda: iter(())
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """Open a file for reading, transparently gunzipping ``*.gz``."""
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def open_text_out(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "wt", encoding="utf-8")
+    return open(path, "w", encoding="utf-8", newline="")
+
+
+def detect_format(path: Path) -> str:
+    """The format name for a path, from its name (and for ``.json``, nothing more is needed)."""
+    name = path.name.lower().removesuffix(".gz")
+    if path.is_dir() or name.endswith(".csv"):
+        return "csv"
+    for suffix, fmt in ((".json", "nodelink"), (".jsonl", "jsonl"), (".ndjson", "jsonl"),
+                        (".graphml", "graphml"), (".xml", "graphml")):
+        if name.endswith(suffix):
+            return fmt
+    raise InvalidArgument(f"cannot tell the format of {path.name!r}: use .json[.gz] (node-link), "
+                          ".jsonl[.gz], .graphml[.gz], a folder with nodes.csv + edges.csv, or --format")
+
+
+def _registry() -> tuple[dict[str, Callable[[Path], Source]], dict[str, Callable[..., Any]]]:
+    from . import nodelink
+    readers: dict[str, Callable[[Path], Source]] = {"nodelink": nodelink.read}
+    writers: dict[str, Callable[..., Any]] = {"nodelink": nodelink.write}
+    for name in ("jsonl", "csv", "graphml"):
+        try:
+            module = __import__(f"{__name__}.{name}", fromlist=["read", "write"])
+        except ImportError:
+            continue
+        readers[name], writers[name] = module.read, module.write
+    return readers, writers
+
+
+def formats() -> list[str]:
+    return sorted(_registry()[0])
+
+
+def open_source(path: Path | str, format: str | None = None) -> Source:
+    """A ``Source`` for the file (or CSV folder) at ``path``."""
+    path = Path(path)
+    if not path.exists():
+        raise InvalidArgument(f"no such file: {path}")
+    fmt = format or detect_format(path)
+    readers = _registry()[0]
+    if fmt not in readers:
+        raise InvalidArgument(f"unknown format {fmt!r}; known: {', '.join(sorted(readers))}")
+    return readers[fmt](path)
+
+
+def writer_for(path: Path, format: str | None = None) -> Callable[..., Any]:
+    fmt = format or detect_format(path)
+    writers = _registry()[1]
+    if fmt not in writers:
+        raise InvalidArgument(f"unknown format {fmt!r}; known: {', '.join(sorted(writers))}")
+    return writers[fmt]
+
+
+def parse_error(path: Path, exc: Exception, where: str | None = None) -> ImportFailed:
+    """Turn a parser's exception into an ImportFailed that says what to check."""
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, UnicodeDecodeError):
+        detail = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    return ImportFailed(f"{path.name} is malformed or truncated: {detail}", record=where)

@@ -1,0 +1,114 @@
+"""Node-link JSON (``kgos-node-link/1``, networkx's node-link data) and the spec/002 memory snapshot.
+
+Both are one JSON object holding two arrays; ijson streams each array so memory stays bounded
+however large the file. The snapshot (``entities`` / ``edges`` with ``subject_id``, ``predicate``,
+``object_id``) is detected by its ``entities`` key and mapped onto nodes and edges.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import ijson
+
+from ..base import GraphStore
+from . import Record, Source, open_binary, open_text_out, parse_error
+
+FORMAT = "kgos-node-link/1"
+_META_KEYS = ("format", "name", "description", "version")
+_ARRAYS = {"nodes", "edges", "links", "entities"}
+
+
+def read(path: Path) -> Source:
+    meta, arrays = _scan_head(path)
+    if "entities" in arrays:
+        return Source("snapshot", meta, lambda: _stream(path, "entities", "entities", _entity),
+                      lambda: _stream(path, "edges", "edges", _snapshot_edge))
+    edge_key = "links" if "links" in arrays and "edges" not in arrays else "edges"
+    return Source("nodelink", meta, lambda: _stream(path, "nodes", "nodes", _plain),
+                  lambda: _stream(path, edge_key, "edges", _plain))
+
+
+def _scan_head(path: Path) -> tuple[dict[str, str], set[str]]:
+    """Top-level scalars and array names, reading events only until the arrays start."""
+    meta: dict[str, str] = {}
+    arrays: set[str] = set()
+    key = None
+    try:
+        with open_binary(path) as f:
+            for prefix, event, value in ijson.parse(f, use_float=True):
+                if prefix == "" and event == "map_key":
+                    key = value
+                elif prefix == key and event in ("string", "number") and key in _META_KEYS:
+                    meta[key] = str(value)
+                elif prefix == key and event == "start_array" and key in _ARRAYS:
+                    arrays.add(key)
+                    if arrays & {"edges", "links"} and arrays & {"nodes", "entities"}:
+                        break
+                elif prefix == "" and event == "start_array":
+                    raise ValueError("top level is an array, expected an object with nodes and edges")
+    except (ijson.JSONError, ValueError, UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
+        if not arrays:
+            raise parse_error(path, exc) from None
+    if not arrays & {"nodes", "entities"}:
+        raise parse_error(path, ValueError("no 'nodes' (or 'entities') array found"))
+    return meta, arrays
+
+
+def _stream(path: Path, key: str, label: str, convert: Callable[[Any], Any]) -> Iterator[Record]:
+    i = -1
+    try:
+        with open_binary(path) as f:
+            for i, item in enumerate(ijson.items(f, f"{key}.item", use_float=True)):
+                yield f"{label}[{i}]", convert(item)
+    except (ijson.JSONError, ValueError, UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
+        raise parse_error(path, exc, where=f"{label}[{i + 1}]") from None
+
+
+def _plain(item: Any) -> Any:
+    return item
+
+
+def _entity(e: Any) -> Any:
+    if not isinstance(e, dict):
+        return e
+    return {"id": e.get("id"), "name": e.get("name"), "type": e.get("type", "entity"),
+            "description": e.get("description", ""), "properties": e.get("metadata") or {},
+            "created_at": e.get("created_ts"), "updated_at": e.get("updated_ts")}
+
+
+def _snapshot_edge(e: Any) -> Any:
+    if not isinstance(e, dict):
+        return e
+    props = {"evidence": e["evidence"]} if e.get("evidence") else {}
+    return {"source": e.get("subject_id"), "target": e.get("object_id"), "type": e.get("predicate"),
+            "weight": e.get("weight", 1.0), "properties": props, "id": e.get("id"),
+            "created_at": e.get("created_ts")}
+
+
+def write(store: GraphStore, path: Path, progress: Callable[[str, int], None] | None = None) -> None:
+    """Stream the KG out as node-link JSON, one node or edge per line."""
+    meta = store.meta()
+    head = {"format": FORMAT, "name": meta.get("name", store.db_id), "description": meta.get("description", "")}
+    with open_text_out(path) as f:
+        f.write(json.dumps(head, ensure_ascii=False)[:-1] + ',\n"nodes": [\n')
+        _write_items(f, (n.to_dict() for n in store.iter_nodes()), "nodes", progress)
+        f.write('],\n"edges": [\n')
+        _write_items(f, (e.to_dict() for e in store.iter_edges()), "edges", progress)
+        f.write("]}\n")
+
+
+def _write_items(f: Any, items: Iterator[dict[str, Any]], label: str,
+                 progress: Callable[[str, int], None] | None) -> None:
+    n = 0
+    for n, item in enumerate(items, 1):
+        f.write((",\n" if n > 1 else "") + json.dumps(item, ensure_ascii=False))
+        if progress and n % 10000 == 0:
+            progress(label, n)
+    f.write("\n")
+    if progress:
+        progress(label, n)

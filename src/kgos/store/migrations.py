@@ -1,0 +1,153 @@
+"""Named, append-only migrations of the native KG file format.
+
+Each migration is applied once, in order, and recorded in ``kg_migrations``. Never edit a
+migration that has shipped: append a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timezone
+
+# FTS indexes name, type, description and the text-like properties; the view is the FTS5
+# "external content" so the text lives once, in ``nodes``.
+_TEXT_PROPS = ("aliases", "keywords", "tags", "synonyms")
+NODE_TEXT_EXTRA = " || ' ' || ".join(
+    f"coalesce(json_extract(properties, '$.{key}'), '')" for key in _TEXT_PROPS)
+
+FTS_TRIGGERS = f"""
+CREATE TRIGGER nodes_fts_ai AFTER INSERT ON nodes BEGIN
+  INSERT INTO nodes_fts(rowid, name, type, description, extra)
+  VALUES (new.rowid, new.name, new.type, new.description,
+          (SELECT extra FROM node_text WHERE rid = new.rowid));
+END;
+CREATE TRIGGER nodes_fts_ad AFTER DELETE ON nodes BEGIN
+  INSERT INTO nodes_fts(nodes_fts, rowid, name, type, description, extra)
+  VALUES ('delete', old.rowid, old.name, old.type, old.description,
+          {NODE_TEXT_EXTRA.replace("properties", "old.properties")});
+END;
+CREATE TRIGGER nodes_fts_au AFTER UPDATE OF name, type, description, properties ON nodes BEGIN
+  INSERT INTO nodes_fts(nodes_fts, rowid, name, type, description, extra)
+  VALUES ('delete', old.rowid, old.name, old.type, old.description,
+          {NODE_TEXT_EXTRA.replace("properties", "old.properties")});
+  INSERT INTO nodes_fts(rowid, name, type, description, extra)
+  VALUES (new.rowid, new.name, new.type, new.description,
+          (SELECT extra FROM node_text WHERE rid = new.rowid));
+END;
+"""
+FTS_TRIGGER_NAMES = ("nodes_fts_ai", "nodes_fts_ad", "nodes_fts_au")
+
+# Secondary indexes are dropped and rebuilt around bulk loads into an empty file.
+EDGE_INDEXES = """
+CREATE UNIQUE INDEX IF NOT EXISTS edges_key ON edges(source, target, type);
+CREATE INDEX IF NOT EXISTS edges_target ON edges(target);
+CREATE INDEX IF NOT EXISTS edges_type ON edges(type);
+CREATE UNIQUE INDEX IF NOT EXISTS edges_id ON edges(id) WHERE id IS NOT NULL;
+"""
+NODE_INDEXES = """
+CREATE INDEX IF NOT EXISTS nodes_norm_type ON nodes(norm_name, type);
+CREATE INDEX IF NOT EXISTS nodes_type ON nodes(type);
+"""
+SECONDARY_INDEX_NAMES = ("edges_key", "edges_target", "edges_type", "edges_id",
+                         "nodes_norm_type", "nodes_type")
+
+M001_NATIVE_SCHEMA = f"""
+CREATE TABLE kg_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE nodes (
+  rowid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  norm_name TEXT NOT NULL,
+  type TEXT NOT NULL DEFAULT 'entity',
+  description TEXT NOT NULL DEFAULT '',
+  properties TEXT NOT NULL DEFAULT '{{}}',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE edges (
+  rowid INTEGER PRIMARY KEY,
+  source INTEGER NOT NULL REFERENCES nodes(rowid) ON DELETE CASCADE,
+  target INTEGER NOT NULL REFERENCES nodes(rowid) ON DELETE CASCADE,
+  type TEXT NOT NULL,
+  weight REAL NOT NULL DEFAULT 1.0,
+  properties TEXT NOT NULL DEFAULT '{{}}',
+  created_at TEXT NOT NULL,
+  id TEXT
+);
+{EDGE_INDEXES}
+{NODE_INDEXES}
+CREATE TABLE node_embeddings (
+  node INTEGER NOT NULL REFERENCES nodes(rowid) ON DELETE CASCADE,
+  model TEXT NOT NULL,
+  dims INTEGER NOT NULL,
+  content_hash TEXT NOT NULL,
+  vector BLOB NOT NULL,
+  PRIMARY KEY (model, node)
+) WITHOUT ROWID;
+CREATE VIEW node_text (rid, name, type, description, extra) AS
+  SELECT rowid, name, type, description, {NODE_TEXT_EXTRA} FROM nodes;
+CREATE VIEW edge_list AS
+  SELECT e.rowid AS rowid, s.id AS source, t.id AS target, e.type, e.weight, e.properties,
+         e.created_at, e.id AS edge_id
+  FROM edges e JOIN nodes s ON s.rowid = e.source JOIN nodes t ON t.rowid = e.target;
+CREATE VIRTUAL TABLE nodes_fts USING fts5(
+  name, type, description, extra,
+  content='node_text', content_rowid='rid',
+  tokenize='porter unicode61 remove_diacritics 2'
+);
+{FTS_TRIGGERS}
+"""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("001_native_schema", M001_NATIVE_SCHEMA),
+]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    conn.execute("CREATE TABLE IF NOT EXISTS kg_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    return [r[0] for r in conn.execute("SELECT name FROM kg_migrations ORDER BY name")]
+
+
+def statements(script: str) -> list[str]:
+    """Split a SQL script into complete statements (triggers keep their inner semicolons)."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run a script statement by statement, inside the caller's transaction.
+
+    (``executescript`` would COMMIT first, breaking all-or-nothing imports and migrations.)
+    """
+    for statement in statements(script):
+        conn.execute(statement)
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply the pending migrations in one transaction each; returns the names applied."""
+    done = set(applied(conn))
+    new = []
+    for name, sql in MIGRATIONS:
+        if name in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            run_script(conn, sql)
+            conn.execute("INSERT INTO kg_migrations VALUES (?, ?)", (name, now_iso()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        new.append(name)
+    return new

@@ -1,0 +1,223 @@
+"""The workspace: one folder of KGs (DESIGN.md section 4).
+
+```
+$KGOS_HOME/              (default ~/.kgos)
+  kgs/<db_id>.db         one native SQLite KG per file
+  workspace.db           registry of attached foreign KGs; experts, memory... (later)
+  cache/<db_id>/         derived indexes, safe to delete
+```
+
+>>> import kgos, tempfile
+>>> ws = kgos.Workspace(tempfile.mkdtemp())
+>>> kg = ws.create("notes")
+>>> kg.add_node("Prompt caching", type="feature").id
+'feature:prompt_caching'
+>>> [info.db_id for info in ws.list()]
+['notes']
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidArgument, InvalidName, KGExists, KGNotFound, SchemaNotRecognized
+from .kg import KG
+from .store.base import GraphStore
+from .store.formats import open_source, writer_for
+from .store.importer import ImportReport, Progress, bulk_load, merge_into
+from .store.native import NativeStore
+from .store.registry import Registry, open_workspace_db
+
+DB_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+IMPORT_MODES = ("create", "merge", "replace")
+
+
+def check_db_id(db_id: Any) -> str:
+    """A db_id is 1-64 of lowercase letters, digits, ``-`` and ``_``, starting with a letter or digit."""
+    if not isinstance(db_id, str) or not DB_ID_RE.match(db_id):
+        raise InvalidName(f"invalid KG name {db_id!r}: use 1-64 lowercase letters, digits, '-' or '_', "
+                          "starting with a letter or digit (e.g. 'my-kg')")
+    return db_id
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("KGOS_HOME") or Path.home() / ".kgos")
+
+
+@dataclass(frozen=True)
+class KGInfo:
+    db_id: str
+    kind: str  # "native" | "attached"
+    path: str
+    profile: str
+    read_only: bool
+    name: str
+    description: str
+    nodes: int
+    edges: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Workspace:
+    def __init__(self, home: str | Path | None = None) -> None:
+        self.home = Path(home).expanduser() if home is not None else default_home()
+        self.kgs_dir = self.home / "kgs"
+        self.cache_dir = self.home / "cache"
+        self.kgs_dir.mkdir(parents=True, exist_ok=True)
+        self.db = open_workspace_db(self.home / "workspace.db")
+        self.registry = Registry(self.db)
+        self._open: dict[str, KG] = {}
+
+    def close(self) -> None:
+        for kg in self._open.values():
+            kg.store.close()
+        self._open.clear()
+        self.db.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- naming ------------------------------------------------------------------------------------
+    def native_path(self, db_id: str) -> Path:
+        return self.kgs_dir / f"{check_db_id(db_id)}.db"
+
+    def exists(self, db_id: str) -> bool:
+        return self.native_path(db_id).exists() or self.registry.get(db_id) is not None
+
+    def db_ids(self) -> list[str]:
+        native = [p.stem for p in self.kgs_dir.glob("*.db") if DB_ID_RE.match(p.stem)]
+        return sorted(set(native) | {row[0] for row in self.registry.all()})
+
+    # -- opening -----------------------------------------------------------------------------------
+    def kg(self, db_id: str) -> KG:
+        """Open a native or attached KG by its db_id."""
+        check_db_id(db_id)
+        if db_id not in self._open:
+            self._open[db_id] = KG(self, db_id, self._open_store(db_id))
+        return self._open[db_id]
+
+    def _open_store(self, db_id: str) -> GraphStore:
+        path = self.native_path(db_id)
+        if path.exists():
+            return NativeStore(path, db_id)
+        attached = self.registry.get(db_id)
+        if attached is None:
+            known = ", ".join(self.db_ids()) or "none yet (try: kgos demo)"
+            raise KGNotFound(f"no KG named '{db_id}' in {self.home}; known KGs: {known}")
+        from .store.foreign import ForeignStore
+        return ForeignStore(attached[0], db_id, profile=attached[1], read_only=attached[2])
+
+    def _forget(self, db_id: str) -> None:
+        kg = self._open.pop(db_id, None)
+        if kg is not None:
+            kg.store.close()
+
+    def list(self) -> list[KGInfo]:
+        return [self.info(db_id) for db_id in self.db_ids()]
+
+    def info(self, db_id: str) -> KGInfo:
+        kg = self.kg(db_id)
+        meta = kg.store.meta()
+        attached = self.registry.get(db_id)
+        return KGInfo(db_id=db_id, kind="attached" if attached else "native",
+                      path=attached[0] if attached else str(self.native_path(db_id)),
+                      profile=meta.get("profile", "native"), read_only=kg.store.read_only,
+                      name=meta.get("name", db_id), description=meta.get("description", ""),
+                      nodes=kg.store.node_count(), edges=kg.store.edge_count())
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def create(self, db_id: str, name: str | None = None, description: str = "") -> KG:
+        if self.exists(db_id):
+            raise KGExists(f"a KG named '{db_id}' already exists; choose another name or delete it first")
+        NativeStore.create(self.native_path(db_id), db_id, name=name, description=description).close()
+        return self.kg(db_id)
+
+    def attach(self, db_id: str, path: str | Path, profile: str | None = None,
+               writable: bool = False) -> KG:
+        """Register an existing SQLite KG file of a known or guessable schema (read-only by default)."""
+        from .store.foreign import ForeignStore
+        if self.exists(db_id):
+            raise KGExists(f"a KG named '{db_id}' already exists; choose another name")
+        path = Path(path).expanduser().resolve()
+        if not path.is_file():
+            raise SchemaNotRecognized(f"no such file: {path}")
+        store = ForeignStore(path, db_id, profile=profile, read_only=not writable)
+        self.registry.add(db_id, str(path), store.profile.name, not writable)
+        self._open[db_id] = KG(self, db_id, store)
+        return self._open[db_id]
+
+    def delete(self, db_id: str) -> str:
+        """Delete a native KG's file, or detach an attached one (its file is left alone)."""
+        if not self.exists(db_id):
+            raise KGNotFound(f"no KG named '{db_id}'")
+        self._forget(db_id)
+        shutil.rmtree(self.cache_dir / db_id, ignore_errors=True)
+        if self.registry.get(db_id) is not None:
+            self.registry.remove(db_id)
+            return "detached"
+        path = self.native_path(db_id)
+        for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            p.unlink(missing_ok=True)
+        return "deleted"
+
+    # -- import / export ---------------------------------------------------------------------------
+    def import_file(self, db_id: str, path: str | Path, format: str | None = None, mode: str = "create",
+                    skip_dangling: bool = False, progress: Progress | None = None) -> ImportReport:
+        """Import a file into a KG, all or nothing.
+
+        ``mode``: ``create`` (the KG must not exist), ``merge`` (upsert into an existing native KG) or
+        ``replace`` (build a new file, then swap it in; the old KG survives any failure).
+        """
+        if mode not in IMPORT_MODES:
+            raise InvalidArgument(f"mode must be one of {', '.join(IMPORT_MODES)}, not {mode!r}")
+        check_db_id(db_id)
+        source = open_source(path, format)
+        exists = self.exists(db_id)
+        if exists and self.registry.get(db_id) is not None:
+            raise InvalidArgument(f"'{db_id}' is an attached foreign KG; import into a native KG instead")
+        if mode == "merge" and exists:
+            return merge_into(self.kg(db_id).store, source, skip_dangling, progress)  # type: ignore[arg-type]
+        if mode == "create" and exists:
+            raise KGExists(f"KG '{db_id}' already exists: use --merge to add to it or --replace to overwrite it")
+        return self._build_and_swap(db_id, source, skip_dangling, progress, mode)
+
+    def _build_and_swap(self, db_id: str, source: Any, skip_dangling: bool,
+                        progress: Progress | None, mode: str) -> ImportReport:
+        final = self.native_path(db_id)
+        temp = final.with_name(f".{final.name}.importing-{os.getpid()}")
+        temp.unlink(missing_ok=True)
+        try:
+            report = replace(bulk_load(temp, source, db_id, skip_dangling, progress), mode=mode)
+            self._forget(db_id)
+            _retire(final)
+            os.replace(temp, final)
+        finally:
+            temp.unlink(missing_ok=True)
+        shutil.rmtree(self.cache_dir / db_id, ignore_errors=True)
+        return report
+
+    def export(self, db_id: str, path: str | Path, format: str | None = None,
+               progress: Progress | None = None) -> Path:
+        path = Path(path)
+        writer_for(path, format)(self.kg(db_id).store, path, progress=progress)
+        return path
+
+
+def _retire(path: Path) -> None:
+    """Fold a KG file's WAL back in before it is replaced, so no stale -wal outlives it."""
+    if not path.exists():
+        return
+    store = NativeStore(path, path.stem)
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.conn.execute("PRAGMA journal_mode = DELETE")
+    store.close()
