@@ -194,8 +194,8 @@ class Workspace:
     def _build_and_swap(self, db_id: str, source: Any, skip_dangling: bool,
                         progress: Progress | None, mode: str) -> ImportReport:
         final = self.native_path(db_id)
+        _remove_stale_temps(self.kgs_dir)
         temp = final.with_name(f".{final.name}.importing-{os.getpid()}")
-        temp.unlink(missing_ok=True)
         try:
             report = replace(bulk_load(temp, source, db_id, skip_dangling, progress), mode=mode)
             self._forget(db_id)
@@ -211,6 +211,24 @@ class Workspace:
         path = Path(path)
         writer_for(path, format)(self.kg(db_id).store, path, progress=progress)
         return path
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Delete half-built files left by imports whose process died (e.g. killed with SIGKILL)."""
+    for temp in folder.glob(".*.importing-*"):
+        pid = temp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            temp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _retire(path: Path) -> None:

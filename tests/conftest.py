@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import kgos
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> kgos.Workspace:
+    w = kgos.Workspace(tmp_path / "home")
+    yield w
+    w.close()
+
+
+def write_nodelink(path: Path, nodes: list[dict], edges: list[dict], **meta: str) -> Path:
+    path.write_text(json.dumps({"format": "kgos-node-link/1", **meta, "nodes": nodes, "edges": edges}),
+                    encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny_graph() -> tuple[list[dict], list[dict]]:
+    nodes = [
+        {"id": "feature:prompt_caching", "name": "Prompt caching", "type": "feature",
+         "description": "Reuse a cached prompt prefix.", "properties": {"aliases": ["context caching"],
+                                                                          "pricing_tier": 0.2}},
+        {"id": "benefit:token_savings", "name": "Token savings", "type": "benefit"},
+        {"id": "goal:cost_reduction", "name": "Cost reduction", "type": "goal",
+         "description": "Spend less on API calls."},
+    ]
+    edges = [
+        {"source": "feature:prompt_caching", "target": "benefit:token_savings", "type": "enables"},
+        {"source": "benefit:token_savings", "target": "goal:cost_reduction", "type": "contributes_to",
+         "weight": 0.8, "properties": {"note": "main lever"}},
+    ]
+    return nodes, edges

@@ -1,0 +1,104 @@
+"""The kgos command: help everywhere, clean JSON on stdout, clean errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from kgos.cli import cli
+
+from conftest import write_nodelink
+
+
+def all_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, cmd in group.commands.items():
+        found.append(prefix + (name,))
+        if isinstance(cmd, click.Group):
+            found += all_commands(cmd, prefix + (name,))
+    return found
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+
+    def invoke(*args: str, code: int = 0):
+        result = runner.invoke(cli, ["--home", str(tmp_path / "home"), *args])
+        assert result.exit_code == code, (result.output, result.stderr, result.exception)
+        return result
+    return invoke
+
+
+@pytest.mark.parametrize("path", all_commands(cli), ids=" ".join)
+def test_every_command_has_help(path):
+    result = CliRunner().invoke(cli, [*path, "--help"])
+    assert result.exit_code == 0
+    cmd = cli
+    for name in path:
+        cmd = cmd.commands[name]
+    assert cmd.help and len(cmd.help.strip()) > 10, f"{' '.join(path)} has no help text"
+    assert "Usage:" in result.output
+
+
+def test_kg_lifecycle_with_json_output(run, tmp_path, tiny_graph):
+    src = write_nodelink(tmp_path / "g.json", *tiny_graph)
+    report = json.loads(run("kg", "import", "t", str(src), "--json").stdout)
+    assert (report["nodes"], report["edges"], report["mode"]) == (3, 2, "create")
+    listing = json.loads(run("--json", "kg", "list").stdout)
+    assert [(k["db_id"], k["nodes"], k["edges"]) for k in listing] == [("t", 3, 2)]
+    stats = json.loads(run("kg", "stats", "t", "--json").stdout)
+    assert (stats["nodes"], stats["edges"]) == (3, 2)
+    out = tmp_path / "out.json.gz"
+    run("kg", "export", "t", str(out))
+    run("kg", "import", "t", str(out), "--replace")
+    assert "t\tdeleted" in run("kg", "delete", "t", "--yes", "--plain").stdout
+    assert json.loads(run("kg", "list", "--json").stdout) == []
+
+
+def test_plain_output_is_tab_separated(run, tmp_path, tiny_graph):
+    run("kg", "import", "t", str(write_nodelink(tmp_path / "g.json", *tiny_graph)))
+    assert run("kg", "list", "--plain").stdout.splitlines() == ["t\tnative\tnative\t3\t2"]
+
+
+def test_errors_are_one_line_on_stderr_with_exit_1(run, tmp_path, tiny_graph):
+    src = write_nodelink(tmp_path / "g.json", *tiny_graph)
+    run("kg", "import", "t", str(src))
+    result = run("kg", "import", "t", str(src), "--json", code=1)
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: KG 't' already exists") and "Traceback" not in result.stderr
+    assert "invalid KG name" in run("kg", "create", "../x", code=1).stderr
+    assert "no KG named 'nope'" in run("kg", "stats", "nope", code=1).stderr
+    (tmp_path / "bad.json").write_text('{"nodes": [{"id": "a"}, {"id": "a"}], "edges": []}')
+    assert "nodes[1]: duplicate node id" in run("kg", "import", "u", str(tmp_path / "bad.json"), code=1).stderr
+    assert "choose one of" in run("kg", "import", "t", str(src), "--merge", "--replace", code=2).stderr
+
+
+def test_delete_asks_for_confirmation(run, tmp_path):
+    run("kg", "create", "t")
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "kg", "delete", "t"], input="n\n")
+    assert result.exit_code == 1
+    assert json.loads(run("kg", "list", "--json").stdout)[0]["db_id"] == "t"
+
+
+def test_validate_exits_nonzero_on_errors(run, tmp_path):
+    nodes = [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}]
+    edges = [{"source": "a", "target": "b", "type": "requires"}, {"source": "b", "target": "a", "type": "requires"}]
+    run("kg", "import", "cyc", str(write_nodelink(tmp_path / "c.json", nodes, edges)))
+    report = json.loads(run("kg", "validate", "cyc", "--json", code=1).stdout)
+    assert report["ok"] is False and any(i["rule"] == 9 for i in report["issues"])
+    edges.pop()
+    run("kg", "import", "cyc", str(write_nodelink(tmp_path / "c.json", nodes, edges)), "--replace")
+    assert json.loads(run("kg", "validate", "cyc", "--json").stdout)["ok"] is True
+
+
+def test_console_script_runs(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kgos", "--home", str(tmp_path), "--json", "kg", "list"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []

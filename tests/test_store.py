@@ -1,0 +1,137 @@
+"""The native store: CRUD, spec/002 upsert semantics, FTS kept in sync, versioning."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgos.errors import InvalidArgument, NodeNotFound
+from kgos.store.native import NativeStore
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = NativeStore.create(tmp_path / "t.db", "t", name="Test", description="a test KG")
+    yield s
+    s.close()
+
+
+def fts(store: NativeStore, query: str) -> list[str]:
+    sql = "SELECT n.id FROM nodes_fts f JOIN nodes n ON n.rowid = f.rowid WHERE nodes_fts MATCH ? ORDER BY n.id"
+    return [r[0] for r in store.conn.execute(sql, (query,))]
+
+
+def test_add_node_mints_readable_unique_ids(store):
+    a = store.add_node("Prompt Caching!", "feature")
+    b = store.add_node("prompt caching", "feature")
+    assert (a.id, b.id) == ("feature:prompt_caching", "feature:prompt_caching_2")
+    assert store.get_node(a.id).name == "Prompt Caching!"
+    with pytest.raises(InvalidArgument, match="already exists"):
+        store.add_node("x", id=a.id)
+
+
+def test_node_fields_are_checked(store):
+    for bad in ({"name": ""}, {"name": "x", "type": ""}, {"name": "x", "properties": [1]},
+                {"name": "x", "description": 3}):
+        with pytest.raises(InvalidArgument):
+            store.add_node(**bad)
+    assert store.node_count() == 0
+
+
+def test_upsert_entity_is_unique_by_normalised_name_and_type(store):
+    a = store.upsert_entity("Python", "tool", {"v": 1})
+    b = store.upsert_entity("  python ", "tool", {"w": 2})
+    c = store.upsert_entity("Python", "concept")
+    assert a.id == b.id != c.id
+    assert store.get_node(a.id).properties == {"v": 1, "w": 2}
+    assert store.get_node(a.id).name == "Python"  # original casing kept
+
+
+def test_edge_upsert_keeps_max_weight_merges_evidence_and_created_at(store):
+    a, b = store.add_node("A"), store.add_node("B")
+    first = store.add_edge(a.id, b.id, "uses", 0.9, {"evidence": {"memory_id": "m1"}})
+    second = store.add_edge(a.id, b.id, "uses", 0.5, {"evidence": {"memory_id": "m2"}, "k": 1})
+    assert store.edge_count() == 1
+    assert second.weight == 0.9
+    assert second.properties == {"evidence": [{"memory_id": "m1"}, {"memory_id": "m2"}], "k": 1}
+    assert second.created_at == first.created_at
+    assert store.add_edge(a.id, b.id, "uses", 1.0).weight == 1.0
+
+
+def test_edge_to_unknown_node_or_bad_weight_changes_nothing(store):
+    a = store.add_node("A")
+    version = store.version()
+    with pytest.raises(NodeNotFound):
+        store.add_edge(a.id, "entity:missing", "uses")
+    for weight in (float("nan"), float("inf"), "1", True):
+        with pytest.raises(InvalidArgument):
+            store.add_edge(a.id, a.id, "uses", weight)
+    assert store.edge_count() == 0 and store.version() == version
+
+
+def test_neighbors_by_direction_and_type(store):
+    a, b, c = store.add_node("A"), store.add_node("B"), store.add_node("C")
+    store.add_edge(a.id, b.id, "requires", 0.5)
+    store.add_edge(c.id, a.id, "enables", 0.9)
+    store.add_edge(a.id, c.id, "similar_to", 0.7)
+    out = store.neighbors(a.id, "outgoing")
+    assert [(n.node.id, n.edge.type) for n in out] == [(c.id, "similar_to"), (b.id, "requires")]
+    assert [n.node.id for n in store.neighbors(a.id, "incoming")] == [c.id]
+    assert all(n.direction == "incoming" for n in store.neighbors(a.id, "incoming"))
+    assert [n.node.id for n in store.neighbors(a.id, "both", edge_types=["enables"])] == [c.id]
+    assert len(store.neighbors(a.id, "both")) == 3
+    with pytest.raises(InvalidArgument, match="direction"):
+        store.neighbors(a.id, "sideways")
+
+
+def test_fts_follows_inserts_updates_and_deletes(store):
+    a = store.add_node("Prompt caching", "feature", "Reuse prompt prefixes", {"aliases": ["context cache"]})
+    assert fts(store, "context") == [a.id]
+    assert fts(store, "prefix") == [a.id]  # porter stemming: prefixes -> prefix
+    store.update_node(a.id, properties={"aliases": ["kv reuse"]}, replace_properties=True)
+    assert fts(store, "context") == [] and fts(store, "kv") == [a.id]
+    store.delete_node(a.id)
+    assert fts(store, "kv") == [] and fts(store, "prompt") == []
+
+
+def test_delete_node_cascades_to_edges(store):
+    a, b = store.add_node("A"), store.add_node("B")
+    store.add_edge(a.id, b.id, "uses")
+    assert store.delete_node(a.id) == 1
+    assert store.edge_count() == 0 and store.neighbors(b.id) == []
+    assert store.delete_edge(b.id, b.id, "uses") is False
+
+
+def test_every_write_bumps_the_version_and_reads_do_not(store):
+    v0 = int(store.version())
+    a = store.add_node("A")
+    store.add_edge(a.id, a.id, "self")
+    store.get_node(a.id), store.neighbors(a.id)
+    assert int(store.version()) == v0 + 2
+
+
+def test_unknown_node_suggests_close_ids(store):
+    store.add_node("Prompt caching", "feature")
+    with pytest.raises(NodeNotFound) as err:
+        store.rowid("feature:prompt_cachng")
+    assert err.value.suggestions == ["feature:prompt_caching"]
+    assert "did you mean feature:prompt_caching" in str(err.value)
+
+
+def test_graph_arrays_align_with_ids(store):
+    a, b, c = store.add_node("A", "x"), store.add_node("B", "y"), store.add_node("C", "x")
+    store.add_edge(a.id, b.id, "r", 0.5)
+    store.add_edge(c.id, a.id, "q")
+    g = store.graph_arrays()
+    pairs = {(g.node_ids[s], g.node_ids[t], g.types[k], float(w))
+             for s, t, k, w in zip(g.src, g.dst, g.type_code, g.weight)}
+    assert pairs == {(a.id, b.id, "r", 0.5), (c.id, a.id, "q", 1.0)}
+    assert [g.node_type_names[k] for k in g.node_types] == ["x", "y", "x"]
+
+
+def test_migrations_are_recorded_and_idempotent(tmp_path, store):
+    names = [r[0] for r in store.conn.execute("SELECT name FROM kg_migrations")]
+    assert names == ["001_native_schema"]
+    again = NativeStore(store.path, "t")
+    assert again.meta()["name"] == "Test"
+    assert [r[0] for r in again.conn.execute("SELECT name FROM kg_migrations")] == names
+    again.close()
