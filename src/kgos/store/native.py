@@ -214,7 +214,10 @@ class NativeStore(GraphStore):
         rows = self.conn.execute("SELECT rowid, id, type FROM nodes ORDER BY rowid").fetchall()
         rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         ntype, ntype_names = codes([r[2] for r in rows])
-        edges = self.conn.execute("SELECT source, target, type, weight FROM edges ORDER BY rowid").fetchall()
+        # Only edges whose both ends exist (a native file enforces it; a hand-edited one may not).
+        edges = self.conn.execute("SELECT source, target, type, weight FROM edges WHERE source IN "
+                                  "(SELECT rowid FROM nodes) AND target IN (SELECT rowid FROM nodes) "
+                                  "ORDER BY rowid").fetchall()
         n = len(edges)
         src = np.searchsorted(rowids, np.fromiter((e[0] for e in edges), np.int64, n)).astype(np.int32)
         dst = np.searchsorted(rowids, np.fromiter((e[1] for e in edges), np.int64, n)).astype(np.int32)

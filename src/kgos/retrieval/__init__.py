@@ -1,0 +1,1 @@
+"""Retrieval layer: intents, weight profiles, the hybrid scorer and its explanations."""
