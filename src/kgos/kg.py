@@ -23,6 +23,7 @@ class KG:
         self.workspace = workspace
         self.db_id = db_id
         self.store = store
+        self._engine: Any = None
 
     def __repr__(self) -> str:
         return f"<KG {self.db_id!r} nodes={self.store.node_count()} edges={self.store.edge_count()}>"
@@ -120,6 +121,40 @@ class KG:
 
     def delete_edge(self, source: str, target: str, type: str) -> bool:
         return self._writer().delete_edge(source, target, type)
+
+    # -- search ------------------------------------------------------------------------------------
+    @property
+    def engine(self) -> Any:
+        if self._engine is None:
+            from .retrieval.engine import SearchEngine
+            self._engine = SearchEngine(self.store, self.workspace.cache_dir,
+                                        embedder=self.workspace.setting(self.db_id, "embedder"))
+        return self._engine
+
+    def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
+               mode: str = "hybrid") -> Any:
+        """Intent-adaptive hybrid search (spec/001); every hit explains its score.
+
+        ``weights``: explicit (alpha, beta, gamma, delta), normalised to sum 1; None uses the intent's
+        profile. ``intent``: one of the 8 retrieval intents, or None to classify the query. ``mode``:
+        hybrid (default), fixed3, fixed4, embedding, bm25, fts, text, graph or rrf (for ablations).
+        """
+        return self.engine.search(query, k=k, weights=weights, intent=intent, mode=mode)
+
+    def embed(self, model: str = "default", batch_size: int = 64, progress: Any = None) -> Any:
+        """Embed the nodes whose text changed since the last run, and use that model for search."""
+        from .embed import get_embedder
+        from .index.vectors import embed_store
+        embedder = get_embedder(model)
+        report = embed_store(self.store, embedder, self.workspace.cache_dir, batch_size, progress)
+        if hasattr(self.store, "set_meta") and not self.store.read_only:
+            if self.store.meta().get("embedder") != embedder.spec:
+                self.store.set_meta(embedder=embedder.spec)
+        else:
+            self.workspace.set_embedder(self.db_id, embedder.spec)
+        self.engine.embedder_spec = embedder.spec
+        self.engine.invalidate()
+        return report
 
     # -- quality -----------------------------------------------------------------------------------
     def stats(self) -> Any:

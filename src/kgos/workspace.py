@@ -170,6 +170,24 @@ class Workspace:
             p.unlink(missing_ok=True)
         return "deleted"
 
+    # -- search across KGs -------------------------------------------------------------------------
+    def search(self, db_ids: list[str], query: str, k: int = 10, **options: Any) -> Any:
+        """One query over several KGs: hits tagged with ``source_kg``, deduplicated by normalised
+        name keeping the higher score (spec/000 section 8, multi-KG experts)."""
+        from .retrieval.multi import merge_results
+        if not db_ids:
+            raise InvalidArgument("give at least one KG to search")
+        results = [self.kg(db_id).search(query, k=k, **options) for db_id in dict.fromkeys(db_ids)]
+        return merge_results(results, k)
+
+    def setting(self, db_id: str, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM kg_settings WHERE db_id = ? AND key = ?", (db_id, key)).fetchone()
+        return row[0] if row else None
+
+    def set_embedder(self, db_id: str, spec: str) -> None:
+        """Remember the embedder of an attached KG (its own file is not written)."""
+        self.db.execute("INSERT OR REPLACE INTO kg_settings VALUES (?, 'embedder', ?)", (db_id, spec))
+
     # -- import / export ---------------------------------------------------------------------------
     def import_file(self, db_id: str, path: str | Path, format: str | None = None, mode: str = "create",
                     skip_dangling: bool = False, progress: Progress | None = None) -> ImportReport:

@@ -23,19 +23,22 @@ INTENTS = ("exact_match", "capability_check", "debugging", "workflow", "comparis
 
 # Cascade order of spec/001 1.3: first match wins, "ordered by specificity". The exact_match
 # patterns are about the query's shape (CamelCase, snake-or-kebab, file.ext), so they are matched
-# case-sensitively; the word lists of the others case-insensitively.
+# case-sensitively; the word lists of the others case-insensitively. The spec closes stems such as
+# "automat", "reduc" or "improv" with \b, which would never match "automate" or "improve": here stems
+# match as word prefixes and whole words keep their boundary.
 _CASCADE: list[tuple[str, list[re.Pattern[str]]]] = [
     ("exact_match", [re.compile(p) for p in (r'^"[^"]+"$', r"^[A-Z][a-zA-Z]+$", r"^[a-z]+[-_][a-z]+",
                                             r"^\w+\.\w+$")]),
     ("debugging", [re.compile(r"\b(error|fail|debug|fix|broken|issue|crash|bug|exception|traceback)\b", re.I)]),
     ("capability_check", [re.compile(p, re.I) for p in (r"\bcan\s+(it|you|this)\b", r"\bdoes\s+\w+\s+support\b",
                                                          r"\bis\s+\w+\s+(able|capable)\b")]),
-    ("workflow", [re.compile(p, re.I) for p in (r"\b(pipeline|workflow|step.by.step|automat|chain|sequenc)\b",
-                                                 r"^how\s+(to|do\s+I)\b")]),
-    ("comparison", [re.compile(r"\b(vs|versus|compar|differ|which\s+is\s+better|alternative)\b", re.I)]),
-    ("goal_based", [re.compile(p, re.I) for p in (r"\b(I\s+want\s+to|how\s+do\s+I|reduc|improv|achiev|optim)\b",
+    ("workflow", [re.compile(p, re.I) for p in (r"\b(pipeline|workflow|step.by.step|chain)s?\b",
+                                                 r"\b(automat|sequenc)\w*", r"^how\s+(to|do\s+I)\b")]),
+    ("comparison", [re.compile(p, re.I) for p in (r"\b(vs|versus|which\s+is\s+better|alternatives?)\b",
+                                                   r"\b(compar|differ)\w*")]),
+    ("goal_based", [re.compile(p, re.I) for p in (r"\b(I\s+want\s+to|how\s+do\s+I)\b", r"\b(reduc|improv|achiev|optim)\w*",
                                                    r"\b(increase|decrease|minimize|maximize)\b")]),
-    ("exploratory", [re.compile(p, re.I) for p in (r"\b(explor|brows|list|show\s+me|what\s+are|overview)\b",
+    ("exploratory", [re.compile(p, re.I) for p in (r"\b(list|show\s+me|what\s+are|overview)\b", r"\b(explor|brows)\w*",
                                                     r"^tell\s+me\s+about\b")]),
 ]
 SEMANTIC_MIN_WORDS = 11  # "query > 10 words" (spec/001 1.3 step 2)

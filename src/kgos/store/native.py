@@ -116,8 +116,13 @@ class NativeStore(GraphStore):
             conn.executemany("INSERT OR REPLACE INTO kg_meta VALUES (?, ?)", values.items())
 
     def version(self) -> str:
-        row = self.conn.execute("SELECT value FROM kg_meta WHERE key = 'version'").fetchone()
-        return row[0] if row else "0"
+        """Write counter plus creation time: a file replaced by a new import never reuses a version."""
+        rows = dict(self.conn.execute("SELECT key, value FROM kg_meta WHERE key IN ('version', 'created_at')"))
+        return f"{rows.get('created_at', '')}#{rows.get('version', '0')}"
+
+    def node_rowids(self) -> np.ndarray:
+        """The rowid of each node, in ``graph_arrays`` order (FTS5 results are keyed by rowid)."""
+        return np.fromiter((r[0] for r in self.conn.execute("SELECT rowid FROM nodes ORDER BY rowid")), np.int64)
 
     # -- reads ---------------------------------------------------------------------------------
     def node_count(self) -> int:

@@ -18,6 +18,13 @@ CREATE TABLE attached (
   read_only INTEGER NOT NULL DEFAULT 1,
   attached_at TEXT NOT NULL
 );"""),
+    ("002_kg_settings", """
+CREATE TABLE kg_settings (
+  db_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (db_id, key)
+);"""),
 ]
 
 

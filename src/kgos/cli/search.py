@@ -1,0 +1,87 @@
+"""``kgos search`` and ``kgos embed``: hybrid retrieval with explained scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+
+from ..retrieval.hybrid import MODES
+from ..retrieval.intents import INTENTS
+from . import cli, out, output_options, workspace
+from .output import table
+
+
+@cli.command("search")
+@click.argument("db_ids", metavar="KG[,KG...]")
+@click.argument("query")
+@click.option("-k", "k", default=10, show_default=True, help="Number of results.")
+@click.option("--intent", type=click.Choice(INTENTS), help="Force a retrieval intent (default: classified).")
+@click.option("--weights", help="Explicit alpha,beta,gamma,delta (embedding,text,graph,intent); normalised to sum 1.")
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+              help="Scoring strategy (single signals, fixed hybrids and RRF are for comparisons).")
+@click.option("--explain", is_flag=True, help="Show each hit's per-signal breakdown and why it ranked.")
+@output_options
+@click.pass_context
+def search(ctx: click.Context, db_ids: str, query: str, k: int, intent: str | None, weights: str | None,
+           mode: str, explain: bool, json_: bool, plain_: bool) -> None:
+    """Search one KG (or several, comma-separated) for QUERY, by intent-adaptive hybrid scoring."""
+    ids = [d.strip() for d in db_ids.split(",") if d.strip()]
+    ws = workspace(ctx)
+    options: dict[str, Any] = {"weights": weights, "intent": intent, "mode": mode}
+    result = ws.kg(ids[0]).search(query, k=k, **options) if len(ids) == 1 else ws.search(ids, query, k=k, **options)
+    out(ctx, json_, plain_).emit(result, lambda c: _print(c, result, explain),
+                                 lambda: [(h.rank, f"{h.score:.4f}", h.node.id, h.node.name) for h in result.results])
+
+
+def _print(c: Console, r: Any, explain: bool) -> None:
+    w = r.weights
+    c.print(f"[bold]{r.query}[/]  intent [cyan]{r.intent.name}[/] ({r.intent.source})  "
+            f"weights a={w.embedding:.2f} b={w.text:.2f} g={w.graph:.2f} d={w.intent:.2f} [dim]({w.source})[/]")
+    columns = ["#", "score", "node", "type", "method"]
+    if explain:
+        columns += ["emb", "text", "graph", "intent", "why"]
+    rows = []
+    for h in r.results:
+        row = [h.rank, f"{h.score:.3f}", f"{h.node.name} [dim]{h.node.id}[/]" + (f" [{h.source_kg}]" if h.source_kg else ""),
+               h.node.type, h.method]
+        if explain:
+            cm = h.components
+            why = "; ".join(f"{a.direction} {a.type} {a.other_name}" for a in h.edge_annotations)
+            row += [f"{cm.embedding:.2f}", f"{cm.text:.2f}", f"{cm.graph:.2f}", f"{cm.intent:.2f}", why]
+        rows.append(row)
+    c.print(table(None, columns, rows) if rows else "No results.")
+    for note in r.notes:
+        c.print(f"[dim]note: {note}[/]")
+    c.print(f"[dim]{r.took_ms:.1f} ms[/]")
+
+
+@cli.command("embed")
+@click.argument("db_id")
+@click.option("--model", default="default", show_default=True,
+              help="Embedder: default, minilm, hash[:dims], static:PATH, openai:MODEL, gemini:MODEL.")
+@click.option("--batch-size", default=64, show_default=True)
+@output_options
+@click.pass_context
+def embed(ctx: click.Context, db_id: str, model: str, batch_size: int, json_: bool, plain_: bool) -> None:
+    """Embed DB_ID's nodes (only those whose text changed) so search can use the embedding signal."""
+    o = out(ctx, json_, plain_)
+    kg = workspace(ctx).kg(db_id)
+    with o.progress(f"embed {db_id}") as progress:
+        counter = _Counter(progress)
+        report = kg.embed(model, batch_size=batch_size, progress=counter if progress else None)
+    o.emit(report, lambda c: c.print(
+        f"Embedded {report.embedded:,} of {report.nodes:,} nodes of [bold]{db_id}[/] with {report.model} "
+        f"({report.unchanged:,} unchanged) in {report.seconds:.1f} s"), lambda: [(db_id, report.model, report.embedded)])
+
+
+class _Counter:
+    """Adapts the embedders' increments to the progress display's running totals."""
+
+    def __init__(self, progress: Any) -> None:
+        self.progress, self.done = progress, 0
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        self.progress("nodes", self.done)

@@ -1,0 +1,197 @@
+"""The in-memory text index: BM25 over node name, type, description and text-like properties.
+
+Scores are precomputed per (term, node) into a CSC matrix, as bm25s does, so a query is a sum of a
+few column slices. Tokenisation mirrors SQLite FTS5's ``unicode61 remove_diacritics 2`` (runs of
+letters and digits, case- and accent-folded) so that this index and the FTS5 channel agree on what a
+term is; the stemmer is selectable (``porter`` matches FTS5's ``porter`` tokenizer).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InvalidArgument
+
+_TOKEN_RE = re.compile(r"[^\W_]+")
+STEMMERS = ("porter", "snowball", "spec", "none")
+FIELDS = ("name", "extra", "type", "description")
+
+# A short English list (the usual function words); FTS5 keeps them, but they only add noise and
+# cost to OR queries, so neither channel searches for them.
+STOPWORDS = frozenset("""a an and are as at be but by for from has have i if in into is it its me my of on
+or our so such that the their then there these they this to was we were what when where which who will
+with you your do does how can""".split())
+
+
+def fold(text: str) -> str:
+    """Lower-case and strip diacritics (FTS5 ``remove_diacritics 2``)."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def tokenize(text: str) -> list[str]:
+    """Alphanumeric runs of the folded text: ``"Prompt-caching v2"`` -> ``["prompt", "caching", "v2"]``."""
+    return _TOKEN_RE.findall(fold(text))
+
+
+def make_stemmer(name: str) -> Callable[[str], str]:
+    if name not in STEMMERS:
+        raise InvalidArgument(f"unknown stemmer {name!r}; choose one of {', '.join(STEMMERS)}")
+    if name == "none":
+        return lambda t: t
+    if name == "spec":
+        from ..retrieval.intents import spec_stem
+        return lru_cache(maxsize=200_000)(spec_stem)
+    import Stemmer  # PyStemmer: the Snowball C implementations
+    stemmer = Stemmer.Stemmer("porter" if name == "porter" else "english")
+    return lru_cache(maxsize=200_000)(stemmer.stemWord)
+
+
+@dataclass(frozen=True)
+class TextConfig:
+    """How node text is analysed and scored. Defaults are chosen by docs/quality.md."""
+
+    stemmer: str = "porter"
+    stopwords: bool = True
+    k1: float = 1.5
+    b: float = 0.75
+    name_weight: float = 1.0
+    extra_weight: float = 1.0
+    type_weight: float = 1.0
+    description_weight: float = 1.0
+
+    def field_weights(self) -> tuple[float, ...]:
+        return (self.name_weight, self.extra_weight, self.type_weight, self.description_weight)
+
+    def key(self) -> str:
+        return "-".join(str(v) for v in (self.stemmer, int(self.stopwords), self.k1, self.b, *self.field_weights()))
+
+
+class Analyzer:
+    """text -> terms (tokenise, drop stopwords, stem)."""
+
+    def __init__(self, config: TextConfig) -> None:
+        self.stem = make_stemmer(config.stemmer)
+        self.stop = STOPWORDS if config.stopwords else frozenset()
+
+    def terms(self, text: str) -> list[str]:
+        return [self.stem(t) for t in tokenize(text) if t not in self.stop]
+
+
+def bm25_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
+    """IDF(t) = ln((N - df + 0.5) / (df + 0.5) + 1): spec/001 1.4, the Lucene variant (bm25s "lucene")."""
+    return np.log((n_docs - df + 0.5) / (df + 0.5) + 1.0)
+
+
+def bm25_tf(tf: np.ndarray, doc_len: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:
+    """tf (k1 + 1) / (tf + k1 (1 - b + b |d| / avgdl)): the saturation term of spec/001 1.4.
+
+    Robertson's form; Lucene and bm25s's "lucene" method drop the constant (k1 + 1), which scales every
+    score alike and changes no ranking.
+    """
+    return tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * doc_len / max(avgdl, 1e-9)))
+
+
+class TextIndex:
+    """BM25 over a fixed list of documents; ``scores(terms)`` gives one float32 score per document."""
+
+    def __init__(self, matrix: sp.csc_matrix, vocab: dict[str, int], config: TextConfig) -> None:
+        self.matrix = matrix
+        self.vocab = vocab
+        self.config = config
+        self.analyzer = Analyzer(config)
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.matrix.shape[0])
+
+    @classmethod
+    def build(cls, docs: Sequence[Sequence[str]], config: TextConfig = TextConfig()) -> TextIndex:
+        """``docs[i]`` is the tuple of field texts (name, extra, type, description) of document i."""
+        analyzer = Analyzer(config)
+        vocab: dict[str, int] = {}
+        rows: list[np.ndarray] = []
+        cols: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
+        for f, weight in enumerate(config.field_weights()):
+            if weight <= 0:
+                continue
+            r, c = _field_postings((d[f] for d in docs), analyzer, vocab)
+            rows.append(r)
+            cols.append(c)
+            vals.append(np.full(r.shape[0], weight, np.float32))
+        n = len(docs)
+        tf = sp.coo_matrix((np.concatenate(vals or [np.zeros(0, np.float32)]),
+                            (np.concatenate(rows or [np.zeros(0, np.int64)]),
+                             np.concatenate(cols or [np.zeros(0, np.int64)]))),
+                           shape=(n, len(vocab))).tocsr()
+        tf.sum_duplicates()
+        return cls(_bm25_matrix(tf, config), vocab, config)
+
+    def query_terms(self, text: str, weight: Callable[[str], float] | None = None) -> list[tuple[int, float]]:
+        """(column, query weight) for each known term; raw tokens decide the weight (5x keywords)."""
+        out = []
+        for token in tokenize(text):
+            if token in self.analyzer.stop:
+                continue
+            col = self.vocab.get(self.analyzer.stem(token))
+            if col is not None:
+                out.append((col, weight(token) if weight else 1.0))
+        return out
+
+    def scores(self, terms: Iterable[tuple[int, float]]) -> np.ndarray:
+        """Sum of w x BM25(t, d) over the query terms, for every document (float32, length n)."""
+        out = np.zeros(self.n_docs, np.float32)
+        m = self.matrix
+        for col, w in terms:
+            lo, hi = m.indptr[col], m.indptr[col + 1]
+            out[m.indices[lo:hi]] += np.float32(w) * m.data[lo:hi]
+        return out
+
+    def save(self, folder: Path) -> None:
+        sp.save_npz(folder / "bm25.npz", self.matrix, compressed=False)
+        np.save(folder / "bm25_vocab.npy", np.array(sorted(self.vocab, key=self.vocab.__getitem__), dtype=object),
+                allow_pickle=True)
+
+    @classmethod
+    def load(cls, folder: Path, config: TextConfig) -> TextIndex:
+        matrix = sp.load_npz(folder / "bm25.npz").tocsc()
+        terms = np.load(folder / "bm25_vocab.npy", allow_pickle=True)
+        return cls(matrix, {t: i for i, t in enumerate(terms.tolist())}, config)
+
+
+def _field_postings(texts: Iterable[str], analyzer: Analyzer, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(doc index, term id) of every term occurrence in one field; grows ``vocab``."""
+    rows: list[int] = []
+    cols: list[int] = []
+    setdefault = vocab.setdefault
+    for i, text in enumerate(texts):
+        if not text:
+            continue
+        ids = [setdefault(t, len(vocab)) for t in analyzer.terms(text)]
+        rows.extend([i] * len(ids))
+        cols.extend(ids)
+    return np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+
+
+def _bm25_matrix(tf: sp.csr_matrix, config: TextConfig) -> sp.csc_matrix:
+    n = tf.shape[0]
+    doc_len = np.asarray(tf.sum(axis=1)).ravel()
+    avgdl = float(doc_len.mean()) if n else 0.0
+    df = np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64)
+    idf = bm25_idf(df, n)
+    row_of = np.repeat(np.arange(n), np.diff(tf.indptr))
+    data = bm25_tf(tf.data.astype(np.float64), doc_len[row_of], avgdl, config.k1, config.b) * idf[tf.indices]
+    scored = sp.csr_matrix((data.astype(np.float32), tf.indices, tf.indptr), shape=tf.shape)
+    return scored.tocsc()

@@ -1,0 +1,154 @@
+"""Node embeddings at rest: float32 BLOBs with a content hash, embedded only when the text changed.
+
+Native KGs keep them in their own ``node_embeddings`` table; attached (foreign) KGs, which KG-OS
+does not write to, keep them in a sidecar SQLite file in the workspace cache.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model import Node
+from ..store.base import GraphStore
+
+EMBED_TEXT_CHARS = 1000
+SIDECAR_SCHEMA = """CREATE TABLE IF NOT EXISTS node_embeddings (
+  node_id TEXT NOT NULL, model TEXT NOT NULL, dims INTEGER NOT NULL, content_hash TEXT NOT NULL,
+  vector BLOB NOT NULL, PRIMARY KEY (model, node_id)) WITHOUT ROWID"""
+
+
+def embed_text(node: Node) -> str:
+    """What a node's vector is made from: its name and description (capped)."""
+    text = f"{node.name}. {node.description}" if node.description else node.name
+    return text[:EMBED_TEXT_CHARS]
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    db_id: str
+    model: str
+    dims: int
+    nodes: int
+    embedded: int
+    unchanged: int
+    removed: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _VectorTable:
+    """(node id, model) -> (content hash, vector) over some SQLite connection."""
+
+    def __init__(self, conn: sqlite3.Connection, native: bool) -> None:
+        self.conn = conn
+        self.native = native
+        key = "n.id" if native else "e.node_id"
+        join = "JOIN nodes n ON n.rowid = e.node" if native else ""
+        self._select = f"SELECT {key}, e.content_hash, e.vector, e.dims FROM node_embeddings e {join} WHERE e.model = ?"
+
+    def rows(self, model: str, with_vectors: bool = False) -> dict[str, Any]:
+        out = {}
+        for node_id, digest, blob, dims in self.conn.execute(self._select, (model,)):
+            out[node_id] = (digest, blob, dims) if with_vectors else digest
+        return out
+
+    def write(self, model: str, dims: int, items: list[tuple[str, str, bytes]]) -> None:
+        if self.native:
+            sql = ("INSERT OR REPLACE INTO node_embeddings (node, model, dims, content_hash, vector) "
+                   "SELECT rowid, ?, ?, ?, ? FROM nodes WHERE id = ?")
+            self.conn.executemany(sql, [(model, dims, h, v, nid) for nid, h, v in items])
+        else:
+            self.conn.executemany("INSERT OR REPLACE INTO node_embeddings VALUES (?, ?, ?, ?, ?)",
+                                  [(nid, model, dims, h, v) for nid, h, v in items])
+
+    def remove(self, model: str, node_ids: Iterable[str]) -> None:
+        ids = list(node_ids)
+        if self.native:  # cascades remove vectors of deleted nodes; this drops vectors of other dims
+            self.conn.executemany("DELETE FROM node_embeddings WHERE model = ? AND node = "
+                                  "(SELECT rowid FROM nodes WHERE id = ?)", [(model, i) for i in ids])
+        else:
+            self.conn.executemany("DELETE FROM node_embeddings WHERE model = ? AND node_id = ?",
+                                  [(model, i) for i in ids])
+
+
+def _table(store: GraphStore, cache_root: Path | None) -> _VectorTable:
+    if hasattr(store, "transaction") and not store.read_only:
+        return _VectorTable(store.conn, native=True)  # type: ignore[attr-defined]
+    if cache_root is None:
+        raise ValueError("a read-only KG keeps its vectors in the workspace cache; no cache folder given")
+    folder = cache_root / store.db_id
+    folder.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(folder / "vectors.db", isolation_level=None, check_same_thread=False)
+    conn.execute(SIDECAR_SCHEMA)
+    return _VectorTable(conn, native=False)
+
+
+def embed_store(store: GraphStore, embedder: Any, cache_root: Path | None = None, batch_size: int = 64,
+                progress: Callable[[int], None] | None = None) -> EmbedReport:
+    """Embed every node whose text changed since it was last embedded with this model."""
+    t0 = time.perf_counter()
+    table = _table(store, cache_root)
+    known = table.rows(embedder.name)
+    from ..embed.base import content_hash
+    todo = [(n.id, t, content_hash(embedder.name, t)) for n in store.iter_nodes() for t in [embed_text(n)]]
+    changed = [(nid, t, h) for nid, t, h in todo if known.get(nid) != h]
+    stale = set(known) - {nid for nid, _, _ in todo}
+    for start in range(0, len(changed), 4096):  # write as we go: an interrupted run keeps its work
+        chunk = changed[start:start + 4096]
+        vectors = embedder.embed([t for _, t, _ in chunk], batch_size=batch_size, progress=progress)
+        items = [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(chunk)]
+        _write(store, table, embedder.name, vectors.shape[1], items)
+    if stale:
+        _write(store, table, embedder.name, 0, [], remove=stale)
+    return EmbedReport(store.db_id, embedder.name, embedder.dims, len(todo), len(changed),
+                       len(todo) - len(changed), len(stale), time.perf_counter() - t0)
+
+
+def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],
+           remove: set[str] | None = None) -> None:
+    if table.native:
+        with store.transaction():  # type: ignore[attr-defined]
+            table.write(model, dims, items)
+            table.remove(model, remove or ())
+    else:
+        table.conn.execute("BEGIN")
+        table.write(model, dims, items)
+        table.remove(model, remove or ())
+        table.conn.execute("COMMIT")
+
+
+def load_vectors(store: GraphStore, model: str, node_ids: tuple[str, ...],
+                 cache_root: Path | None = None) -> np.ndarray | None:
+    """The (n, dims) matrix aligned with ``node_ids`` (zero rows for nodes without a vector), or None."""
+    try:
+        rows = _table(store, cache_root).rows(model, with_vectors=True)
+    except ValueError:
+        return None
+    if not rows:
+        return None
+    dims = next(iter(rows.values()))[2]
+    matrix = np.zeros((len(node_ids), dims), np.float32)
+    for i, nid in enumerate(node_ids):
+        row = rows.get(nid)
+        if row is not None and row[2] == dims:
+            matrix[i] = np.frombuffer(row[1], np.float32)
+    return matrix
+
+
+def models(store: GraphStore) -> dict[str, int]:
+    """Embedding models with stored vectors in a native KG, and how many nodes each covers."""
+    if not hasattr(store, "conn"):
+        return {}
+    try:
+        return dict(store.conn.execute("SELECT model, count(*) FROM node_embeddings GROUP BY model"))  # type: ignore[attr-defined]
+    except sqlite3.OperationalError:
+        return {}

@@ -1,0 +1,310 @@
+"""The intent-adaptive hybrid search of spec/001 (sections 1.2-1.8) over one snapshot.
+
+score = alpha * embedding + beta * text + gamma * graph + delta * intent, each signal normalised to
+0..1 by its maximum first (spec/000 section 7). Every signal is a dense float32 array over the
+snapshot's nodes, built with numpy/scipy (no per-node Python loop); result objects are made only
+for the final top k.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from ..index.text import tokenize
+from ..store.base import GraphStore
+from . import intents as I
+from .results import SIGNALS, Components, EdgeAnnotation, SearchHit, SearchResult, Weights
+
+if TYPE_CHECKING:
+    from ..index.snapshot import Snapshot
+
+MODES = ("hybrid", "fixed3", "fixed4", "embedding", "bm25", "fts", "text", "graph", "rrf")
+MAX_K = 1000
+MAX_QUERY_TERMS = 64
+RRF_K = 60
+DIVERSITY_BOOST = 1.05  # spec/001 1.8
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Engine switches; the defaults are the measured choices of docs/quality.md."""
+
+    seeds_text: int = 10  # spec/001 1.6: seeds = top 10 text + top 10 embedding
+    seeds_embedding: int = 10
+    fts: bool = True
+    diversity: bool = True
+    unmatched: str = "profile"  # "profile": goal_based profile on cascade default; "default": 0.40/0.45/0.15/0
+    fts_candidates: int = 200
+
+
+# -- inputs ----------------------------------------------------------------------------------------
+def check_query(query: Any) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("the query is empty: give some words to search for")
+    return query.strip()
+
+
+def check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidArgument(f"k must be a positive integer, not {k!r}")
+    return min(k, MAX_K)
+
+
+def parse_weights(weights: Any) -> tuple[float, float, float, float] | None:
+    """Explicit weights (alpha, beta, gamma, delta): a sequence, a mapping, or "a,b,g,d"; None = profile.
+
+    Negative or non-finite weights are rejected; the others are normalised to sum to 1.
+    """
+    if weights is None:
+        return None
+    if isinstance(weights, str):
+        weights = weights.split(",")
+    if isinstance(weights, dict):
+        keys = (("alpha", "embedding"), ("beta", "text"), ("gamma", "graph"), ("delta", "intent"))
+        weights = [weights.get(a, weights.get(b, 0.0)) for a, b in keys]
+    try:
+        values = [float(w) for w in weights]
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"weights must be four numbers alpha,beta,gamma,delta, not {weights!r}") from None
+    if len(values) != 4 or any(not math.isfinite(v) or v < 0 for v in values):
+        raise InvalidArgument("weights must be four non-negative numbers alpha,beta,gamma,delta (e.g. 0.4,0.45,0.15,0)")
+    total = sum(values)
+    if total <= 0:
+        raise InvalidArgument("at least one weight must be positive")
+    return tuple(v / total for v in values)  # type: ignore[return-value]
+
+
+def choose_weights(explicit: tuple[float, ...] | None, intent: I.Intent, mode: str, options: SearchOptions) -> Weights:
+    """DESIGN.md section 5: explicit > the intent's profile > the no-match default."""
+    fixed = {"fixed3": (0.40, 0.45, 0.15, 0.0), "fixed4": I.EXPERT_DEFAULT_WEIGHTS,
+             "embedding": (1, 0, 0, 0), "bm25": (0, 1, 0, 0), "fts": (0, 1, 0, 0), "text": (0, 1, 0, 0),
+             "graph": (0, 0, 1, 0)}
+    if mode in fixed:
+        return Weights(*map(float, fixed[mode]), source=mode)
+    if explicit is not None:
+        return Weights(*explicit, source="explicit")
+    if not intent.matched and options.unmatched == "default":
+        return Weights(*I.NO_MATCH_WEIGHTS, source="no-match default")
+    return Weights(*I.PROFILES[intent.name], source=f"profile:{intent.name}")
+
+
+# -- signals ---------------------------------------------------------------------------------------
+def normalise(x: np.ndarray) -> np.ndarray:
+    """Divide by the maximum (spec/000 section 7); all-zero stays zero."""
+    top = float(x.max()) if x.size else 0.0
+    return x / top if top > 0 else x
+
+
+def bm25_signal(snap: Snapshot, query: str, intent: str) -> np.ndarray:
+    """BM25 with the intent's keywords weighted 5x (spec/001 1.4)."""
+    terms = snap.text.query_terms(query, lambda tok: I.keyword_weight(tok, intent))[:MAX_QUERY_TERMS]
+    return normalise(snap.text.scores(terms))
+
+
+def fts_query(query: str, stopwords: frozenset[str]) -> str | None:
+    """An FTS5 MATCH string that is safe for any input: every token double-quoted, OR-ed."""
+    tokens = list(dict.fromkeys(t for t in tokenize(query) if t not in stopwords))[:MAX_QUERY_TERMS]
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens) or None
+
+
+def fts_signal(snap: Snapshot, store: GraphStore, query: str, limit: int) -> np.ndarray | None:
+    """SQLite FTS5 ``bm25()`` over the native KG's text, as one more normalised text channel."""
+    conn = getattr(store, "conn", None)
+    match = fts_query(query, snap.text.analyzer.stop)
+    out = np.zeros(snap.n, np.float32)
+    if conn is None or snap.rowids is None or match is None:
+        return None if match is not None else out
+    try:
+        rows = conn.execute("SELECT rowid, -bm25(nodes_fts) FROM nodes_fts WHERE nodes_fts MATCH ? "
+                            "ORDER BY bm25(nodes_fts) LIMIT ?", (match, limit)).fetchall()
+    except sqlite3.OperationalError:
+        return None
+    if rows:
+        ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        pos = np.searchsorted(snap.rowids, ids)
+        ok = (pos < snap.n) & (snap.rowids[np.minimum(pos, snap.n - 1)] == ids)
+        out[pos[ok]] = np.fromiter((r[1] for r in rows), np.float32, len(rows))[ok]
+    return normalise(np.maximum(out, 0))
+
+
+def embedding_signal(snap: Snapshot, query_vector: np.ndarray | None) -> np.ndarray | None:
+    """Cosine of the query with every node: one matrix-vector product; negatives count as 0."""
+    if snap.vectors is None or query_vector is None or not np.any(query_vector):
+        return None
+    return normalise(np.maximum(snap.vectors @ query_vector.astype(np.float32), 0))
+
+
+def top_indices(x: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest positive entries, best first (argpartition, then a small sort)."""
+    nz = np.flatnonzero(x > 0)
+    if nz.size > k:
+        nz = nz[np.argpartition(-x[nz], k - 1)[:k]]
+    return nz[np.argsort(-x[nz], kind="stable")]
+
+
+def dense(n: int, candidates: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    out = np.zeros(n, np.float32)
+    out[np.asarray(candidates, np.int64)] = scores
+    return out
+
+
+def graph_signal(snap: Snapshot, seeds: np.ndarray, intent: str) -> np.ndarray:
+    """Edge-type-weighted proximity to the seeds blended with PageRank (spec/001 1.6)."""
+    if seeds.size == 0:
+        return np.zeros(snap.n, np.float32)
+    weights = snap.graph.type_weight_vector(I.EDGE_TYPE_WEIGHTS, I.DEFAULT_EDGE_TYPE_WEIGHT)
+    cand, score = snap.graph.graph_boost(seeds, weights, two_hop=intent in I.TWO_HOP_INTENTS)
+    return dense(snap.n, cand, score)
+
+
+def intent_signal(snap: Snapshot, seeds: np.ndarray, intent: str) -> np.ndarray:
+    """Forward +1.0 / backward +0.7 over the intent's edge types (spec/001 1.7)."""
+    types = I.INTENT_EDGE_TYPES.get(intent, ())
+    if seeds.size == 0 or not types:
+        return np.zeros(snap.n, np.float32)
+    cand, score = snap.graph.intent_edge_scores(seeds, types)
+    return dense(snap.n, cand, score)
+
+
+@dataclass
+class Signals:
+    embedding: np.ndarray | None
+    bm25: np.ndarray
+    fts: np.ndarray | None
+    text: np.ndarray
+    graph: np.ndarray
+    intent: np.ndarray
+    seeds: np.ndarray
+
+
+def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
+                    query_vector: np.ndarray | None, options: SearchOptions) -> Signals:
+    bm25 = bm25_signal(snap, query, intent)
+    fts = fts_signal(snap, store, query, options.fts_candidates) if options.fts else None
+    text = np.maximum(bm25, fts) if fts is not None else bm25
+    emb = embedding_signal(snap, query_vector)
+    seeds = top_indices(text, options.seeds_text)
+    if emb is not None:
+        seeds = np.union1d(seeds, top_indices(emb, options.seeds_embedding))
+    return Signals(emb, bm25, fts, text, graph_signal(snap, seeds, intent), intent_signal(snap, seeds, intent), seeds)
+
+
+# -- combination -----------------------------------------------------------------------------------
+def effective_weights(weights: Weights, signals: Signals) -> Weights:
+    """Without vectors the formula degrades to text + graph (+ intent), renormalised (spec/000 lesson 4)."""
+    if signals.embedding is not None or weights.embedding == 0 or weights.embedding == 1:
+        return weights
+    rest = weights.text + weights.graph + weights.intent
+    if rest <= 0:
+        return weights
+    return Weights(0.0, weights.text / rest, weights.graph / rest, weights.intent / rest,
+                   source=weights.source + " (no vectors: renormalised)")
+
+
+def signal_for_mode(signals: Signals, mode: str) -> Signals:
+    """Single-signal ablations swap the text channel for the one being measured."""
+    if mode == "bm25":
+        return replace(signals, text=signals.bm25)
+    if mode == "fts":
+        return replace(signals, text=signals.fts if signals.fts is not None else np.zeros_like(signals.bm25))
+    return signals
+
+
+def combine(signals: Signals, w: Weights) -> np.ndarray:
+    total = w.text * signals.text + w.graph * signals.graph + w.intent * signals.intent
+    if signals.embedding is not None:
+        total = total + w.embedding * signals.embedding
+    return total
+
+
+def rrf(signals: Signals, extra: Sequence[np.ndarray] = (), depth: int = 100) -> np.ndarray:
+    """Reciprocal rank fusion, sum of 1 / (60 + rank), over every mechanism's own ranking."""
+    rankings = [signals.bm25, signals.graph, *extra]
+    rankings += [r for r in (signals.fts, signals.embedding) if r is not None]
+    out = np.zeros(signals.bm25.shape[0], np.float32)
+    for scores in rankings:
+        order = top_indices(scores, depth)
+        out[order] += 1.0 / (RRF_K + 1 + np.arange(order.size, dtype=np.float32))
+    return out
+
+
+def diversify(order: np.ndarray, total: np.ndarray, communities: np.ndarray | None) -> np.ndarray:
+    """+5% for the first hit of each community, then re-sort (spec/001 1.8; only for > 3 results)."""
+    if communities is None or order.size <= 3:
+        return order
+    labels = communities[order]
+    _, first = np.unique(labels, return_index=True)
+    boosted = total[order].astype(np.float64)
+    boosted[first] *= DIVERSITY_BOOST
+    return order[np.argsort(-boosted, kind="stable")]
+
+
+# -- results ---------------------------------------------------------------------------------------
+def method_tags(c: Components) -> str:
+    return "+".join(s for s in SIGNALS if getattr(c, s) > 0) or "none"
+
+
+def annotations(snap: Snapshot, node: int, seeds: np.ndarray, limit: int = 3) -> tuple[EdgeAnnotation, ...]:
+    """Edges from this hit to seeds of the query, strongest edge types first."""
+    found = snap.graph.edges_between(node, seeds)[:limit]
+    return tuple(EdgeAnnotation(source=snap.node_ids[s], target=snap.node_ids[t], type=etype,
+                                direction="outgoing" if s == node else "incoming",
+                                other=snap.node_ids[t if s == node else s],
+                                other_name=snap.names[t if s == node else s]) for s, t, etype in found)
+
+
+def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, total: np.ndarray, signals: Signals,
+              mode: str) -> tuple[SearchHit, ...]:
+    nodes = store.get_nodes(snap.node_ids[i] for i in order)
+    hits = []
+    for rank, i in enumerate(order, 1):
+        c = Components(embedding=float(signals.embedding[i]) if signals.embedding is not None else 0.0,
+                       text=float(signals.text[i]), graph=float(signals.graph[i]), intent=float(signals.intent[i]))
+        node = nodes.get(snap.node_ids[i])
+        if node is None:  # deleted since the snapshot; the next query rebuilds it
+            continue
+        hits.append(SearchHit(node=node, score=float(total[i]), components=c,
+                              method="rrf" if mode == "rrf" else method_tags(c), rank=rank,
+                              edge_annotations=annotations(snap, int(i), signals.seeds)))
+    return tuple(hits)
+
+
+def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: Any = None,
+           intent: str | None = None, mode: str = "hybrid", options: SearchOptions = SearchOptions(),
+           embed_query: Callable[[str], np.ndarray] | None = None,
+           extra_rankings: Callable[[Signals], Sequence[np.ndarray]] | None = None) -> SearchResult:
+    """One query against one snapshot; see the module docstring for the formula."""
+    t0 = time.perf_counter()
+    query, k = check_query(query), check_k(k)
+    if mode not in MODES:
+        raise InvalidArgument(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    it = I.explicit(intent) if intent else I.classify(query)
+    w = choose_weights(parse_weights(weights), it, mode, options)
+    qv = embed_query(query) if embed_query is not None and snap.vectors is not None and w.embedding > 0 else None
+    signals = signal_for_mode(compute_signals(snap, store, query, it.name, qv, options), mode)
+    notes = _notes(snap, signals, w)
+    w = effective_weights(w, signals)
+    total = rrf(signals, extra_rankings(signals) if extra_rankings else ()) if mode == "rrf" else combine(signals, w)
+    order = top_indices(total, max(k * 3, 30) if options.diversity else k)
+    if options.diversity and mode in ("hybrid", "fixed3", "fixed4"):
+        order = diversify(order, total, snap.graph.communities())
+    hits = make_hits(snap, store, order[:k], total, signals, mode)
+    return SearchResult(query=query, intent=it, weights=w, results=hits, mode=mode, kg=snap.db_id,
+                        took_ms=(time.perf_counter() - t0) * 1000, notes=notes)
+
+
+def _notes(snap: Snapshot, signals: Signals, w: Weights) -> tuple[str, ...]:
+    notes = []
+    if snap.vectors is None and w.embedding > 0:
+        notes.append("no node vectors for this KG: embedding signal off (run `kgos embed <kg>`)")
+    if signals.fts is None:
+        notes.append("FTS5 channel unavailable for this KG: text = in-memory BM25 only")
+    return tuple(notes)

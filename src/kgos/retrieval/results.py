@@ -1,0 +1,95 @@
+"""What a search returns: small frozen records whose ``to_dict()`` is the API's JSON shape
+(DESIGN.md section 4, spec/000 ``/api/kgos/query``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Node
+from .intents import Intent
+
+SIGNALS = ("embedding", "text", "graph", "intent")
+
+
+@dataclass(frozen=True)
+class Weights:
+    """alpha (embedding), beta (text), gamma (graph), delta (intent); ``source`` says where they came from."""
+
+    embedding: float
+    text: float
+    graph: float
+    intent: float
+    source: str = "profile"
+
+    def as_tuple(self) -> tuple[float, float, float, float]:
+        return (self.embedding, self.text, self.graph, self.intent)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"alpha": self.embedding, "beta": self.text, "gamma": self.graph, "delta": self.intent,
+                "source": self.source}
+
+
+@dataclass(frozen=True)
+class Components:
+    """Each signal normalised to 0..1, before weighting."""
+
+    embedding: float = 0.0
+    text: float = 0.0
+    graph: float = 0.0
+    intent: float = 0.0
+
+    def to_dict(self) -> dict[str, float]:
+        return {s: round(getattr(self, s), 6) for s in SIGNALS}
+
+
+@dataclass(frozen=True)
+class EdgeAnnotation:
+    """An edge that links a hit to a seed of the query: why the graph signals fired."""
+
+    source: str
+    target: str
+    type: str
+    direction: str  # "outgoing" | "incoming", as seen from the hit
+    other: str  # the seed at the other end
+    other_name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "target": self.target, "type": self.type, "direction": self.direction,
+                "other": self.other, "other_name": self.other_name}
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    node: Node
+    score: float
+    components: Components
+    method: str
+    rank: int
+    edge_annotations: tuple[EdgeAnnotation, ...] = ()
+    source_kg: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"rank": self.rank, "node": self.node.to_dict(), "score": round(self.score, 6),
+                             "components": self.components.to_dict(), "method": self.method,
+                             "edge_annotations": [a.to_dict() for a in self.edge_annotations]}
+        if self.source_kg is not None:
+            d["source_kg"] = self.source_kg
+        return d
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    intent: Intent
+    weights: Weights
+    results: tuple[SearchHit, ...]
+    mode: str = "hybrid"
+    kg: str | None = None
+    took_ms: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "kg": self.kg, "mode": self.mode, "intent": self.intent.to_dict(),
+                "weights": self.weights.to_dict(), "results": [h.to_dict() for h in self.results],
+                "took_ms": round(self.took_ms, 3), "notes": list(self.notes)}
