@@ -187,6 +187,8 @@ def _enter_bulk_mode(conn: sqlite3.Connection) -> None:
 def _bulk_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: Progress | None) -> dict[str, int]:
     ids: dict[str, int] = {}
     ts = migrations.now_iso()
+    if progress:
+        progress("nodes", 0)
     sql = ("INSERT INTO nodes (rowid, id, name, norm_name, type, description, properties, created_at, "
            "updated_at) VALUES (?,?,?,?,?,?,?,?,?)")
     for batch in _batches(records):
@@ -207,6 +209,8 @@ def _bulk_edges(conn: sqlite3.Connection, records: Iterator[Record], ids: dict[s
                 skip_dangling: bool, progress: Progress | None) -> tuple[int, int]:
     ts = migrations.now_iso()
     count = skipped = 0
+    if progress:
+        progress("edges", 0)
     sql = "INSERT INTO edges (source, target, type, weight, properties, created_at, id) VALUES (?,?,?,?,?,?,?)"
     for batch in _batches(records):
         rows = []
