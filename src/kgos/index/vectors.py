@@ -17,6 +17,7 @@ import numpy as np
 
 from ..model import Node
 from ..store.base import GraphStore
+from ..store.native import NativeStore
 
 EMBED_TEXT_CHARS = 1000
 SIDECAR_SCHEMA = """CREATE TABLE IF NOT EXISTS node_embeddings (
@@ -81,8 +82,8 @@ class _VectorTable:
 
 
 def _table(store: GraphStore, cache_root: Path | None) -> _VectorTable:
-    if hasattr(store, "transaction") and not store.read_only:
-        return _VectorTable(store.conn, native=True)  # type: ignore[attr-defined]
+    if isinstance(store, NativeStore) and not store.read_only:
+        return _VectorTable(store.conn, native=True)
     if cache_root is None:
         raise ValueError("a read-only KG keeps its vectors in the workspace cache; no cache folder given")
     folder = cache_root / store.db_id
@@ -116,7 +117,7 @@ def embed_store(store: GraphStore, embedder: Any, cache_root: Path | None = None
 def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],
            remove: set[str] | None = None) -> None:
     if table.native:
-        with store.transaction():  # type: ignore[attr-defined]
+        with store.transaction():  # type: ignore[attr-defined]  (native only: see _table)
             table.write(model, dims, items)
             table.remove(model, remove or ())
     else:

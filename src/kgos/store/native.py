@@ -251,7 +251,7 @@ class NativeStore(GraphStore):
     def add_node(self, name: str, type: str = "entity", description: str = "",
                  properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
         """Insert a new node; ``id`` defaults to ``<type>:<slug of name>`` made unique."""
-        _check_node_fields(name, type, description, properties)
+        check_node_fields(name, type, description, properties)
         with self.transaction() as conn:
             node_id = id if id is not None else self._fresh_id(type, name)
             if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone():
@@ -262,7 +262,7 @@ class NativeStore(GraphStore):
     def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
                     properties: dict[str, Any] | None = None) -> Node:
         """Insert, or update the node with this id (properties merged, created_at kept)."""
-        _check_node_fields(name, type, description, properties)
+        check_node_fields(name, type, description, properties)
         with self.transaction() as conn:
             self._upsert_by_id(conn, id, name, type, description, properties or {})
         return self.get_node(id)  # type: ignore[return-value]
@@ -270,7 +270,7 @@ class NativeStore(GraphStore):
     def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
                       description: str = "", id: str | None = None) -> Node:
         """Entity semantics of spec/002: unique by (normalised name, type); metadata merged."""
-        _check_node_fields(name, type, description, properties)
+        check_node_fields(name, type, description, properties)
         with self.transaction() as conn:
             row = conn.execute("SELECT id FROM nodes WHERE norm_name = ? AND type = ? ORDER BY rowid LIMIT 1",
                                (normalize_name(name), type)).fetchone()
@@ -288,7 +288,7 @@ class NativeStore(GraphStore):
         props = properties if replace_properties else merge_properties(old.properties, properties or {})
         new = (name if name is not None else old.name, type if type is not None else old.type,
                description if description is not None else old.description)
-        _check_node_fields(*new, props)
+        check_node_fields(*new, props)
         with self.transaction() as conn:
             conn.execute("UPDATE nodes SET name=?, norm_name=?, type=?, description=?, properties=?, "
                          "updated_at=? WHERE id=?",
@@ -358,7 +358,7 @@ class NativeStore(GraphStore):
         return cur.rowcount > 0
 
 
-def _check_node_fields(name: Any, type: Any, description: Any, properties: Any) -> None:
+def check_node_fields(name: Any, type: Any, description: Any, properties: Any) -> None:
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument("node name must be a non-empty string")
     if not isinstance(type, str) or not type.strip():

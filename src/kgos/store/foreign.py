@@ -1,0 +1,569 @@
+"""A KG kept in a foreign SQLite schema, read (and, when attached writable, written) through a ``Profile``.
+
+The file stays in its own layout: nothing is migrated or added to it. Node ids are exposed as text
+whatever their storage class, missing columns get the native defaults (type ``entity``, weight 1.0,
+empty description and properties), and edges whose endpoints are not node ids ("dangling") are left
+out of the graph and reported by ``dangling_edges``. Every identifier in SQL comes from the profile and
+is quoted by ``quote_ident``; every value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from ..errors import InvalidArgument, KGNotFound, NodeNotFound
+from ..model import Edge, Neighbor, Node, normalize_name, slugify
+from .arrays import GraphArrays, codes
+from .base import GraphStore, check_direction
+from .migrations import now_iso
+
+# The native store's argument checks, so both stores refuse the same input with the same message.
+from .native import check_node_fields as check_node_fields
+from .native import check_weight, dumps, merge_properties
+from .profiles import Profile, profile_for, quote_ident
+
+DEFAULT_EDGE_TYPE = "relates_to"  # for rows whose type cell is NULL
+# Python's str.strip() removes these ASCII characters too; SQLite's trim() needs them spelled out.
+_ASCII_SPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+_NON_ASCII_GLOB = "*[^\x01-\x7f]*"
+_CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]{0,18}")
+_CHUNK = 250
+
+
+def connect_foreign(path: Path, read_only: bool) -> sqlite3.Connection:
+    """An autocommit connection; ``mode=ro`` when read-only, and never creates the file."""
+    uri = f"file:{quote(path.resolve().as_posix(), safe='/:')}?mode={'ro' if read_only else 'rw'}"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.create_function("kgos_norm", 1, _norm, deterministic=True)
+    return conn
+
+
+def _norm(value: Any) -> str | None:
+    return None if value is None else normalize_name(str(value))
+
+
+def parse_properties(value: Any) -> dict[str, Any]:
+    """A properties cell as a dict: JSON objects as they are, anything else as ``{"value": ...}``."""
+    if value is None or value == "" or value == b"":
+        return {}
+    if not isinstance(value, (str, bytes)):
+        return {"value": value}
+    try:
+        parsed = json.loads(value)
+    except ValueError:  # not JSON: keep the text rather than fail the read; the validator reports it
+        return {"value": value if isinstance(value, str) else value.decode("utf-8", "replace")}
+    return parsed if isinstance(parsed, dict) else {"value": parsed}
+
+
+def affinity(declared: str) -> str:
+    """SQLite's column affinity for a declared type (https://sqlite.org/datatype3.html 3.1)."""
+    d = declared.upper()
+    if "INT" in d:
+        return "INTEGER"
+    if any(k in d for k in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if not d or "BLOB" in d:
+        return "BLOB"
+    return "REAL" if any(k in d for k in ("REAL", "FLOA", "DOUB")) else "NUMERIC"
+
+
+def key_forms(node_id: str) -> list[Any]:
+    """The stored forms an exposed id may have: ``"12"`` may be the text '12' or the integer 12."""
+    node_id = str(node_id)
+    if _CANONICAL_INT.fullmatch(node_id) and -(2**63) <= int(node_id) < 2**63:  # SQLite's INTEGER range
+        return [node_id, int(node_id)]
+    return [node_id]
+
+
+class Sql:
+    """The SQL fragments of one profile. The only place identifiers are turned into SQL text."""
+
+    def __init__(self, p: Profile) -> None:
+        self.p = p
+        self.nodes, self.edges = quote_ident(p.node_table), quote_ident(p.edge_table)
+        # Rows with a NULL id are not nodes: nothing could point at them.
+        self.node_rows = f"FROM {self.nodes} n WHERE {self.col('n', 'node_id')} IS NOT NULL"
+        self.joined = (f"FROM {self.edges} e JOIN {self.nodes} s ON {self.col('s', 'node_id')} = "
+                       f"{self.col('e', 'edge_source')} JOIN {self.nodes} t ON {self.col('t', 'node_id')} = "
+                       f"{self.col('e', 'edge_target')}")
+        self.dangling = (f"FROM {self.edges} e WHERE NOT EXISTS (SELECT 1 FROM {self.nodes} s WHERE "
+                         f"{self.col('s', 'node_id')} = {self.col('e', 'edge_source')}) OR NOT EXISTS "
+                         f"(SELECT 1 FROM {self.nodes} t WHERE {self.col('t', 'node_id')} = "
+                         f"{self.col('e', 'edge_target')})")
+
+    def opt(self, alias: str, attr: str) -> str | None:
+        """``alias."column"`` of a profile field (bare ``"column"`` for alias ``""``), or ``None``."""
+        column = getattr(self.p, attr)
+        if column is None:
+            return None
+        return f"{alias}.{quote_ident(column)}" if alias else quote_ident(column)
+
+    def col(self, alias: str, attr: str) -> str:
+        """Like ``opt``, for a field the profile is known to map."""
+        column = self.opt(alias, attr)
+        assert column is not None, attr
+        return column
+
+    def text(self, alias: str, attr: str, default: str) -> str:
+        column = self.opt(alias, attr)
+        return f"coalesce(CAST({column} AS TEXT), {default})" if column else default
+
+    def node_id(self, alias: str) -> str:
+        return f"CAST({self.col(alias, 'node_id')} AS TEXT)"
+
+    def node_type(self, alias: str) -> str:
+        return self.text(alias, "node_type", "'entity'")
+
+    def edge_type(self, alias: str = "e") -> str:
+        return self.text(alias, "edge_type", f"'{DEFAULT_EDGE_TYPE}'")
+
+    def weight(self, alias: str = "e") -> str:
+        column = self.opt(alias, "edge_weight")
+        return f"coalesce(CAST({column} AS REAL), 1.0)" if column else "1.0"
+
+    def node_select(self, a: str) -> str:
+        """id, name, type, description, properties, created_at, updated_at of node alias ``a``."""
+        return ", ".join((self.node_id(a), self.text(a, "node_name", "''"), self.node_type(a),
+                          self.text(a, "node_description", "''"), self.opt(a, "node_properties") or "NULL",
+                          self.text(a, "node_created", "NULL"), self.text(a, "node_updated", "NULL")))
+
+    def edge_select(self, source: str, target: str) -> str:
+        """source, target, type, weight, properties, id, created_at of edge alias ``e``."""
+        return ", ".join((source, target, self.edge_type(), self.weight(),
+                          self.opt("e", "edge_properties") or "NULL", self.text("e", "edge_id", "NULL"),
+                          self.text("e", "edge_created", "NULL")))
+
+    def joined_edges(self, extra: str = "") -> str:
+        """Edges whose endpoints are both nodes, ids as the nodes spell them; ``extra`` adds columns."""
+        return f"SELECT {self.edge_select(self.node_id('s'), self.node_id('t'))}{extra} {self.joined}"
+
+    def raw_edges(self) -> str:
+        """Edges as stored, endpoints not joined: for the dangling report."""
+        src = f"CAST({self.col('e', 'edge_source')} AS TEXT)"
+        dst = f"CAST({self.col('e', 'edge_target')} AS TEXT)"
+        return f"SELECT {self.edge_select(src, dst)}"
+
+    def columns(self, values: dict[str, Any]) -> tuple[list[str], list[Any]]:
+        """Profile field -> value, reduced to the fields the file has, as (quoted columns, values)."""
+        kept = [(self.col("", attr), v) for attr, v in values.items() if getattr(self.p, attr) is not None]
+        return [c for c, _ in kept], [v for _, v in kept]
+
+
+def _node(row: tuple[Any, ...]) -> Node:
+    return Node(id=row[0], name=row[1], type=row[2], description=row[3],
+                properties=parse_properties(row[4]), created_at=row[5], updated_at=row[6])
+
+
+def _edge(row: tuple[Any, ...]) -> Edge:
+    return Edge(source=row[0], target=row[1], type=row[2], weight=float(row[3]),
+                properties=parse_properties(row[4]), id=row[5], created_at=row[6])
+
+
+def _file_stamp(path: Path) -> str:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "-"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def _change_counter(path: Path) -> str:
+    """Bytes 24-27 of the SQLite header: bumped by every commit in rollback-journal mode, so two
+    writes within one mtime tick still give different versions."""
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(28)
+    except OSError:
+        return "-"
+    return header[24:28].hex()
+
+
+class ForeignStore(GraphStore):
+    """A KG in a foreign SQLite schema. ``profile``: ``None`` detects, a name forces, a ``Profile`` maps."""
+
+    def __init__(self, path: Path | str, db_id: str, profile: str | Profile | None = None,
+                 read_only: bool = True) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise KGNotFound(f"no file '{self.path}' to attach as KG '{db_id}'")
+        self.db_id = db_id
+        self.read_only = read_only
+        self._lock = threading.RLock()
+        self.conn = connect_foreign(self.path, read_only)
+        try:
+            self.profile = profile_for(self.conn, profile)
+            self.sql = Sql(self.profile)
+            self._node_affinity = self._affinity(self.profile.node_table, self.profile.node_id)
+            self._edge_id_affinity = (self._affinity(self.profile.edge_table, self.profile.edge_id)
+                                      if self.profile.edge_id else "TEXT")
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _affinity(self, table: str, column: str) -> str:
+        row = self.conn.execute("SELECT type FROM pragma_table_info(?) WHERE name = ?",
+                                (table, column)).fetchone()
+        return affinity(row[0] if row else "")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- metadata ------------------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return {"name": self.db_id, "description": "", "format": f"foreign/{self.profile.name}",
+                "profile": self.profile.name, "path": str(self.path),
+                "read_only": "true" if self.read_only else "false"}
+
+    def version(self) -> str:
+        """A fingerprint of the file and its -wal: size, mtime_ns and the header's change counter."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        stamp = f"{_file_stamp(self.path)}|{_change_counter(self.path)}|{_file_stamp(wal)}"
+        return hashlib.sha1(stamp.encode()).hexdigest()[:16]
+
+    # -- counts --------------------------------------------------------------------------------
+    def node_count(self) -> int:
+        return self.conn.execute(f"SELECT count(*) {self.sql.node_rows}").fetchone()[0]
+
+    def edge_count(self) -> int:
+        """Edges whose endpoints are both nodes (dangling ones are counted by ``dangling_edges``)."""
+        return self.conn.execute(f"SELECT count(*) {self.sql.joined}").fetchone()[0]
+
+    def node_types(self) -> dict[str, int]:
+        sql = f"SELECT {self.sql.node_type('n')}, count(*) {self.sql.node_rows} GROUP BY 1 ORDER BY 2 DESC"
+        return dict(self.conn.execute(sql))
+
+    def edge_types(self) -> dict[str, int]:
+        sql = f"SELECT {self.sql.edge_type()}, count(*) {self.sql.joined} GROUP BY 1 ORDER BY 2 DESC"
+        return dict(self.conn.execute(sql))
+
+    # -- node reads ----------------------------------------------------------------------------
+    def _select_nodes(self, where: str, args: list[Any], tail: str = "") -> list[Node]:
+        sql = f"SELECT {self.sql.node_select('n')} {self.sql.node_rows} AND ({where}) {tail}"
+        return [_node(r) for r in self.conn.execute(sql, args)]
+
+    def _id_in(self, alias: str, ids: list[str]) -> tuple[str, list[Any]]:
+        """``alias.id IN (...)`` over every stored form of ``ids``."""
+        args = [form for i in ids for form in key_forms(i)]
+        return f"{self.sql.col(alias, 'node_id')} IN ({','.join('?' * len(args))})", args
+
+    def get_node(self, node_id: str) -> Node | None:
+        where, args = self._id_in("n", [node_id])
+        found = self._select_nodes(where, args, "LIMIT 1")
+        return found[0] if found else None
+
+    def get_nodes(self, node_ids: Iterable[str]) -> dict[str, Node]:
+        ids = list(dict.fromkeys(str(i) for i in node_ids))
+        found: dict[str, Node] = {}
+        for i in range(0, len(ids), _CHUNK):
+            where, args = self._id_in("n", ids[i:i + _CHUNK])
+            found.update((n.id, n) for n in self._select_nodes(where, args))
+        return found
+
+    def find_nodes(self, name: str, type: str | None = None, limit: int = 50) -> list[Node]:
+        """Nodes whose normalised name equals ``name``'s: by the file's normalised-name column when it
+        has one, else by SQL lower/trim for ASCII names and ``normalize_name`` only for the others."""
+        norm = normalize_name(name)
+        if self.profile.node_norm_name:
+            where, args = f"{self.sql.col('n', 'node_norm_name')} = ?", [norm]
+        else:
+            col = self.sql.col("n", "node_name")
+            where = f"(lower(trim({col}, ?)) = ? OR ({col} GLOB ? AND kgos_norm({col}) = ?))"
+            args = [_ASCII_SPACE, norm, _NON_ASCII_GLOB, norm]
+        if type is not None:
+            where, args = f"{where} AND {self.sql.node_type('n')} = ?", args + [type]
+        return self._select_nodes(where, args + [limit], "LIMIT ?")
+
+    def search_names(self, text: str, limit: int = 10) -> list[Node]:
+        """Name or id contains ``text``: LIKE ignores ASCII case, the norm column (if any) the rest."""
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        cols = [self.sql.col("n", "node_name"), self.sql.node_id("n")]
+        args: list[Any] = [pattern, pattern]
+        if self.profile.node_norm_name:
+            cols.append(self.sql.col("n", "node_norm_name"))
+            args.append(pattern.lower())
+        where = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols)
+        tail = f"ORDER BY length({self.sql.col('n', 'node_name')}), {self.sql.col('n', 'node_id')} LIMIT ?"
+        return self._select_nodes(f"({where})", args + [limit], tail)
+
+    def iter_nodes(self) -> Iterator[Node]:
+        for row in self.conn.execute(f"SELECT {self.sql.node_select('n')} {self.sql.node_rows}"):
+            yield _node(row)
+
+    def not_found(self, node_id: str) -> NodeNotFound:
+        """A NodeNotFound that suggests close ids and names (as the native store does)."""
+        candidates = self.search_names(node_id[:3], limit=500) if node_id else []
+        pool = {n.id: n for n in candidates}
+        pool.update((n.name, n) for n in candidates)
+        close = difflib.get_close_matches(node_id, list(pool), n=5, cutoff=0.5)
+        ids = list(dict.fromkeys(pool[c].id for c in close))
+        hint = f"; did you mean {', '.join(ids)}?" if ids else ""
+        return NodeNotFound(f"no node '{node_id}' in KG '{self.db_id}'{hint}", ids)
+
+    def stored_key(self, node_id: str) -> Any:
+        """The id cell of a node exactly as stored (text or integer); raises NodeNotFound."""
+        where, args = self._id_in("n", [node_id])
+        row = self.conn.execute(f"SELECT {self.sql.col('n', 'node_id')} FROM {self.sql.nodes} n "
+                                f"WHERE {where} LIMIT 1", args).fetchone()
+        if row is None:
+            raise self.not_found(str(node_id))
+        return row[0]
+
+    # -- edge reads ----------------------------------------------------------------------------
+    def iter_edges(self) -> Iterator[Edge]:
+        for row in self.conn.execute(self.sql.joined_edges()):
+            yield _edge(row)
+
+    def get_edge(self, source: str, target: str, type: str) -> Edge | None:
+        s_where, s_args = self._id_in("s", [source])
+        t_where, t_args = self._id_in("t", [target])
+        sql = (f"{self.sql.joined_edges()} WHERE {s_where} AND {t_where} "
+               f"AND {self.sql.edge_type()} = ? LIMIT 1")
+        row = self.conn.execute(sql, s_args + t_args + [type]).fetchone()
+        return _edge(row) if row else None
+
+    def neighbors(self, node_id: str, direction: str = "both",
+                  edge_types: Iterable[str] | None = None, limit: int | None = None) -> list[Neighbor]:
+        check_direction(direction)
+        key = self.stored_key(node_id)
+        types = list(edge_types) if edge_types is not None else None
+        out: list[Neighbor] = []
+        if direction in ("outgoing", "both"):
+            out += self._hop(key, "s", "t", "outgoing", types, limit)
+        if direction in ("incoming", "both"):
+            out += self._hop(key, "t", "s", "incoming", types, limit)
+        return out[:limit] if limit is not None else out
+
+    def _hop(self, key: Any, here: str, there: str, label: str,
+             types: list[str] | None, limit: int | None) -> list[Neighbor]:
+        # `here`/`there` are the fixed aliases "s"/"t" chosen by the caller, never user input.
+        sql = (f"{self.sql.joined_edges(', ' + self.sql.node_select(there))} "
+               f"WHERE {self.sql.col(here, 'node_id')} = ?")
+        args: list[Any] = [key]
+        if types is not None:
+            sql += f" AND {self.sql.edge_type()} IN ({','.join('?' * len(types))})"
+            args += types
+        sql += f" ORDER BY {self.sql.weight()} DESC, {self.sql.node_id(there)}, {self.sql.edge_type()}"
+        if limit is not None:
+            sql, args = sql + " LIMIT ?", args + [limit]
+        return [Neighbor(node=_node(r[7:]), edge=_edge(r[:7]), direction=label)  # type: ignore[arg-type]
+                for r in self.conn.execute(sql, args)]
+
+    def graph_arrays(self) -> GraphArrays:
+        """Two queries: the nodes, and the edges joined to them (so dangling edges drop out and the
+        endpoints come back spelled exactly as the node ids); positions by one dict over the ids."""
+        s = self.sql
+        nodes = self.conn.execute(f"SELECT {s.node_id('n')}, {s.node_type('n')} {s.node_rows}").fetchall()
+        edges = self.conn.execute(
+            f"SELECT {s.node_id('s')}, {s.node_id('t')}, {s.edge_type()}, {s.weight()} {s.joined}").fetchall()
+        node_ids = tuple(map(itemgetter(0), nodes))
+        position = dict(zip(node_ids, range(len(node_ids)))).__getitem__
+        ntype, ntype_names = codes(list(map(itemgetter(1), nodes)))
+        etype, etype_names = codes(list(map(itemgetter(2), edges)))
+        n = len(edges)
+        # map() over C callables: no Python-level loop body per edge.
+        return GraphArrays(
+            node_ids=node_ids, node_types=ntype, node_type_names=ntype_names,
+            src=np.fromiter(map(position, map(itemgetter(0), edges)), np.int32, n),
+            dst=np.fromiter(map(position, map(itemgetter(1), edges)), np.int32, n),
+            type_code=etype, types=etype_names, weight=np.fromiter(map(itemgetter(3), edges), np.float32, n))
+
+    # -- validation ----------------------------------------------------------------------------
+    def dangling_edges(self, limit: int = 20) -> tuple[int, list[Edge]]:
+        """(how many edges have an endpoint that is no node id, the first ``limit`` of them)."""
+        count = self.conn.execute(f"SELECT count(*) {self.sql.dangling}").fetchone()[0]
+        rows = self.conn.execute(f"{self.sql.raw_edges()} {self.sql.dangling} LIMIT ?", (limit,))
+        return count, [_edge(r) for r in rows]
+
+    def invalid_properties(self, limit: int = 20) -> tuple[int, list[str]]:
+        """(how many nodes have a properties cell that is not valid JSON, the first ``limit`` ids)."""
+        col = self.sql.opt("n", "node_properties")
+        if col is None:
+            return 0, []
+        where = f"{self.sql.node_rows} AND {col} IS NOT NULL AND {col} <> '' AND NOT json_valid({col})"
+        count = self.conn.execute(f"SELECT count(*) {where}").fetchone()[0]
+        ids = [r[0] for r in self.conn.execute(f"SELECT {self.sql.node_id('n')} {where} LIMIT ?", (limit,))]
+        return count, ids
+
+    # -- writes --------------------------------------------------------------------------------
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write. Constraint violations of the foreign table become ``InvalidArgument``.
+
+        Private on purpose: other layers take a public ``transaction`` to mean "a native file"."""
+        self.require_writable()
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except sqlite3.IntegrityError as exc:
+                self.conn.execute("ROLLBACK")
+                raise InvalidArgument(f"table {self.profile.node_table!r}/{self.profile.edge_table!r} "
+                                      f"refused the write: {exc}") from None
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+
+    def _insert(self, table: str, values: dict[str, Any]) -> None:
+        cols, args = self.sql.columns(values)
+        marks = ",".join("?" * len(cols))
+        self.conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})", args)
+
+    def _update(self, table: str, values: dict[str, Any], where: str, where_args: list[Any]) -> None:
+        cols, args = self.sql.columns(values)
+        if cols:
+            sets = ", ".join(f"{c} = ?" for c in cols)
+            self.conn.execute(f"UPDATE {table} SET {sets} WHERE {where}", args + where_args)
+
+    def _next_int(self, table: str, column: str) -> int:
+        """max + 1 of an integer id column: how new ids are minted where ids are numbers."""
+        return self.conn.execute(f"SELECT coalesce(max({column}), 0) + 1 FROM {table}").fetchone()[0]
+
+    def _fresh_node_id(self, type: str, name: str) -> str:
+        """``<type>:<slug>`` made unique, like the native store; max + 1 where ids are integers."""
+        if self._node_affinity == "INTEGER":
+            return str(self._next_int(self.sql.nodes, self.sql.col("", "node_id")))
+        base = f"{slugify(type)}:{slugify(name)}"
+        candidate, n = base, 1
+        while self.get_node(candidate) is not None:
+            n += 1
+            candidate = f"{base}_{n}"
+        return candidate
+
+    def _write_key(self, node_id: str) -> Any:
+        """The storage form of a new node id: an integer in a numeric id column, else text."""
+        forms = key_forms(node_id)
+        return forms[-1] if self._node_affinity in ("INTEGER", "REAL", "NUMERIC") else forms[0]
+
+    def _node_values(self, name: str, type: str, description: str, props: dict[str, Any]) -> dict[str, Any]:
+        return {"node_name": name, "node_norm_name": normalize_name(name), "node_type": type,
+                "node_description": description, "node_properties": dumps(props), "node_updated": now_iso()}
+
+    def _insert_node(self, node_id: str, name: str, type: str, description: str,
+                     props: dict[str, Any]) -> None:
+        values = {"node_id": self._write_key(node_id), **self._node_values(name, type, description, props)}
+        self._insert(self.sql.nodes, {**values, "node_created": values["node_updated"]})
+
+    def _update_node_row(self, key: Any, name: str, type: str, description: str,
+                         props: dict[str, Any]) -> None:
+        self._update(self.sql.nodes, self._node_values(name, type, description, props),
+                     f"{self.sql.col('', 'node_id')} = ?", [key])
+
+    def _upsert_by_id(self, node_id: str, name: str, type: str, description: str,
+                      props: dict[str, Any]) -> None:
+        old = self.get_node(node_id)
+        if old is None:
+            self._insert_node(node_id, name, type, description, props)
+        else:
+            self._update_node_row(self.stored_key(node_id), name, type, description or old.description,
+                                  merge_properties(old.properties, props))
+
+    def add_node(self, name: str, type: str = "entity", description: str = "",
+                 properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
+        """Insert a new node; ``id`` defaults to ``<type>:<slug of name>`` made unique."""
+        check_node_fields(name, type, description, properties)
+        with self._transaction():
+            node_id = id if id is not None else self._fresh_node_id(type, name)
+            if self.get_node(node_id) is not None:
+                raise InvalidArgument(f"a node with id '{node_id}' already exists; use update_node")
+            self._insert_node(node_id, name, type, description, properties or {})
+        return self.get_node(node_id)  # type: ignore[return-value]
+
+    def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
+                    properties: dict[str, Any] | None = None) -> Node:
+        """Insert, or update the node with this id (properties merged, created kept)."""
+        check_node_fields(name, type, description, properties)
+        with self._transaction():
+            self._upsert_by_id(id, name, type, description, properties or {})
+        return self.get_node(id)  # type: ignore[return-value]
+
+    def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
+                      description: str = "", id: str | None = None) -> Node:
+        """Entity semantics of spec/002: unique by (normalised name, type); metadata merged."""
+        check_node_fields(name, type, description, properties)
+        with self._transaction():
+            found = self.find_nodes(name, type, limit=1)
+            node_id = found[0].id if found else (id or self._fresh_node_id(type, name))
+            self._upsert_by_id(node_id, found[0].name if found else name, type, description, properties or {})
+        return self.get_node(node_id)  # type: ignore[return-value]
+
+    def update_node(self, id: str, name: str | None = None, type: str | None = None,
+                    description: str | None = None, properties: dict[str, Any] | None = None,
+                    replace_properties: bool = False) -> Node:
+        """Change the given fields; properties are merged unless ``replace_properties``."""
+        old = self.get_node(id)
+        if old is None:
+            raise self.not_found(str(id))
+        props = properties if replace_properties else merge_properties(old.properties, properties or {})
+        new = (name if name is not None else old.name, type if type is not None else old.type,
+               description if description is not None else old.description)
+        check_node_fields(*new, props)
+        with self._transaction():
+            self._update_node_row(self.stored_key(id), *new, props or {})
+        return self.get_node(id)  # type: ignore[return-value]
+
+    def delete_node(self, id: str) -> int:
+        """Delete a node and its edges; returns the number of edges removed with it."""
+        src, dst = self.sql.col("", "edge_source"), self.sql.col("", "edge_target")
+        with self._transaction() as conn:
+            key = self.stored_key(id)
+            where = f"FROM {self.sql.edges} WHERE {src} = ? OR {dst} = ?"
+            n_edges = conn.execute(f"SELECT count(*) {where}", (key, key)).fetchone()[0]
+            conn.execute(f"DELETE {where}", (key, key))
+            conn.execute(f"DELETE FROM {self.sql.nodes} WHERE {self.sql.col('', 'node_id')} = ?", (key,))
+        return n_edges
+
+    def _edge_where(self, s: Any, t: Any, type: str) -> tuple[str, list[Any]]:
+        where = (f"{self.sql.col('', 'edge_source')} = ? AND {self.sql.col('', 'edge_target')} = ? "
+                 f"AND {self.sql.edge_type('')} = ?")
+        return where, [s, t, type]
+
+    def _fresh_edge_id(self) -> Any:
+        if self._edge_id_affinity == "INTEGER":
+            return self._next_int(self.sql.edges, self.sql.col("", "edge_id"))
+        return f"edge:{uuid.uuid4()}"  # spec/002's edge id form
+
+    def add_edge(self, source: str, target: str, type: str, weight: float = 1.0,
+                 properties: dict[str, Any] | None = None, id: str | None = None) -> Edge:
+        """Upsert by (source, target, type): weight = max(old, new), properties merged, created kept."""
+        weight = check_weight(weight)
+        if not isinstance(type, str) or not type.strip():
+            raise InvalidArgument("edge type must be a non-empty string")
+        with self._transaction():
+            s, t = self.stored_key(source), self.stored_key(target)
+            old = self.get_edge(source, target, type)
+            if old is None:
+                self._insert(self.sql.edges, {
+                    "edge_source": s, "edge_target": t, "edge_type": type, "edge_weight": weight,
+                    "edge_properties": dumps(properties or {}), "edge_created": now_iso(),
+                    "edge_id": id if id is not None else (self.profile.edge_id and self._fresh_edge_id())})
+            else:
+                where, args = self._edge_where(s, t, type)
+                self._update(self.sql.edges, {"edge_weight": max(old.weight, weight), "edge_properties":
+                                              dumps(merge_properties(old.properties, properties or {}))},
+                             where, args)
+        return self.get_edge(source, target, type)  # type: ignore[return-value]
+
+    def delete_edge(self, source: str, target: str, type: str) -> bool:
+        with self._transaction() as conn:
+            where, args = self._edge_where(self.stored_key(source), self.stored_key(target), type)
+            cur = conn.execute(f"DELETE FROM {self.sql.edges} WHERE {where}", args)
+        return cur.rowcount > 0
+
+
+__all__ = ["ForeignStore", "connect_foreign", "parse_properties"]
