@@ -1,0 +1,1 @@
+"""Evaluation kit: probe sets, ranking metrics, runs, ablations."""
