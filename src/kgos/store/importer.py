@@ -173,7 +173,7 @@ def bulk_load(path: Path, source: Source, db_id: str, skip_dangling: bool = Fals
 
 def _enter_bulk_mode(conn: sqlite3.Connection) -> None:
     # The file is private until renamed into place, so durability is not needed until then.
-    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA journal_mode = MEMORY")  # not OFF: a failed statement must still roll back
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA cache_size = -262144")
@@ -232,11 +232,10 @@ def _bulk_edges(conn: sqlite3.Connection, records: Iterator[Record], ids: dict[s
 
 def _finish_bulk(conn: sqlite3.Connection, progress: Progress | None) -> int:
     """Indexes, duplicate-edge collapse, FTS build, triggers; returns duplicate edges removed."""
-    duplicates = _collapse_duplicate_edges(conn)
     if progress:
         progress("indexes", 0)
     migrations.run_script(conn, migrations.NODE_INDEXES)
-    _create_edge_indexes(conn)
+    duplicates = _create_edge_indexes(conn)
     if progress:
         progress("text index", 0)
     conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild')")
@@ -248,25 +247,28 @@ def _finish_bulk(conn: sqlite3.Connection, progress: Progress | None) -> int:
     return duplicates
 
 
-def _create_edge_indexes(conn: sqlite3.Connection) -> None:
+def _create_edge_indexes(conn: sqlite3.Connection) -> int:
+    """Build the edge indexes; if the unique key fails, collapse duplicates first. Returns how many."""
+    duplicates = 0
     for statement in migrations.statements(migrations.EDGE_INDEXES):
         try:
             conn.execute(statement)
         except sqlite3.IntegrityError:
-            raise ImportFailed("two edges in the file share the same id; edge ids must be unique") from None
+            if "edges_key" not in statement:
+                raise ImportFailed("two edges in the file share the same id; edge ids must be unique") from None
+            duplicates = _collapse_duplicate_edges(conn)
+            conn.execute(statement)
+    return duplicates
 
 
 def _collapse_duplicate_edges(conn: sqlite3.Connection) -> int:
     """Several edges with one (source, target, type) become one: the first, with the max weight."""
-    dup = conn.execute("SELECT count(*) - count(DISTINCT source || ',' || target || ',' || type) "
-                       "FROM edges").fetchone()[0]
-    if dup:
-        conn.execute("CREATE TEMP TABLE keep AS SELECT min(rowid) AS rid, max(weight) AS w "
-                     "FROM edges GROUP BY source, target, type")
-        conn.execute("DELETE FROM edges WHERE rowid NOT IN (SELECT rid FROM keep)")
-        conn.execute("UPDATE edges SET weight = (SELECT w FROM keep WHERE rid = edges.rowid)")
-        conn.execute("DROP TABLE keep")
-    return dup
+    conn.execute("CREATE TEMP TABLE keep (rid INTEGER PRIMARY KEY, w REAL)")
+    conn.execute("INSERT INTO keep SELECT min(rowid), max(weight) FROM edges GROUP BY source, target, type")
+    removed = conn.execute("DELETE FROM edges WHERE rowid NOT IN (SELECT rid FROM keep)").rowcount
+    conn.execute("UPDATE edges SET weight = (SELECT w FROM keep WHERE rid = edges.rowid)")
+    conn.execute("DROP TABLE keep")
+    return removed
 
 
 # -- merge into an existing KG ---------------------------------------------------------------------
