@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from ..retrieval.hybrid import MODES
 from ..retrieval.intents import INTENTS
@@ -37,21 +38,20 @@ def search(ctx: click.Context, db_ids: str, query: str, k: int, intent: str | No
 
 def _print(c: Console, r: Any, explain: bool) -> None:
     w = r.weights
-    c.print(f"[bold]{r.query}[/]  intent [cyan]{r.intent.name}[/] ({r.intent.source})  "
+    c.print(f"[bold]{escape(r.query)}[/]  intent [cyan]{r.intent.name}[/] ({r.intent.source})  "
             f"weights a={w.embedding:.2f} b={w.text:.2f} g={w.graph:.2f} d={w.intent:.2f} [dim]({w.source})[/]")
-    columns = ["#", "score", "node", "type", "method"]
-    if explain:
-        columns += ["emb", "text", "graph", "intent", "why"]
-    rows = []
+    if not r.results:
+        c.print("No results.")
     for h in r.results:
-        row = [h.rank, f"{h.score:.3f}", f"{h.node.name} [dim]{h.node.id}[/]" + (f" [{h.source_kg}]" if h.source_kg else ""),
-               h.node.type, h.method]
+        kg = f" [magenta]{h.source_kg}[/]" if h.source_kg else ""
+        c.print(f"{h.rank:>3}  {h.score:.3f}  [bold]{escape(h.node.name)}[/]  [dim]{escape(h.node.id)} "
+                f"({h.node.type})[/]{kg}  [green]{h.method}[/]")
         if explain:
             cm = h.components
-            why = "; ".join(f"{a.direction} {a.type} {a.other_name}" for a in h.edge_annotations)
-            row += [f"{cm.embedding:.2f}", f"{cm.text:.2f}", f"{cm.graph:.2f}", f"{cm.intent:.2f}", why]
-        rows.append(row)
-    c.print(table(None, columns, rows) if rows else "No results.")
+            why = "; ".join(f"{'->' if a.direction == 'outgoing' else '<-'} {a.type} {escape(a.other_name)}"
+                            for a in h.edge_annotations)
+            c.print(f"           emb {cm.embedding:.2f}  text {cm.text:.2f}  graph {cm.graph:.2f}  "
+                    f"intent {cm.intent:.2f}" + (f"  [dim]via {why}[/]" if why else ""))
     for note in r.notes:
         c.print(f"[dim]note: {note}[/]")
     c.print(f"[dim]{r.took_ms:.1f} ms[/]")

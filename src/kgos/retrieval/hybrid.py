@@ -41,7 +41,7 @@ class SearchOptions:
     seeds_embedding: int = 10
     fts: bool = True
     diversity: bool = True
-    unmatched: str = "profile"  # "profile": goal_based profile on cascade default; "default": 0.40/0.45/0.15/0
+    unmatched: str = "default"  # "default": 0.40/0.45/0.15/0 (DESIGN.md 5); "profile": goal_based profile
     fts_candidates: int = 200
 
 
