@@ -225,11 +225,34 @@ def combine(signals: Signals, w: Weights) -> np.ndarray:
     return total
 
 
-def rrf(signals: Signals, extra: Sequence[np.ndarray] = (), depth: int = 100) -> np.ndarray:
-    """Reciprocal rank fusion, sum of 1 / (60 + rank), over every mechanism's own ranking."""
-    rankings = [signals.bm25, signals.graph, *extra]
+def keyword_presence(snap: Snapshot, query: str) -> np.ndarray:
+    """Mechanism 1 of spec/000 section 4 (SQL LIKE): how many query terms a node contains."""
+    return _presence(snap, snap.text.query_terms(query)[:MAX_QUERY_TERMS])
+
+
+def _presence(snap: Snapshot, terms: list[tuple[int, float]]) -> np.ndarray:
+    out = np.zeros(snap.n, np.float32)
+    m = snap.text.matrix
+    for col in dict.fromkeys(c for c, _ in terms):
+        out[m.indices[m.indptr[col]:m.indptr[col + 1]]] += 1.0
+    return out
+
+
+def rrf_rankings(snap: Snapshot, signals: Signals, query: str) -> list[np.ndarray]:
+    """The seven mechanisms of spec/000 section 4 that rank without filters: LIKE (term presence),
+    FTS5, BM25, embedding, graph neighbour boost, Jaccard to the top text hit. (The seventh,
+    dimension filtering, only filters: it has no ranking of its own without thresholds.)"""
+    rankings = [keyword_presence(snap, query), signals.bm25, signals.graph]
     rankings += [r for r in (signals.fts, signals.embedding) if r is not None]
-    out = np.zeros(signals.bm25.shape[0], np.float32)
+    top = top_indices(signals.text, 1)
+    if top.size:
+        rankings.append(snap.graph.jaccard_all(int(top[0])).astype(np.float32))
+    return rankings
+
+
+def rrf(rankings: Sequence[np.ndarray], depth: int = 100) -> np.ndarray:
+    """Reciprocal rank fusion: sum over mechanisms of 1 / (60 + rank) (Cormack et al., SIGIR 2009)."""
+    out = np.zeros(rankings[0].shape[0], np.float32)
     for scores in rankings:
         order = top_indices(scores, depth)
         out[order] += 1.0 / (RRF_K + 1 + np.arange(order.size, dtype=np.float32))
@@ -279,8 +302,7 @@ def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, total: np.nd
 
 def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: Any = None,
            intent: str | None = None, mode: str = "hybrid", options: SearchOptions = SearchOptions(),
-           embed_query: Callable[[str], np.ndarray] | None = None,
-           extra_rankings: Callable[[Signals], Sequence[np.ndarray]] | None = None) -> SearchResult:
+           embed_query: Callable[[str], np.ndarray] | None = None) -> SearchResult:
     """One query against one snapshot; see the module docstring for the formula."""
     t0 = time.perf_counter()
     query, k = check_query(query), check_k(k)
@@ -292,7 +314,7 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
     signals = signal_for_mode(compute_signals(snap, store, query, it.name, qv, options), mode)
     notes = _notes(snap, signals, w)
     w = effective_weights(w, signals)
-    total = rrf(signals, extra_rankings(signals) if extra_rankings else ()) if mode == "rrf" else combine(signals, w)
+    total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w)
     order = top_indices(total, max(k * 3, 30) if options.diversity else k)
     if options.diversity and mode in ("hybrid", "fixed3", "fixed4"):
         order = diversify(order, total, snap.graph.communities())

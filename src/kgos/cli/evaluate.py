@@ -1,0 +1,73 @@
+"""``kgos eval``: recall, MRR and nDCG of a KG's search on a probe file, and the ablation table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from ..retrieval.hybrid import MODES
+from ..retrieval.intents import INTENTS
+from . import cli, out, output_options, workspace
+from .output import table
+
+
+@cli.command("eval")
+@click.argument("db_id")
+@click.argument("probes", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-k", "k", default=10, show_default=True, help="Depth of the ranking scored.")
+@click.option("--ablation", is_flag=True, help="Compare single signals, fixed hybrids, RRF and the default.")
+@click.option("--mode", type=click.Choice(MODES), help="Scoring strategy to evaluate (default: hybrid).")
+@click.option("--weights", help="Explicit alpha,beta,gamma,delta to evaluate.")
+@click.option("--intent", type=click.Choice(INTENTS), help="Force one retrieval intent for every probe.")
+@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='JSON: {"mode", "weights", "intent", "text": {...}, "options": {...}}.')
+@click.option("--per-probe", is_flag=True, help="Include each probe's top 10 and metrics in --json output.")
+@output_options
+@click.pass_context
+def eval_(ctx: click.Context, db_id: str, probes: Path, k: int, ablation: bool, mode: str | None,
+          weights: str | None, intent: str | None, config: Path | None, per_probe: bool, json_: bool,
+          plain_: bool) -> None:
+    """Evaluate DB_ID's search on PROBES (.jsonl or .jsonl.gz): strict and lenient Recall@1/5/10,
+    MRR@10 and nDCG@10, by probe level and by intent, with latency."""
+    from ..eval.ablation import ablation as run_ablation
+    from ..eval.ablation import evaluate_config, load_config
+    from ..eval.probes import load_probes
+    kg = workspace(ctx).kg(db_id)
+    cfg = {**load_config(config), **{key: v for key, v in (("mode", mode), ("weights", weights), ("intent", intent)) if v}}
+    probe_list = load_probes(probes)
+    o = out(ctx, json_, plain_)
+    if ablation:
+        reports = run_ablation(kg, probe_list, k, cfg)
+        o.emit({"db_id": db_id, "probes": str(probes), "configs": [r.to_dict(per_probe) for r in reports]},
+               lambda c: _print_ablation(c, reports), lambda: [_plain_row(r) for r in reports])
+        return
+    report = evaluate_config(kg, probe_list, cfg, k)
+    o.emit(report.to_dict(per_probe), lambda c: _print_report(c, db_id, report), lambda: [_plain_row(report)])
+
+
+METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+
+
+def _plain_row(r: Any) -> tuple[Any, ...]:
+    return (r.label, r.n, *(f"{r.strict[m]:.4f}" for m in METRICS), f"{r.lenient['recall@10']:.4f}",
+            f"{r.latency_ms['p50']:.2f}")
+
+
+def _print_ablation(c: Console, reports: list[Any]) -> None:
+    rows = [(r.label, *(f"{r.strict[m]:.3f}" for m in METRICS), f"{r.lenient['recall@10']:.3f}",
+             f"{r.latency_ms['p50']:.1f}") for r in reports]
+    c.print(table(f"Ablation ({reports[0].n} probes, strict)", ["configuration", "R@1", "R@5", "R@10", "MRR@10",
+                                                                "nDCG@10", "lenient R@10", "p50 ms"], rows))
+
+
+def _print_report(c: Console, db_id: str, r: Any) -> None:
+    rows = [(m, f"{r.strict[m]:.3f}", f"{r.lenient[m]:.3f}") for m in METRICS]
+    c.print(table(f"{db_id}: {r.n} probes ({r.label})", ["metric", "strict", "lenient"], rows))
+    for title, groups in (("by level", r.by_level), ("by intent", r.by_intent)):
+        c.print(table(title, ["group", "n", "R@1", "R@10", "MRR@10", "lenient R@10"],
+                      [(g, v["n"], f"{v['strict']['recall@1']:.3f}", f"{v['strict']['recall@10']:.3f}",
+                        f"{v['strict']['mrr@10']:.3f}", f"{v['lenient']['recall@10']:.3f}") for g, v in groups.items()]))
+    c.print(f"latency p50 {r.latency_ms['p50']:.1f} ms, p99 {r.latency_ms['p99']:.1f} ms")
