@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import AmbiguousNode, KGOSError, NodeNotFound
+from .methods import QueryMethods
 from .model import Edge, Neighbor, Node
 from .store.base import GraphStore
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 
-class KG:
+class KG(QueryMethods):
     def __init__(self, workspace: Workspace, db_id: str, store: GraphStore) -> None:
         self.workspace = workspace
         self.db_id = db_id

@@ -1,0 +1,2 @@
+"""LLM layer: chat providers behind one interface (offline grounded default, Anthropic, Gemini,
+OpenAI-compatible)."""
