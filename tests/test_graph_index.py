@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import mmap
 from pathlib import Path
 
@@ -207,6 +208,10 @@ def test_pagerank_fallback_equals_the_spec_retry() -> None:
     with pytest.raises(nx.PowerIterationFailedConvergence):
         nx.pagerank(G, alpha=0.85, max_iter=3)
     np.testing.assert_allclose(g.pagerank(max_iter=3), [expected[i] for i in range(len(G))], atol=1e-12)
+    # tol_per_node=False: the L1 change is compared with tol itself, not n * tol
+    strict = nx.pagerank(G, alpha=0.85, tol=1e-10 / len(G))
+    np.testing.assert_allclose(g.pagerank(tol=1e-10, tol_per_node=False), [strict[i] for i in range(len(G))],
+                               atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", CASES)
@@ -243,7 +248,7 @@ def check_path(G: nx.MultiDiGraph, path: list[tuple[int, str | None, bool | None
                start: int, end: int) -> None:
     """A path of the right length whose every step is a real edge of that type, in that direction."""
     assert len(path) == length + 1 and path[0] == (start, None, None) and path[-1][0] == end
-    for (u, _, _), (v, etype, forward) in zip(path, path[1:]):
+    for (u, _, _), (v, etype, forward) in itertools.pairwise(path):
         s, t = (u, v) if forward else (v, u)
         assert any(d["type"] == etype for d in G.get_edge_data(s, t, default={}).values()), (s, t, etype)
 
@@ -305,6 +310,14 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     assert h.shortest_path(0, g.n - 1) == g.shortest_path(0, g.n - 1)
     plain = GraphIndex.load(tmp_path / "plain", mmap=False)
     np.testing.assert_array_equal(plain.pagerank(), g.pagerank())
+
+
+def test_damaged_cache_is_refused(tmp_path: Path) -> None:
+    a, _ = random_case(5)
+    GraphIndex.build(a).save(tmp_path)
+    np.save(tmp_path / "in_etype.npy", np.zeros(3, np.int32))
+    with pytest.raises(ValueError):
+        GraphIndex.load(tmp_path)
 
 
 def memory_mapped(a: np.ndarray) -> bool:

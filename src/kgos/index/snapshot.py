@@ -98,7 +98,7 @@ def _build(store: GraphStore, config: TextConfig, version: str) -> Snapshot:
     rowids = store.node_rowids() if hasattr(store, "node_rowids") else None
     return Snapshot(db_id=store.db_id, version=version, node_ids=arrays.node_ids,
                     names=[d[0] for d in docs], text=TextIndex.build(docs, config),
-                    graph=GraphIndex.build(arrays), rowids=rowids)
+                    graph=GraphIndex.build(arrays).precompute(), rowids=rowids)
 
 
 def _folder(root: Path, db_id: str, version: str, config: TextConfig) -> Path:

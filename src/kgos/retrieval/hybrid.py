@@ -277,7 +277,8 @@ def method_tags(c: Components) -> str:
 
 def annotations(snap: Snapshot, node: int, seeds: np.ndarray, limit: int = 3) -> tuple[EdgeAnnotation, ...]:
     """Edges from this hit to seeds of the query, strongest edge types first."""
-    found = snap.graph.edges_between(node, seeds)[:limit]
+    weights = snap.graph.type_weight_vector(I.EDGE_TYPE_WEIGHTS, I.DEFAULT_EDGE_TYPE_WEIGHT)
+    found = snap.graph.edges_between(node, seeds, weights)[:limit]
     return tuple(EdgeAnnotation(source=snap.node_ids[s], target=snap.node_ids[t], type=etype,
                                 direction="outgoing" if s == node else "incoming",
                                 other=snap.node_ids[t if s == node else s],
