@@ -43,6 +43,7 @@ class SearchOptions:
     diversity: bool = True
     unmatched: str = "default"  # "default": 0.40/0.45/0.15/0 (DESIGN.md 5); "profile": goal_based profile
     fts_candidates: int = 200
+    keyword_boost: float = I.KEYWORD_BOOST  # spec/001 1.4: intent keywords count 5x in BM25
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -103,9 +104,11 @@ def normalise(x: np.ndarray) -> np.ndarray:
     return x / top if top > 0 else x
 
 
-def bm25_signal(snap: Snapshot, query: str, intent: str) -> np.ndarray:
-    """BM25 with the intent's keywords weighted 5x (spec/001 1.4)."""
-    terms = snap.text.query_terms(query, lambda tok: I.keyword_weight(tok, intent))[:MAX_QUERY_TERMS]
+def bm25_signal(snap: Snapshot, query: str, intent: str, boost: float = I.KEYWORD_BOOST) -> np.ndarray:
+    """BM25 with the intent's keywords weighted ``boost`` times (5x in spec/001 1.4)."""
+    def weight(token: str) -> float:
+        return boost if I.keyword_weight(token, intent) > 1.0 else 1.0
+    terms = snap.text.query_terms(query, weight)[:MAX_QUERY_TERMS]
     return normalise(snap.text.scores(terms))
 
 
@@ -187,7 +190,7 @@ class Signals:
 
 def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
                     query_vector: np.ndarray | None, options: SearchOptions) -> Signals:
-    bm25 = bm25_signal(snap, query, intent)
+    bm25 = bm25_signal(snap, query, intent, options.keyword_boost)
     fts = fts_signal(snap, store, query, options.fts_candidates) if options.fts else None
     text = np.maximum(bm25, fts) if fts is not None else bm25
     emb = embedding_signal(snap, query_vector)
