@@ -8,6 +8,7 @@ from . import cli, out, output_options, workspace
 from .output import table
 
 NEXT_STEPS = [
+    ('kgos search demo "I want to reduce my API costs" --explain', "hybrid search, every score explained"),
     ("kgos kg list", "the KGs in your workspace"),
     ("kgos kg stats demo", "what the LLM-API cookbook KG holds"),
     ("kgos kg validate demo", "the 12 structural quality rules"),
@@ -16,12 +17,14 @@ NEXT_STEPS = [
 
 
 @cli.command("demo")
+@click.option("--embedder", default="default", show_default=True,
+              help="Embedder for the demo KGs' vectors ('none' to skip).")
 @output_options
 @click.pass_context
-def demo(ctx: click.Context, json_: bool, plain_: bool) -> None:
+def demo(ctx: click.Context, embedder: str, json_: bool, plain_: bool) -> None:
     """Load the demo KGs `demo` (LLM API cookbook) and `finance` into the workspace (idempotent)."""
     from ..data import load_demo
-    reports = load_demo(workspace(ctx))
+    reports = load_demo(workspace(ctx), None if embedder == "none" else embedder)
     rows = [(r.db_id, f"{r.nodes:,}", f"{r.edges:,}") for r in reports]
 
     def human(c: object) -> None:

@@ -18,6 +18,14 @@ def demo_file(name: str) -> Path:
     return Path(str(resources.files(__package__) / "demo" / name))
 
 
-def load_demo(ws: Workspace) -> list[ImportReport]:
-    """Load (or restore) the demo KGs as ``demo`` and ``finance``; safe to run again."""
-    return [ws.import_file(db_id, demo_file(filename), mode="replace") for db_id, filename in DEMO_KGS.items()]
+def load_demo(ws: Workspace, embedder: str | None = "default") -> list[ImportReport]:
+    """Load (or restore) the demo KGs as ``demo`` and ``finance`` and embed them; safe to run again.
+
+    ``embedder`` None skips embedding (search then uses text + graph + intent only).
+    """
+    reports = []
+    for db_id, filename in DEMO_KGS.items():
+        reports.append(ws.import_file(db_id, demo_file(filename), mode="replace"))
+        if embedder:
+            ws.kg(db_id).embed(embedder)
+    return reports
