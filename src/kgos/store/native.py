@@ -220,9 +220,12 @@ class NativeStore(GraphStore):
         rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         ntype, ntype_names = codes([r[2] for r in rows])
         # Only edges whose both ends exist (a native file enforces it; a hand-edited one may not).
-        edges = self.conn.execute("SELECT source, target, type, weight FROM edges WHERE source IN "
-                                  "(SELECT rowid FROM nodes) AND target IN (SELECT rowid FROM nodes) "
-                                  "ORDER BY rowid").fetchall()
+        # (Not "source IN (SELECT rowid FROM nodes)": SQLite may drive that from the node side and
+        # probe every (source, target) pair of rowids, which is quadratic.)
+        edges = self.conn.execute(
+            "SELECT e.source, e.target, e.type, e.weight FROM edges e "
+            "WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.rowid = e.source) "
+            "AND EXISTS (SELECT 1 FROM nodes n WHERE n.rowid = e.target) ORDER BY e.rowid").fetchall()
         n = len(edges)
         src = np.searchsorted(rowids, np.fromiter((e[0] for e in edges), np.int64, n)).astype(np.int32)
         dst = np.searchsorted(rowids, np.fromiter((e[1] for e in edges), np.int64, n)).astype(np.int32)
