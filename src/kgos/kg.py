@@ -130,6 +130,7 @@ class KG(QueryMethods):
             from .retrieval.engine import SearchEngine
             self._engine = SearchEngine(self.store, self.workspace.cache_dir,
                                         embedder=self.workspace.setting(self.db_id, "embedder"))
+            self._engine.tuned = self.workspace.setting(self.db_id, "weight_profiles")
         return self._engine
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
@@ -156,6 +157,32 @@ class KG(QueryMethods):
         self.engine.embedder_spec = embedder.spec
         self.engine.invalidate()
         return report
+
+    def tune(self, probes: Any, folds: int = 5, step: float = 0.1, save: bool = False,
+             force: bool = False) -> Any:
+        """Cross-validated weight search on ``probes`` (a path or a list of Probe); ``save`` stores the
+        fitted profile for this KG only when its held-out gain is real (or ``force``)."""
+        from .eval.probes import load_probes
+        from .eval.tuning import tune
+        report = tune(self, load_probes(probes) if not isinstance(probes, list) else probes, folds, step)
+        if save:
+            if not (report.worth_saving or force):
+                raise KGOSError(f"not saved: held-out MRR@10 gain is {report.gain:+.4f} "
+                                "(no gain measured on held-out folds); use --force to save anyway")
+            self.save_weight_profiles(report.weights)
+        return report
+
+    def save_weight_profiles(self, profiles: dict[str, Any] | None) -> None:
+        """Store (or with None remove) this KG's tuned weight profiles."""
+        import json
+        value = json.dumps({str(k): list(v) for k, v in profiles.items()}) if profiles else ""
+        if hasattr(self.store, "set_meta") and not self.store.read_only:
+            self.store.set_meta(weight_profiles=value)
+        else:
+            self.workspace.db.execute("INSERT OR REPLACE INTO kg_settings VALUES (?, 'weight_profiles', ?)",
+                                      (self.db_id, value))
+            self.engine.tuned = value
+        self.engine.invalidate()
 
     # -- quality -----------------------------------------------------------------------------------
     def stats(self) -> Any:

@@ -71,3 +71,37 @@ def _print_report(c: Console, db_id: str, r: Any) -> None:
                       [(g, v["n"], f"{v['strict']['recall@1']:.3f}", f"{v['strict']['recall@10']:.3f}",
                         f"{v['strict']['mrr@10']:.3f}", f"{v['lenient']['recall@10']:.3f}") for g, v in groups.items()]))
     c.print(f"latency p50 {r.latency_ms['p50']:.1f} ms, p99 {r.latency_ms['p99']:.1f} ms")
+
+
+@cli.command("tune")
+@click.argument("db_id")
+@click.argument("probes", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--folds", default=5, show_default=True, help="k of the k-fold cross-validation.")
+@click.option("--step", default=0.1, show_default=True, help="Grid step over the weight simplex.")
+@click.option("--save", is_flag=True, help="Store the fitted weights for this KG if they win on held-out folds.")
+@click.option("--force", is_flag=True, help="With --save: store them even without a held-out gain.")
+@click.option("--reset", is_flag=True, help="Remove this KG's tuned weights and return to the spec profiles.")
+@output_options
+@click.pass_context
+def tune(ctx: click.Context, db_id: str, probes: Path, folds: int, step: float, save: bool, force: bool,
+         reset: bool, json_: bool, plain_: bool) -> None:
+    """Search retrieval weights per intent on PROBES with k-fold cross-validation; report the
+    held-out MRR@10 of the default and of the tuned weights, and optionally save them."""
+    kg = workspace(ctx).kg(db_id)
+    if reset:
+        kg.save_weight_profiles(None)
+    report = kg.tune(probes, folds=folds, step=step, save=save, force=force)
+    out(ctx, json_, plain_).emit(report, lambda c: _print_tune(c, db_id, report, save),
+                                 lambda: [(k, *v) for k, v in report.weights.items()])
+
+
+def _print_tune(c: Console, db_id: str, r: Any, saved: bool) -> None:
+    c.print(f"{db_id}: {r.n} probes, {r.folds}-fold held-out MRR@10: default {r.heldout_default_mrr:.4f}, "
+            f"tuned {r.heldout_tuned_mrr:.4f} ({r.gain:+.4f}; per fold "
+            + ", ".join(f"{g:+.3f}" for g in r.fold_gains) + ")")
+    c.print(table("weights fitted on all probes", ["intent", "alpha", "beta", "gamma", "delta"],
+                  [(k, *(f"{x:.2f}" for x in v)) for k, v in r.weights.items()]))
+    if saved:
+        c.print("Saved: search on this KG now uses these weights (explicit weights still win).")
+    elif not r.worth_saving:
+        c.print("No held-out gain: keep the current profiles.")

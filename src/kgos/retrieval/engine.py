@@ -7,6 +7,7 @@ Results are cached for 300 s keyed by query, k, mode, intent and weights.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -63,6 +64,7 @@ class SearchEngine:
         self.text = text
         self.options = options
         self.embedder_spec = embedder
+        self.tuned: str | None = None  # attached KGs keep their tuned profile in the workspace
         self.cache = QueryCache()
         self._snapshot: Snapshot | None = None
         self._embedder: Any = None
@@ -81,6 +83,17 @@ class SearchEngine:
         with self._lock:
             self._snapshot = None
             self.cache.clear()
+
+    def tuned_profile(self) -> dict[str, Any] | None:
+        """Weights saved by ``kgos tune --save`` (per intent and ``_default``), if any."""
+        raw = self.store.meta().get("weight_profiles") or self.tuned
+        if not raw:
+            return None
+        try:
+            profile = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            return None
+        return profile if isinstance(profile, dict) else None
 
     def _spec(self) -> str | None:
         return self.embedder_spec or self.store.meta().get("embedder")
@@ -107,6 +120,6 @@ class SearchEngine:
         if cached is not None:
             return cached
         result = hybrid.search(snap, self.store, query, k, weights, intent, mode, self.options,
-                               embed_query=self.embed_query)
+                               embed_query=self.embed_query, tuned=self.tuned_profile())
         self.cache.put(key, result)
         return result

@@ -83,8 +83,10 @@ def parse_weights(weights: Any) -> tuple[float, float, float, float] | None:
     return tuple(v / total for v in values)  # type: ignore[return-value]
 
 
-def choose_weights(explicit: tuple[float, ...] | None, intent: I.Intent, mode: str, options: SearchOptions) -> Weights:
-    """DESIGN.md section 5: explicit > the intent's profile > the no-match default."""
+def choose_weights(explicit: tuple[float, ...] | None, intent: I.Intent, mode: str, options: SearchOptions,
+                   tuned: dict[str, Any] | None = None) -> Weights:
+    """DESIGN.md section 5: explicit > the intent's profile > the no-match default; a KG's tuned
+    profile (``kgos tune --save``) takes the place of the spec's profiles."""
     fixed = {"fixed3": (0.40, 0.45, 0.15, 0.0), "fixed4": I.EXPERT_DEFAULT_WEIGHTS,
              "embedding": (1, 0, 0, 0), "bm25": (0, 1, 0, 0), "fts": (0, 1, 0, 0), "text": (0, 1, 0, 0),
              "graph": (0, 0, 1, 0)}
@@ -92,6 +94,10 @@ def choose_weights(explicit: tuple[float, ...] | None, intent: I.Intent, mode: s
         return Weights(*map(float, fixed[mode]), source=mode)
     if explicit is not None:
         return Weights(*explicit, source="explicit")
+    if tuned:
+        key = intent.name if intent.name in tuned else "_default"
+        if key in tuned:
+            return Weights(*map(float, tuned[key]), source=f"tuned:{key}")
     if not intent.matched and options.unmatched == "default":
         return Weights(*I.NO_MATCH_WEIGHTS, source="no-match default")
     return Weights(*I.PROFILES[intent.name], source=f"profile:{intent.name}")
@@ -317,14 +323,15 @@ def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, total: np.nd
 
 def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: Any = None,
            intent: str | None = None, mode: str = "hybrid", options: SearchOptions = SearchOptions(),
-           embed_query: Callable[[str], np.ndarray] | None = None) -> SearchResult:
+           embed_query: Callable[[str], np.ndarray] | None = None,
+           tuned: dict[str, Any] | None = None) -> SearchResult:
     """One query against one snapshot; see the module docstring for the formula."""
     t0 = time.perf_counter()
     query, k = check_query(query), check_k(k)
     if mode not in MODES:
         raise InvalidArgument(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     it = I.explicit(intent) if intent else I.classify(query)
-    w = choose_weights(parse_weights(weights), it, mode, options)
+    w = choose_weights(parse_weights(weights), it, mode, options, tuned)
     qv = embed_query(query) if embed_query is not None and snap.vectors is not None and w.embedding > 0 else None
     signals = signal_for_mode(compute_signals(snap, store, query, it.name, qv, options), mode)
     notes = _notes(snap, signals, w)
