@@ -54,11 +54,19 @@ def test_keyword_weights():
 
 def test_weight_precedence():
     pattern, default = I.classify("I want to reduce API costs"), I.classify("apoptosis")
-    opts = SearchOptions()
+    opts, spec = SearchOptions(), SearchOptions(profiles="spec")
     assert choose_weights(parse_weights("1,1,0,0"), pattern, "hybrid", opts).as_tuple() == (0.5, 0.5, 0.0, 0.0)
-    assert choose_weights(None, pattern, "hybrid", opts).as_tuple() == I.PROFILES["goal_based"]
-    assert choose_weights(None, default, "hybrid", SearchOptions(unmatched="default")).as_tuple() == I.NO_MATCH_WEIGHTS
-    assert choose_weights(None, I.explicit("workflow"), "hybrid", opts).as_tuple() == I.PROFILES["workflow"]
+    assert choose_weights(None, pattern, "hybrid", opts, {"goal_based": (0, 1, 0, 0)}).source == "tuned:goal_based"
+    assert choose_weights(None, pattern, "hybrid", opts, {"_default": (0, 1, 0, 0)}).source == "tuned:_default"
+    # default profiles: KG-OS's fitted table, falling back to its _default for other intents
+    assert choose_weights(None, pattern, "hybrid", opts).as_tuple() == I.KGOS_PROFILES["goal_based"]
+    assert choose_weights(None, I.explicit("workflow"), "hybrid", opts).as_tuple() == I.KGOS_PROFILES["_default"]
+    # the spec's table stays selectable, with the no-match default for unmatched queries
+    assert choose_weights(None, pattern, "hybrid", spec).as_tuple() == I.PROFILES["goal_based"]
+    assert choose_weights(None, default, "hybrid", spec).as_tuple() == I.NO_MATCH_WEIGHTS
+    assert choose_weights(None, default, "hybrid", SearchOptions(profiles="spec", unmatched="profile")).as_tuple() \
+        == I.PROFILES["goal_based"]
+    assert choose_weights(None, I.explicit("workflow"), "hybrid", spec).as_tuple() == I.PROFILES["workflow"]
     assert choose_weights(parse_weights("1,0,0,0"), pattern, "fixed3", opts).as_tuple() == (0.40, 0.45, 0.15, 0.0)
 
 
@@ -80,5 +88,5 @@ def test_unknown_intent_is_rejected():
 
 
 def test_profiles_sum_to_one():
-    for profile in I.PROFILES.values():
+    for profile in (*I.PROFILES.values(), *I.KGOS_PROFILES.values()):
         assert sum(profile) == pytest.approx(1.0)

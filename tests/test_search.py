@@ -10,7 +10,7 @@ import kgos
 from kgos.errors import InvalidArgument
 from kgos.index import snapshot as snapshots
 from kgos.retrieval.hybrid import MODES
-from kgos.retrieval.intents import PROFILES
+from kgos.retrieval.intents import KGOS_PROFILES
 
 
 @pytest.fixture
@@ -86,12 +86,12 @@ def test_score_is_the_weighted_sum_of_normalised_components(kg):
 
 def test_weight_precedence_and_fallback_without_vectors(kg):
     res = kg.search("I want to reduce costs")
-    assert res.intent.name == "goal_based" and res.weights.source.startswith("profile:goal_based (no vectors")
-    a, b, g, d = PROFILES["goal_based"]
+    assert res.intent.name == "goal_based" and res.weights.source.startswith("kgos:goal_based (no vectors")
+    a, b, g, d = KGOS_PROFILES["goal_based"]
     assert res.weights.as_tuple() == pytest.approx((0.0, b / (b + g + d), g / (b + g + d), d / (b + g + d)))
     assert any("no node vectors" in n for n in res.notes)
     kg.embed("hash")
-    assert kg.search("I want to reduce costs").weights.as_tuple() == pytest.approx(PROFILES["goal_based"])
+    assert kg.search("I want to reduce costs").weights.as_tuple() == pytest.approx(KGOS_PROFILES["goal_based"])
     assert kg.search("I want to reduce costs", weights=[1, 1, 0, 0]).weights.source == "explicit"
 
 

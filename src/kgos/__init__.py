@@ -15,13 +15,14 @@ from .errors import (AmbiguousNode, EdgeNotFound, ImportFailed, InvalidArgument,
                      KGNotFound, KGOSError, MissingDependency, NodeNotFound, NoPath, ReadOnlyKG,
                      SchemaNotRecognized)
 from .kg import KG
+from .methods import RetrievalConfig, classify_intent
 from .model import Edge, Neighbor, Node
 from .workspace import KGInfo, Workspace
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Workspace", "KG", "KGInfo", "Node", "Edge", "Neighbor",
+    "Workspace", "KG", "KGInfo", "Node", "Edge", "Neighbor", "classify_intent", "RetrievalConfig",
     "KGOSError", "InvalidName", "InvalidArgument", "KGNotFound", "KGExists", "NodeNotFound",
     "AmbiguousNode", "EdgeNotFound", "NoPath", "ReadOnlyKG", "ImportFailed", "SchemaNotRecognized",
     "MissingDependency",

@@ -41,7 +41,8 @@ class SearchOptions:
     seeds_embedding: int = 10
     fts: bool = True
     diversity: bool = True
-    unmatched: str = "default"  # "default": 0.40/0.45/0.15/0 (DESIGN.md 5); "profile": goal_based profile
+    profiles: str = "kgos"  # "kgos": fitted on the bench dev probes (intents.KGOS_PROFILES); "spec": spec/001 1.2
+    unmatched: str = "default"  # with "spec": "default" = 0.40/0.45/0.15/0 (DESIGN.md 5), "profile" = goal_based
     fts_candidates: int = 200
     keyword_boost: float = I.KEYWORD_BOOST  # spec/001 1.4: intent keywords count 5x in BM25
 
@@ -98,6 +99,9 @@ def choose_weights(explicit: tuple[float, ...] | None, intent: I.Intent, mode: s
         key = intent.name if intent.name in tuned else "_default"
         if key in tuned:
             return Weights(*map(float, tuned[key]), source=f"tuned:{key}")
+    if options.profiles == "kgos":
+        key = intent.name if intent.name in I.KGOS_PROFILES else "_default"
+        return Weights(*I.KGOS_PROFILES[key], source=f"kgos:{key}")
     if not intent.matched and options.unmatched == "default":
         return Weights(*I.NO_MATCH_WEIGHTS, source="no-match default")
     return Weights(*I.PROFILES[intent.name], source=f"profile:{intent.name}")
