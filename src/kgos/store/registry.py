@@ -25,6 +25,73 @@ CREATE TABLE kg_settings (
   value TEXT NOT NULL,
   PRIMARY KEY (db_id, key)
 );"""),
+    # Agent memory (spec/002, kgos.memory): items with FTS5 over content and tags; the relations each
+    # memory yielded (a time-indexed provenance log for temporal queries and expert filtering);
+    # enrichment-failure counters; the reviewable alias table.
+    ("003_memory", """
+CREATE TABLE memories (
+  rowid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  content TEXT NOT NULL,
+  tags TEXT NOT NULL DEFAULT '[]',
+  metadata TEXT NOT NULL DEFAULT '{}',
+  expert_id TEXT,
+  conversation_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  kg_status TEXT NOT NULL DEFAULT 'pending',
+  kg_error TEXT
+);
+CREATE INDEX memories_created ON memories(created_at);
+CREATE INDEX memories_expert ON memories(expert_id, created_at);
+CREATE INDEX memories_conversation ON memories(conversation_id, created_at);
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+  content, tags, content='memories', content_rowid='rowid',
+  tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts(rowid, content, tags) VALUES (new.rowid, new.content, new.tags);
+END;
+CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, content, tags) VALUES ('delete', old.rowid, old.content, old.tags);
+END;
+CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, tags ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, content, tags) VALUES ('delete', old.rowid, old.content, old.tags);
+  INSERT INTO memories_fts(rowid, content, tags) VALUES (new.rowid, new.content, new.tags);
+END;
+CREATE TABLE memory_relations (
+  memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+  subject_type TEXT NOT NULL,
+  subject_norm TEXT NOT NULL,
+  subject_name TEXT NOT NULL,
+  predicate TEXT NOT NULL,
+  object_type TEXT NOT NULL,
+  object_norm TEXT NOT NULL,
+  object_name TEXT NOT NULL,
+  weight REAL NOT NULL,
+  src TEXT NOT NULL,
+  pattern TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX memory_relations_memory ON memory_relations(memory_id);
+CREATE INDEX memory_relations_time ON memory_relations(predicate, created_at);
+CREATE INDEX memory_relations_object ON memory_relations(object_type, object_norm);
+CREATE TABLE memory_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE memory_aliases (
+  id INTEGER PRIMARY KEY,
+  db_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  alias_norm TEXT NOT NULL,
+  alias_name TEXT NOT NULL,
+  canonical_norm TEXT NOT NULL,
+  canonical_name TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  score REAL NOT NULL,
+  status TEXT NOT NULL DEFAULT 'proposed' CHECK (status IN ('proposed', 'accepted', 'rejected')),
+  created_at TEXT NOT NULL,
+  decided_at TEXT,
+  UNIQUE (db_id, type, alias_norm, canonical_norm)
+);"""),
 ]
 
 

@@ -1,0 +1,98 @@
+"""Memory settings: the constants of spec/002, each overridable by a parameter or an environment variable.
+
+spec/002 names them ``MILTON_KG_*``; KG-OS reads ``KGOS_MEMORY_*``:
+
+| variable                              | default  | spec/002                                   |
+|---------------------------------------|----------|--------------------------------------------|
+| ``KGOS_MEMORY_DB``                    | memory   | (the memory KG's db_id)                    |
+| ``KGOS_MEMORY_MAX_CHARS``             | 100000   | (size cap of one memory)                   |
+| ``KGOS_MEMORY_LLM_ENRICH``            | false    | ``MILTON_KG_LLM_ENRICH_ENABLED``           |
+| ``KGOS_MEMORY_LLM_ENRICH_MAX_EDGES``  | 10       | ``MILTON_KG_LLM_ENRICH_MAX_EDGES``         |
+| ``KGOS_MEMORY_LLM_TIMEOUT``           | 20       | (seconds per enrichment call)              |
+| ``KGOS_MEMORY_CONTEXT_ENABLED``       | true     | ``MILTON_KG_CONTEXT_ENABLED``              |
+| ``KGOS_MEMORY_CONTEXT_MAX_EDGES``     | 20       | ``MILTON_KG_CONTEXT_MAX_EDGES``            |
+| ``KGOS_MEMORY_CONTEXT_MAX_CHARS``     | 1500     | ``MILTON_KG_CONTEXT_MAX_CHARS``            |
+| ``KGOS_MEMORY_DECAY_HALF_LIFE_DAYS``  | (off)    | "confidence decay" (future extensions)     |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ..errors import InvalidArgument
+
+_ENV = {
+    "db_id": "KGOS_MEMORY_DB",
+    "max_chars": "KGOS_MEMORY_MAX_CHARS",
+    "llm_enrich": "KGOS_MEMORY_LLM_ENRICH",
+    "llm_max_edges": "KGOS_MEMORY_LLM_ENRICH_MAX_EDGES",
+    "llm_timeout": "KGOS_MEMORY_LLM_TIMEOUT",
+    "context_enabled": "KGOS_MEMORY_CONTEXT_ENABLED",
+    "context_max_edges": "KGOS_MEMORY_CONTEXT_MAX_EDGES",
+    "context_max_chars": "KGOS_MEMORY_CONTEXT_MAX_CHARS",
+    "decay_half_life_days": "KGOS_MEMORY_DECAY_HALF_LIFE_DAYS",
+}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    db_id: str = "memory"
+    max_chars: int = 100_000             # a longer memory is refused with a clear error
+    max_entities: int = 64               # per memory: bounds the KG writes of one pathological text
+    max_relations: int = 64
+    evidence_cap: int = 20               # evidence entries kept per edge: the first + the newest
+    llm_enrich: bool = False             # spec/002 phase 2 is off by default
+    llm_max_edges: int = 10
+    llm_min_weight: float = 0.5
+    llm_timeout: float = 20.0
+    context_enabled: bool = True
+    context_max_edges: int = 20
+    context_max_chars: int = 1500
+    context_max_entities: int = 10
+    decay_half_life_days: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_chars", "max_entities", "max_relations", "evidence_cap", "llm_max_edges",
+                     "context_max_edges", "context_max_chars", "context_max_entities"):
+            if getattr(self, name) < 1:
+                raise InvalidArgument(f"memory setting {name} must be >= 1, not {getattr(self, name)}")
+        if self.decay_half_life_days is not None and self.decay_half_life_days <= 0:
+            raise InvalidArgument("the decay half-life must be a positive number of days")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> MemoryConfig:
+        """Defaults, then ``KGOS_MEMORY_*`` variables, then explicit ``overrides`` (None = not given)."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        types = {f.name: f.type for f in fields(cls)}
+        for name, var in _ENV.items():
+            if env.get(var) is not None:
+                values[name] = _parse(var, env[var], str(types[name]))
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> MemoryConfig:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _parse(var: str, raw: str, type_name: str) -> Any:
+    text = raw.strip().lower()
+    try:
+        if type_name == "bool":
+            if text not in _TRUE | _FALSE:
+                raise ValueError(raw)
+            return text in _TRUE
+        if type_name == "int":
+            return int(text)
+        if "float" in type_name:
+            return None if text in ("", "off", "none") else float(text)
+        return raw.strip()
+    except ValueError:
+        raise InvalidArgument(f"{var}={raw!r} is not a valid {type_name.split(' ')[0]}") from None
