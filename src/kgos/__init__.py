@@ -11,9 +11,21 @@
 ['Cost reduction']
 """
 
-from .errors import (AmbiguousNode, EdgeNotFound, ImportFailed, InvalidArgument, InvalidName, KGExists,
-                     KGNotFound, KGOSError, MissingDependency, NodeNotFound, NoPath, ReadOnlyKG,
-                     SchemaNotRecognized)
+from .errors import (
+                     AmbiguousNode,
+                     EdgeNotFound,
+                     ImportFailed,
+                     InvalidArgument,
+                     InvalidName,
+                     KGExists,
+                     KGNotFound,
+                     KGOSError,
+                     MissingDependency,
+                     NodeNotFound,
+                     NoPath,
+                     ReadOnlyKG,
+                     SchemaNotRecognized,
+)
 from .kg import KG
 from .methods import RetrievalConfig, classify_intent
 from .model import Edge, Neighbor, Node

@@ -11,7 +11,6 @@ from rich.markup import escape
 from ..retrieval.hybrid import MODES
 from ..retrieval.intents import INTENTS
 from . import cli, out, output_options, workspace
-from .output import table
 
 
 @cli.command("search")

@@ -8,7 +8,8 @@ stable embedder name) and the model's Apache-2.0 LICENSE. At run time nothing bu
 when the tokenizer is a BERT WordPiece (the case for MiniLM); other tokenizers need ``tokenizers``.
 
 The vectors reproduce ``model2vec.StaticModel.encode`` (tokens without special tokens, ``[UNK]``
-dropped, at most ``max_tokens`` tokens, mean, L2 norm).
+dropped, at most ``max_tokens`` tokens, mean, L2 norm). A text made only of unknown tokens embeds to a
+zero row, like an empty one.
 """
 
 from __future__ import annotations
@@ -143,17 +144,13 @@ class StaticEmbedder(Embedder):
         self.name = meta.get("name") or f"static-{_file_sha256(tensors_file)[:12]}"
         self.spec = "static" if path is None else f"static:{folder}"
 
-        if tokenizer == "auto":
-            try:
-                self._tok = make_tokenizer(tokenizer_json=tok_file, backend="python")
-            except MissingDependency:  # not a BERT WordPiece tokenizer: needs the tokenizers library
-                self._tok = make_tokenizer(tokenizer_json=tok_file, backend="hf")
-        else:
-            self._tok = make_tokenizer(tokenizer_json=tok_file, backend=tokenizer)
-        spec = json.loads(tok_file.read_text(encoding="utf-8"))
-        unk = (spec.get("model") or {}).get("unk_token")
-        vocab = (spec.get("model") or {}).get("vocab")
-        self._unk_id = vocab.get(unk) if isinstance(vocab, dict) and unk is not None else None
+        self._tok = make_tokenizer(tokenizer_json=tok_file, backend=tokenizer)
+        model = json.loads(tok_file.read_text(encoding="utf-8")).get("model") or {}
+        vocab, unk = model.get("vocab"), model.get("unk_token")
+        if isinstance(vocab, dict):  # WordPiece / WordLevel / BPE: unk given by name
+            self._unk_id = vocab.get(unk) if unk is not None else None
+        else:  # Unigram: unk given by id
+            self._unk_id = model.get("unk_id")
         n_rows = len(self._mapping) if self._mapping is not None else self._emb.shape[0]
         self._n_tokens = n_rows
 

@@ -32,8 +32,7 @@ from .base import GraphStore, check_direction
 from .migrations import now_iso
 
 # The native store's argument checks, so both stores refuse the same input with the same message.
-from .native import check_node_fields
-from .native import check_weight, dumps, merge_properties
+from .native import check_node_fields, check_weight, dumps, merge_properties
 from .profiles import Profile, profile_for, quote_ident
 
 DEFAULT_EDGE_TYPE = "relates_to"  # for rows whose type cell is NULL

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-
-import orjson
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +18,8 @@ from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ..errors import ImportFailed
 from ..model import normalize_name
@@ -147,6 +147,22 @@ def _batches(records: Iterator[Record], size: int = BATCH) -> Iterator[list[Reco
         yield batch
 
 
+def _edge_rows(batch: list[Record], ids: dict[str, int], skip_dangling: bool,
+               ts: str) -> tuple[list[tuple[Any, ...]], int]:
+    """Rows for the edges table (endpoints as node rowids) and the number of dangling edges skipped."""
+    rows, skipped = [], 0
+    for loc, rec in batch:
+        src, dst, etype, weight, props, edge_id, created = edge_fields(loc, rec)
+        s, t = ids.get(src), ids.get(dst)
+        if s is None or t is None:
+            if not skip_dangling:
+                raise _dangling(loc, "source" if s is None else "target", src if s is None else dst)
+            skipped += 1
+            continue
+        rows.append((s, t, etype, weight, props, created or ts, edge_id))
+    return rows, skipped
+
+
 def _dangling(loc: str, which: str, node_id: str) -> ImportFailed:
     return _fail(loc, f"{which} node '{node_id}' does not exist "
                       "(add the node, or import with --skip-dangling to drop such edges)")
@@ -213,16 +229,8 @@ def _bulk_edges(conn: sqlite3.Connection, records: Iterator[Record], ids: dict[s
         progress("edges", 0)
     sql = "INSERT INTO edges (source, target, type, weight, properties, created_at, id) VALUES (?,?,?,?,?,?,?)"
     for batch in _batches(records):
-        rows = []
-        for loc, rec in batch:
-            src, dst, etype, weight, props, edge_id, created = edge_fields(loc, rec)
-            s, t = ids.get(src), ids.get(dst)
-            if s is None or t is None:
-                if not skip_dangling:
-                    raise _dangling(loc, "source" if s is None else "target", src if s is None else dst)
-                skipped += 1
-                continue
-            rows.append((s, t, etype, weight, props, created or ts, edge_id))
+        rows, dropped = _edge_rows(batch, ids, skip_dangling, ts)
+        skipped += dropped
         conn.executemany(sql, rows)
         count += len(rows)
         if progress:
@@ -320,16 +328,8 @@ def _merge_edges(conn: sqlite3.Connection, records: Iterator[Record], ids: dict[
            "ON CONFLICT(source, target, type) DO UPDATE SET weight = max(weight, excluded.weight), "
            "properties = kgos_merge(properties, excluded.properties)")
     for batch in _batches(records):
-        rows = []
-        for loc, rec in batch:
-            src, dst, etype, weight, props, edge_id, created = edge_fields(loc, rec)
-            s, t = ids.get(src), ids.get(dst)
-            if s is None or t is None:
-                if not skip_dangling:
-                    raise _dangling(loc, "source" if s is None else "target", src if s is None else dst)
-                skipped += 1
-                continue
-            rows.append((s, t, etype, weight, props, created or ts, edge_id))
+        rows, dropped = _edge_rows(batch, ids, skip_dangling, ts)
+        skipped += dropped
         conn.executemany(sql, rows)
         count += len(rows)
         if progress:

@@ -107,11 +107,6 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def applied(conn: sqlite3.Connection) -> list[str]:
-    conn.execute("CREATE TABLE IF NOT EXISTS kg_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    return [r[0] for r in conn.execute("SELECT name FROM kg_migrations ORDER BY name")]
-
-
 def statements(script: str) -> list[str]:
     """Split a SQL script into complete statements (triggers keep their inner semicolons)."""
     out, buf = [], ""
@@ -134,20 +129,29 @@ def run_script(conn: sqlite3.Connection, script: str) -> None:
         conn.execute(statement)
 
 
-def migrate(conn: sqlite3.Connection) -> list[str]:
-    """Apply the pending migrations in one transaction each; returns the names applied."""
-    done = set(applied(conn))
+def apply(conn: sqlite3.Connection, migrations: list[tuple[str, str]], table: str = "kg_migrations") -> list[str]:
+    """Apply the pending named migrations, each in its own transaction, recording them in ``table``.
+
+    ``table`` is one of two fixed names chosen by the caller (kg_migrations, ws_migrations).
+    """
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {r[0] for r in conn.execute(f"SELECT name FROM {table}")}
     new = []
-    for name, sql in MIGRATIONS:
+    for name, sql in migrations:
         if name in done:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
             run_script(conn, sql)
-            conn.execute("INSERT INTO kg_migrations VALUES (?, ?)", (name, now_iso()))
+            conn.execute(f"INSERT INTO {table} VALUES (?, ?)", (name, now_iso()))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         new.append(name)
     return new
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Bring a native KG file up to the current schema."""
+    return apply(conn, MIGRATIONS)

@@ -12,12 +12,12 @@ import json
 import math
 import sqlite3
 import threading
-
-import numpy as np
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import InvalidArgument, KGOSError, NodeNotFound
 from ..model import Edge, Neighbor, Node, normalize_name, slugify

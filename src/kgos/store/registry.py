@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from .migrations import now_iso, run_script
+from .migrations import apply, now_iso
 from .native import connect
 
 WORKSPACE_MIGRATIONS: list[tuple[str, str]] = [
@@ -97,19 +97,7 @@ CREATE TABLE memory_aliases (
 
 def open_workspace_db(path: Path) -> sqlite3.Connection:
     conn = connect(path)
-    conn.execute("CREATE TABLE IF NOT EXISTS ws_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    done = {r[0] for r in conn.execute("SELECT name FROM ws_migrations")}
-    for name, sql in WORKSPACE_MIGRATIONS:
-        if name in done:
-            continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            run_script(conn, sql)
-            conn.execute("INSERT INTO ws_migrations VALUES (?, ?)", (name, now_iso()))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+    apply(conn, WORKSPACE_MIGRATIONS, table="ws_migrations")
     return conn
 
 
