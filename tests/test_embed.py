@@ -262,6 +262,27 @@ def test_static_default_path_message(tmp_path: Path, monkeypatch: pytest.MonkeyP
         get_embedder("static", cache=False)
 
 
+@pytest.mark.slow
+def test_build_static_model_from_minilm(tmp_path: Path) -> None:
+    """Distils the real model (extra ``distill``; 15-90 s on 2 cores), so it runs only where installed."""
+    pytest.importorskip("model2vec.distill")
+    pytest.importorskip("torch")
+    from kgos.embed import StaticEmbedder, build_static_model
+
+    try:
+        out = build_static_model(tmp_path / "static")
+    except MissingDependency as exc:  # no bundled MiniLM weights installed
+        pytest.skip(str(exc))
+    meta = json.loads((out / "kgos.json").read_text())
+    assert meta["name"] == "minilm-static-256" and (out / "LICENSE").is_file()
+    e = StaticEmbedder(out)
+    assert e.name == "minilm-static-256" and e.dims == 256
+    v = e.embed(["extract files from a tar archive", "unpack a tarball", "kernel routing table"])
+    assert v[0] @ v[1] > v[0] @ v[2]
+    with pytest.raises(InvalidArgument, match="not empty"):
+        build_static_model(out)
+
+
 # -- MiniLM (extra onnx) ----------------------------------------------------------------------------------
 
 
