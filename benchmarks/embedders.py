@@ -44,7 +44,7 @@ from kgos.embed import Embedder, get_embedder, l2_normalize
 from kgos.embed.static import default_static_path
 from kgos.errors import KGOSError
 
-BENCH = Path(os.environ.get("KGOS_BENCH_DIR", "/work/shared/bench"))
+BENCH = Path(os.environ.get("KGOS_BENCH_DIR", Path(__file__).resolve().parents[2] / "shared" / "bench"))
 CORE_DISTS = ["numpy", "scipy", "click", "rich", "pydantic", "ijson", "igraph"]
 
 
