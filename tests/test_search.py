@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import numpy as np
 import pytest
 
 import kgos
@@ -129,6 +130,19 @@ def test_snapshot_is_persisted_and_reloaded(ws, kg):
     assert (loaded.text.matrix != built.text.matrix).nnz == 0
     with kgos.Workspace(ws.home) as other:  # another process sees the same file and cache
         assert ids(other.kg("t").search("prompt caching"))[0] == "caching"
+
+
+def test_vectors_are_memory_mapped_from_the_snapshot_cache(ws, kg):
+    kg.embed("hash")
+    first = kg.search("Receive tokens as they are generated", mode="embedding")
+    with kgos.Workspace(ws.home) as other:
+        again = other.kg("t")
+        res = again.search("Receive tokens as they are generated", mode="embedding")
+        assert isinstance(again.engine.snapshot().vectors, np.memmap)
+        assert ids(res) == ids(first)
+    kg.update_node("alone", description="Receive tokens as they are generated, again.")
+    kg.embed("hash")  # new vectors bump the version: the stale cached matrix is not used
+    assert "alone" in ids(kg.search("Receive tokens as they are generated", mode="embedding", k=3))
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..model import Node
 from ..store.base import GraphStore
+from ..store.native import NativeStore
 from .graph import GraphIndex
 from .text import TextConfig, TextIndex
 from .vectors import load_vectors
@@ -85,10 +86,28 @@ def build(store: GraphStore, config: TextConfig, embedder: str | None = None,
 
 
 def _with_vectors(snap: Snapshot, store: GraphStore, embedder: str | None, cache_root: Path | None) -> Snapshot:
-    if embedder:
+    """Attach the node vectors: memory-mapped from the snapshot folder when cached (vectors are written
+    through the store, so a new vector bumps the version and lands in a new folder), else from SQLite."""
+    if not embedder:
+        return snap
+    # Only native KGs: an attached KG's vectors live in a sidecar whose writes leave its version alone.
+    folder = (_folder(cache_root, store.db_id, snap.version, snap.text.config)
+              if cache_root and isinstance(store, NativeStore) else None)
+    cached = folder / f"vectors-{_safe(embedder)}.npy" if folder is not None else None
+    if cached is not None and cached.exists():
+        snap.vectors = np.load(cached, mmap_mode="r")
+    else:
         snap.vectors = load_vectors(store, embedder, snap.node_ids, cache_root)
-        snap.embedder = embedder if snap.vectors is not None else None
+        if cached is not None and snap.vectors is not None and folder.exists():  # type: ignore[union-attr]
+            tmp = cached.with_suffix(".tmp.npy")
+            np.save(tmp, snap.vectors)
+            tmp.rename(cached)
+    snap.embedder = embedder if snap.vectors is not None else None
     return snap
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
 def _build(store: GraphStore, config: TextConfig, version: str) -> Snapshot:
@@ -102,8 +121,7 @@ def _build(store: GraphStore, config: TextConfig, version: str) -> Snapshot:
 
 
 def _folder(root: Path, db_id: str, version: str, config: TextConfig) -> Path:
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{version}-{config.key()}")
-    return root / db_id / "snapshots" / safe
+    return root / db_id / "snapshots" / _safe(f"{version}-{config.key()}")
 
 
 def _save(snap: Snapshot, folder: Path, kg_cache: Path) -> None:

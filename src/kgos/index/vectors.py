@@ -137,11 +137,12 @@ def load_vectors(store: GraphStore, model: str, node_ids: tuple[str, ...],
     if not rows:
         return None
     dims = next(iter(rows.values()))[2]
+    index = {nid: i for i, nid in enumerate(node_ids)}
+    hits = [(index[nid], blob) for nid, (_, blob, d) in rows.items() if d == dims and nid in index]
     matrix = np.zeros((len(node_ids), dims), np.float32)
-    for i, nid in enumerate(node_ids):
-        row = rows.get(nid)
-        if row is not None and row[2] == dims:
-            matrix[i] = np.frombuffer(row[1], np.float32)
+    if hits:  # one bulk copy instead of a per-node loop
+        positions = np.fromiter((i for i, _ in hits), np.int64, len(hits))
+        matrix[positions] = np.frombuffer(b"".join(b for _, b in hits), np.float32).reshape(len(hits), dims)
     return matrix
 
 
