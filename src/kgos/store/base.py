@@ -82,9 +82,25 @@ class GraphStore(ABC):
     @abstractmethod
     def iter_edges(self) -> Iterator[Edge]: ...
 
-    @abstractmethod
     def neighbors(self, node_id: str, direction: str = "both",
-                  edge_types: Iterable[str] | None = None, limit: int | None = None) -> list[Neighbor]: ...
+                  edge_types: Iterable[str] | None = None, limit: int | None = None) -> list[Neighbor]:
+        """Nodes one edge away, strongest edges first; ``direction`` outgoing, incoming or both."""
+        check_direction(direction)
+        key = self._node_key(node_id)
+        types = list(edge_types) if edge_types is not None else None
+        out: list[Neighbor] = []
+        for side in ("outgoing", "incoming"):
+            if direction in (side, "both"):
+                out += self._hop(key, side, types, limit)
+        return out[:limit] if limit is not None else out
+
+    @abstractmethod
+    def _node_key(self, node_id: str) -> Any:
+        """How the store's edge table refers to this node (raises NodeNotFound)."""
+
+    @abstractmethod
+    def _hop(self, key: Any, side: str, types: list[str] | None, limit: int | None) -> list[Neighbor]:
+        """One hop from ``key``: its out-edges (side "outgoing") or in-edges ("incoming")."""
 
     @abstractmethod
     def get_edge(self, source: str, target: str, type: str) -> Edge | None: ...

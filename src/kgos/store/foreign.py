@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import InvalidArgument, KGNotFound, NodeNotFound
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
-from .base import GraphStore, check_direction
+from .base import GraphStore
 from .migrations import now_iso
 
 # The native store's argument checks, so both stores refuse the same input with the same message.
@@ -335,21 +335,12 @@ class ForeignStore(GraphStore):
         row = self.conn.execute(sql, s_args + t_args + [type]).fetchone()
         return _edge(row) if row else None
 
-    def neighbors(self, node_id: str, direction: str = "both",
-                  edge_types: Iterable[str] | None = None, limit: int | None = None) -> list[Neighbor]:
-        check_direction(direction)
-        key = self.stored_key(node_id)
-        types = list(edge_types) if edge_types is not None else None
-        out: list[Neighbor] = []
-        if direction in ("outgoing", "both"):
-            out += self._hop(key, "s", "t", "outgoing", types, limit)
-        if direction in ("incoming", "both"):
-            out += self._hop(key, "t", "s", "incoming", types, limit)
-        return out[:limit] if limit is not None else out
+    def _node_key(self, node_id: str) -> Any:
+        return self.stored_key(node_id)
 
-    def _hop(self, key: Any, here: str, there: str, label: str,
-             types: list[str] | None, limit: int | None) -> list[Neighbor]:
-        # `here`/`there` are the fixed aliases "s"/"t" chosen by the caller, never user input.
+    def _hop(self, key: Any, side: str, types: list[str] | None, limit: int | None) -> list[Neighbor]:
+        # `here`/`there` are the fixed aliases "s"/"t", never user input.
+        here, there = ("s", "t") if side == "outgoing" else ("t", "s")
         sql = (f"{self.sql.joined_edges(', ' + self.sql.node_select(there))} "
                f"WHERE {self.sql.col(here, 'node_id')} = ?")
         args: list[Any] = [key]
@@ -359,7 +350,7 @@ class ForeignStore(GraphStore):
         sql += f" ORDER BY {self.sql.weight()} DESC, {self.sql.node_id(there)}, {self.sql.edge_type()}"
         if limit is not None:
             sql, args = sql + " LIMIT ?", args + [limit]
-        return [Neighbor(node=_node(r[7:]), edge=_edge(r[:7]), direction=label)  # type: ignore[arg-type]
+        return [Neighbor(node=_node(r[7:]), edge=_edge(r[:7]), direction=side)  # type: ignore[arg-type]
                 for r in self.conn.execute(sql, args)]
 
     def graph_arrays(self) -> GraphArrays:

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import InvalidArgument, KGOSError, NodeNotFound
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
-from .base import GraphStore, check_direction, load_json_object
+from .base import GraphStore, load_json_object
 from .migrations import migrate, now_iso
 
 NODE_COLS = "rowid, id, name, type, description, properties, created_at, updated_at"
@@ -186,21 +186,12 @@ class NativeStore(GraphStore):
                                 (source, target, type)).fetchone()
         return self._edge(row) if row else None
 
-    def neighbors(self, node_id: str, direction: str = "both",
-                  edge_types: Iterable[str] | None = None, limit: int | None = None) -> list[Neighbor]:
-        check_direction(direction)
-        rowid = self.rowid(node_id)
-        types = list(edge_types) if edge_types is not None else None
-        out: list[Neighbor] = []
-        if direction in ("outgoing", "both"):
-            out += self._hop(rowid, "source", "target", "outgoing", types, limit)
-        if direction in ("incoming", "both"):
-            out += self._hop(rowid, "target", "source", "incoming", types, limit)
-        return out[:limit] if limit is not None else out
+    def _node_key(self, node_id: str) -> int:
+        return self.rowid(node_id)
 
-    def _hop(self, rowid: int, here: str, there: str, label: str,
-             types: list[str] | None, limit: int | None) -> list[Neighbor]:
-        # `here`/`there` are one of two fixed column names chosen by the caller, never user input.
+    def _hop(self, rowid: int, side: str, types: list[str] | None, limit: int | None) -> list[Neighbor]:
+        # `here`/`there` are one of two fixed column names, never user input.
+        here, there = ("source", "target") if side == "outgoing" else ("target", "source")
         sql = (f"SELECT s.id, t.id, e.type, e.weight, e.properties, e.id, e.created_at, "
                f"{', '.join('n.' + c for c in NODE_COLS.split(', '))} FROM edges e "
                f"JOIN nodes s ON s.rowid = e.source JOIN nodes t ON t.rowid = e.target "
@@ -212,7 +203,7 @@ class NativeStore(GraphStore):
         sql += " ORDER BY e.weight DESC, e.rowid" + (" LIMIT ?" if limit is not None else "")
         if limit is not None:
             args.append(limit)
-        return [Neighbor(node=self._node(r[7:]), edge=self._edge(r[:7]), direction=label)  # type: ignore[arg-type]
+        return [Neighbor(node=self._node(r[7:]), edge=self._edge(r[:7]), direction=side)  # type: ignore[arg-type]
                 for r in self.conn.execute(sql, args)]
 
     def graph_arrays(self) -> GraphArrays:
