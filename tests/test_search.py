@@ -208,6 +208,10 @@ def test_search_on_attached_foreign_kg(ws, tmp_path):
     assert ids(g.search("prompt caching", k=2)) == ["a", "b"]
     res = g.search("prompt caching", k=2, mode="text")  # the FTS5 channel needs a native file
     assert ids(res)[0] == "a" and any("FTS5" in n for n in res.notes)
+    assert g.embed("hash").embedded == 2  # vectors go to a sidecar: the foreign file is not written
+    with kgos.Workspace(ws.home) as other:  # the embedder choice is remembered in workspace.db
+        res = other.kg("legacy").search("Cost reduction", mode="embedding", k=1)
+        assert ids(res) == ["b"] and res.results[0].components.embedding == pytest.approx(1.0)
 
 
 def test_result_json_shape(kg):

@@ -153,7 +153,7 @@ class KG(QueryMethods):
             if self.store.meta().get("embedder") != embedder.spec:
                 self.store.set_meta(embedder=embedder.spec)
         else:
-            self.workspace.set_embedder(self.db_id, embedder.spec)
+            self.workspace.set_setting(self.db_id, "embedder", embedder.spec)
         self.engine.embedder_spec = embedder.spec
         self.engine.invalidate()
         return report
@@ -179,8 +179,7 @@ class KG(QueryMethods):
         if hasattr(self.store, "set_meta") and not self.store.read_only:
             self.store.set_meta(weight_profiles=value)
         else:
-            self.workspace.db.execute("INSERT OR REPLACE INTO kg_settings VALUES (?, 'weight_profiles', ?)",
-                                      (self.db_id, value))
+            self.workspace.set_setting(self.db_id, "weight_profiles", value)
             self.engine.tuned = value
         self.engine.invalidate()
 

@@ -184,9 +184,10 @@ class Workspace:
         row = self.db.execute("SELECT value FROM kg_settings WHERE db_id = ? AND key = ?", (db_id, key)).fetchone()
         return row[0] if row else None
 
-    def set_embedder(self, db_id: str, spec: str) -> None:
-        """Remember the embedder of an attached KG (its own file is not written)."""
-        self.db.execute("INSERT OR REPLACE INTO kg_settings VALUES (?, 'embedder', ?)", (db_id, spec))
+    def set_setting(self, db_id: str, key: str, value: str) -> None:
+        """Remember a per-KG setting (embedder, tuned weights) in workspace.db; for attached KGs,
+        whose own files KG-OS does not write."""
+        self.db.execute("INSERT OR REPLACE INTO kg_settings VALUES (?, ?, ?)", (db_id, key, value))
 
     # -- import / export ---------------------------------------------------------------------------
     def import_file(self, db_id: str, path: str | Path, format: str | None = None, mode: str = "create",
