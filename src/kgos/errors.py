@@ -84,3 +84,26 @@ class MissingDependency(KGOSError, ImportError):
         super().__init__(f"{package} is not installed: run  pip install 'kgos[{extra}]'")
         self.package = package
         self.extra = extra
+
+
+class InvalidConfig(KGOSError, ValueError):
+    """A configuration (an expert, a request body) that fails validation; ``fields`` names the
+    offending fields (dotted paths, e.g. ``retrieval.alpha``)."""
+
+    status = 422
+
+    def __init__(self, message: str, fields: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.fields = fields or []
+
+
+class ExpertNotFound(KGOSError, LookupError):
+    status = 404
+
+
+class ConversationNotFound(KGOSError, LookupError):
+    status = 404
+
+
+class ExpertExists(KGOSError):
+    status = 409

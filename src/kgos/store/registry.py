@@ -92,6 +92,35 @@ CREATE TABLE memory_aliases (
   decided_at TEXT,
   UNIQUE (db_id, type, alias_norm, canonical_norm)
 );"""),
+    # Expert agents (spec/000 section 8): the validated config as JSON with its schema_version;
+    # conversations and their messages (spec/000 section 10), messages carrying retrieval metadata.
+    ("004_experts", """
+CREATE TABLE experts (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  config TEXT NOT NULL,
+  schema_version INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE conversations (
+  id TEXT PRIMARY KEY,
+  expert_id TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  last_message_at TEXT NOT NULL,
+  message_count INTEGER NOT NULL DEFAULT 0,
+  preview TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX conversations_expert ON conversations(expert_id, last_message_at);
+CREATE TABLE messages (
+  id INTEGER PRIMARY KEY,
+  conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+  role TEXT NOT NULL,
+  content TEXT NOT NULL,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL
+);
+CREATE INDEX messages_conversation ON messages(conversation_id, id);"""),
 ]
 
 

@@ -1,0 +1,126 @@
+"""Playbook skills (spec/000 section 9, stage 3): markdown files whose sections are injected into
+an expert's prompt when they match the query.
+
+Playbooks are ``<name>.md`` files in ``$KGOS_HOME/playbooks`` (the user's, which win) and in the
+package's ``kgos/data/playbooks`` (the demo's). A playbook splits into sections at its ``#``
+headings; sections are ranked by BM25 (the engine's own ``TextIndex``, heading counted twice) and
+an expert only ever sees the playbooks named in its ``playbook_skills``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgument, KGOSError
+from ..index.text import TextConfig, TextIndex
+from .config import SKILL_RE
+
+HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+MAX_FILE_BYTES = 1_000_000
+
+
+class PlaybookNotFound(KGOSError, LookupError):
+    status = 404
+
+
+@dataclass(frozen=True)
+class Section:
+    playbook: str
+    heading: str
+    text: str
+    preamble: bool = False  # the text under the title, before the first section
+
+
+@dataclass(frozen=True)
+class SkillExcerpt:
+    """A section chosen for a query, with its BM25 score."""
+
+    playbook: str
+    heading: str
+    text: str
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"playbook": self.playbook, "heading": self.heading, "text": self.text, "score": round(self.score, 4)}
+
+
+def split_sections(name: str, markdown: str) -> list[Section]:
+    """Sections at headings (text before the first heading belongs to the playbook's title)."""
+    sections: list[Section] = []
+    heading, lines, title, first = name, [], False, True  # title: under the document's leading "# Title"
+    for line in markdown.splitlines():
+        m = HEADING_RE.match(line)
+        if not m:
+            lines.append(line)
+            continue
+        if "".join(lines).strip():
+            sections.append(Section(name, heading, "\n".join(lines).strip(), title))
+        title = first and len(m.group(1)) == 1
+        heading, lines, first = m.group(2) or name, [], False
+    if "".join(lines).strip():
+        sections.append(Section(name, heading, "\n".join(lines).strip(), title and bool(sections)))
+    return [s if s is not sections[0] or len(sections) > 1 else replace(s, preamble=False) for s in sections]
+    return sections
+
+
+class PlaybookLibrary:
+    """The playbooks a workspace can inject."""
+
+    def __init__(self, home: Path | None) -> None:
+        self.folders = [p for p in (home / "playbooks" if home else None, _bundled()) if p is not None]
+
+    def names(self) -> list[str]:
+        return sorted({p.stem for folder in self.folders if folder.is_dir() for p in folder.glob("*.md")
+                       if SKILL_RE.match(p.stem)})
+
+    def path(self, name: str) -> Path:
+        if not isinstance(name, str) or not SKILL_RE.match(name):
+            raise InvalidArgument(f"invalid playbook name {name!r}: use lowercase letters, digits, '-' and '_'")
+        for folder in self.folders:
+            candidate = folder / f"{name}.md"
+            if candidate.is_file():
+                return candidate
+        raise PlaybookNotFound(f"no playbook named '{name}'; known: {', '.join(self.names()) or 'none'} "
+                               f"(add {name}.md to {self.folders[0]})")
+
+    def read(self, name: str) -> str:
+        path = self.path(name)
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise InvalidArgument(f"playbook '{name}' is larger than {MAX_FILE_BYTES:,} bytes")
+        return path.read_text(encoding="utf-8", errors="replace")
+
+    def sections(self, names: list[str]) -> list[Section]:
+        """The sections of the named playbooks that exist (missing ones are skipped)."""
+        found = []
+        for name in names:
+            try:
+                found.extend(split_sections(name, self.read(name)))
+            except PlaybookNotFound:
+                continue
+        return found
+
+    def relevant(self, query: str, allowed: list[str], limit: int = 3, max_chars: int = 2_000) -> list[SkillExcerpt]:
+        """The best-matching sections of the ``allowed`` playbooks, within ``max_chars`` in all."""
+        sections = self.sections(allowed) if allowed else []
+        body = [s for s in sections if not s.preamble]
+        sections = body or sections  # a playbook's introduction only when it has nothing else
+        if not sections or not query.strip():
+            return []
+        index = TextIndex.build([(s.heading, s.heading, s.playbook, s.text) for s in sections], TextConfig())
+        scores = index.scores(index.query_terms(query))
+        chosen, used = [], 0
+        for i in sorted(range(len(sections)), key=lambda i: (-scores[i], i))[:limit]:
+            if scores[i] <= 0 or used >= max_chars:
+                break
+            text = sections[i].text[: max_chars - used]
+            used += len(text)
+            chosen.append(SkillExcerpt(sections[i].playbook, sections[i].heading, text, float(scores[i])))
+        return chosen
+
+
+def _bundled() -> Path:
+    return Path(str(resources.files("kgos.data") / "playbooks"))
