@@ -10,6 +10,8 @@ from .output import table
 NEXT_STEPS = [
     ('kgos search demo "I want to reduce my API costs" --explain', "hybrid search, every score explained"),
     ("kgos kg list", "the KGs in your workspace"),
+    ('kgos expert chat demo "How do I reduce my API costs?"', "the demo expert answers, citing graph nodes"),
+    ("kgos serve", "the HTTP API on http://127.0.0.1:8765 (docs at /docs)"),
     ("kgos kg stats demo", "what the LLM-API cookbook KG holds"),
     ("kgos kg validate demo", "the 12 structural quality rules"),
     ("kgos kg export demo demo.graphml", "open it in Gephi, Cytoscape or networkx"),
@@ -22,7 +24,8 @@ NEXT_STEPS = [
 @output_options
 @click.pass_context
 def demo(ctx: click.Context, embedder: str, json_: bool, plain_: bool) -> None:
-    """Load the demo KGs `demo` (LLM API cookbook) and `finance` into the workspace (idempotent)."""
+    """Load the demo KGs `demo` (LLM API cookbook) and `finance`, and their experts, into the
+    workspace (idempotent; conversations are kept)."""
     from ..data import load_demo
     reports = load_demo(workspace(ctx), None if embedder == "none" else embedder)
     rows = [(r.db_id, f"{r.nodes:,}", f"{r.edges:,}") for r in reports]

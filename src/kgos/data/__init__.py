@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ..workspace import Workspace
 
 DEMO_KGS = {"demo": "cookbook.json", "finance": "finance.json"}
+DEMO_EXPERTS = ("demo", "finance")  # experts/<id>.json, one per demo KG
 
 
 def demo_file(name: str) -> Path:
@@ -19,13 +20,20 @@ def demo_file(name: str) -> Path:
 
 
 def load_demo(ws: Workspace, embedder: str | None = "default") -> list[ImportReport]:
-    """Load (or restore) the demo KGs as ``demo`` and ``finance`` and embed them; safe to run again.
+    """Load (or restore) the demo KGs as ``demo`` and ``finance``, embed them, and (re)create their
+    experts ``demo`` and ``finance`` (conversations are kept); safe to run again.
 
     ``embedder`` None skips embedding (search then uses text + graph + intent only).
     """
+    import json
+
+    from ..experts import ExpertService
     reports = []
     for db_id, filename in DEMO_KGS.items():
         reports.append(ws.import_file(db_id, demo_file(filename), mode="replace"))
         if embedder:
             ws.kg(db_id).embed(embedder)
+    experts = ExpertService(ws)
+    for expert_id in DEMO_EXPERTS:
+        experts.import_(json.loads(demo_file(f"experts/{expert_id}.json").read_text(encoding="utf-8")), replace=True)
     return reports
