@@ -32,6 +32,13 @@ class ProviderTimeout(ProviderError):
     status = 504
 
 
+class ProviderNotConfigured(ProviderError):
+    """A provider that cannot be used as configured (no API key, no model); the message names the
+    environment variable or option to set."""
+
+    status = 503
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """A function the model may call: ``parameters`` is a JSON Schema object."""

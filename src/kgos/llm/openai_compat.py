@@ -1,0 +1,183 @@
+"""OpenAI-compatible chat completions, streamed: OpenAI itself and local servers that speak its API
+(Ollama, vLLM, llama.cpp server, LM Studio...).
+
+Wire protocol (https://platform.openai.com/docs/api-reference/chat/create and
+https://platform.openai.com/docs/api-reference/chat-streaming): ``POST {base_url}/chat/completions``
+with ``"stream": true`` answers server-sent events whose data is a ``chat.completion.chunk`` JSON
+object — text in ``choices[0].delta.content``, tool calls as ``choices[0].delta.tool_calls`` fragments
+keyed by ``index`` (the first carries ``id`` and ``function.name``, later ones pieces of
+``function.arguments``) — and ends with ``data: [DONE]``. An ``{"error": {...}}`` chunk reports a
+failure mid-stream.
+
+Base URL: the argument, else ``$KGOS_OPENAI_BASE_URL``, else ``$OPENAI_BASE_URL``, else
+``https://api.openai.com/v1``. Key: the argument, else ``$OPENAI_API_KEY`` — required only for
+api.openai.com; a local server needs none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from ._http import (
+    HTTPChatProvider,
+    StreamState,
+    check_roles,
+    load_json,
+    service_message,
+    tool_call_or_fail,
+)
+from .base import Message, ProviderNotConfigured, StreamItem, ToolCall, ToolSpec
+from .sse import SSEEvent
+
+__all__ = ["OPENAI_DEFAULT_MODEL", "OPENAI_DEFAULT_URL", "OpenAICompatProvider", "openai_base_url"]
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+BASE_URL_ENV = ("KGOS_OPENAI_BASE_URL", "OPENAI_BASE_URL")
+KEY_ENV = "OPENAI_API_KEY"
+
+
+def openai_base_url(default: str = OPENAI_DEFAULT_URL) -> str:
+    """The base URL from the environment (``$KGOS_OPENAI_BASE_URL``, ``$OPENAI_BASE_URL``), else ``default``."""
+    for name in BASE_URL_ENV:
+        if os.environ.get(name, "").strip():
+            return os.environ[name].strip()
+    return default
+
+
+def is_openai_cloud(url: str) -> bool:
+    return urlsplit(url).hostname == urlsplit(OPENAI_DEFAULT_URL).hostname
+
+
+class OpenAICompatProvider(HTTPChatProvider):
+    """A model behind ``POST {base_url}/chat/completions`` (streamed; tools as ``functions``)."""
+
+    service = "OpenAI-compatible server"
+
+    def __init__(self, model: str = OPENAI_DEFAULT_MODEL, base_url: str | None = None,
+                 api_key: str | None = None, timeout: float = 60.0,
+                 extra_headers: Mapping[str, str] | None = None) -> None:
+        url = base_url or openai_base_url()
+        key = api_key if api_key is not None else os.environ.get(KEY_ENV, "").strip()
+        if not key and is_openai_cloud(url):
+            raise ProviderNotConfigured(
+                f"{KEY_ENV} is not set: export it to use OpenAI, or set KGOS_OPENAI_BASE_URL to an "
+                "OpenAI-compatible server that needs no key (e.g. http://127.0.0.1:11434/v1 for Ollama)"
+            )
+        super().__init__(
+            model=model, base_url=url, timeout=timeout, secret=key,
+            unreachable_hint="check that the server is running and listening there (the base URL comes "
+                             "from the base_url option, else KGOS_OPENAI_BASE_URL, else OPENAI_BASE_URL)",
+        )
+        self.name = f"openai:{self.model}"
+        self._headers = {"Accept": "text/event-stream", **dict(extra_headers or {})}
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        if is_openai_cloud(self.base_url):
+            self.service = "OpenAI"
+
+    def _request(self, messages: list[Message], system: str | None, max_tokens: int,
+                 tools: list[ToolSpec]) -> tuple[str, dict[str, str], dict[str, Any]]:
+        check_roles(messages, self.service)
+        payload: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages, system),
+                                   "stream": True}
+        # OpenAI's newer models reject max_tokens; local servers may not know max_completion_tokens
+        payload["max_completion_tokens" if is_openai_cloud(self.base_url) else "max_tokens"] = max_tokens
+        if tools:
+            payload["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
+                for t in tools]
+        return f"{self.base_url}/chat/completions", dict(self._headers), payload
+
+    def _decode(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[StreamItem]:
+        calls = _ToolCallAssembler()
+        for ev in events:
+            if ev.data.strip() == "[DONE]":
+                state.done = True
+                yield from calls.finish(self)
+                return
+            chunk = load_json(self, ev.data)
+            if not isinstance(chunk, dict):
+                self.fail(f"sent a chunk that is not a JSON object: {ev.data[:200]}")
+            if "error" in chunk:
+                self.fail(f"reported an error mid-stream: {service_message(json.dumps(chunk))}")
+            yield from calls.feed(self, chunk)
+
+    def _terminator(self) -> str:
+        return "data: [DONE]"
+
+
+@dataclass
+class _PendingCall:
+    id: str | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _ToolCallAssembler:
+    """Collects ``delta.tool_calls`` fragments by ``index`` across chunks."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, _PendingCall] = {}
+
+    def feed(self, provider: OpenAICompatProvider, chunk: dict[str, Any]) -> Iterator[str]:
+        choices = chunk.get("choices") or []  # a usage-only chunk has none
+        if not isinstance(choices, list):
+            provider.fail("sent a chunk whose 'choices' is not a list")
+        for choice in choices[:1]:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict):
+                continue
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                yield content
+            for frag in delta.get("tool_calls") or []:
+                self._add(frag)
+
+    def _add(self, frag: Any) -> None:
+        if not isinstance(frag, dict):
+            return
+        index = frag.get("index")
+        if not isinstance(index, int):  # servers that send each call whole, without an index
+            known = [i for i, c in self.calls.items() if c.id and c.id == frag.get("id")]
+            index = known[0] if known else len(self.calls)
+        call = self.calls.setdefault(index, _PendingCall())
+        if frag.get("id"):
+            call.id = str(frag["id"])
+        fn = frag.get("function") or {}
+        if isinstance(fn, dict):
+            name = fn.get("name")
+            if name and name != call.name:  # sent once, or repeated whole by some servers
+                call.name += str(name)
+            args = fn.get("arguments")
+            if isinstance(args, str):
+                call.arguments.append(args)
+            elif isinstance(args, dict):  # some servers send the arguments already parsed
+                call.arguments.append(json.dumps(args))
+
+    def finish(self, provider: OpenAICompatProvider) -> Iterator[ToolCall]:
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            yield tool_call_or_fail(provider, call.id, call.name, "".join(call.arguments), f"call_{index}")
+
+
+def to_openai_messages(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
+    """Messages in the chat-completions format: system first, assistant ``tool_calls`` with JSON
+    argument strings, and ``role: "tool"`` results carrying ``tool_call_id``."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        elif m.role == "assistant" and m.tool_calls:
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))}}
+                for c in m.tool_calls]})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
