@@ -105,10 +105,9 @@ class ExpertChat:
         with self.lock:
             expert = self.experts.get(expert_id)
             self._check_kgs(expert)
-            cid, _ = self.experts.store.open_conversation(expert.id, conversation_id)
+            ctx = self._recall(retrieve(self.ws, expert.config, query.strip()), expert)
+            cid, _ = self.experts.store.open_conversation(expert.id, conversation_id)  # after what can fail
             past = given if given is not None else self._stored_history(expert.id, cid)
-            ctx = retrieve(self.ws, expert.config, query.strip())
-            ctx = self._recall(ctx, expert)
         ctx = replace(ctx, skills=tuple(self.playbooks.relevant(query, expert.config.playbook_skills)))
         ctx = replace(ctx, system_prompt=assemble_prompt(expert.config, ctx))
         return Turn(expert, cid, query.strip(), past, ctx, provider or self.provider)
