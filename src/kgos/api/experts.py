@@ -160,7 +160,7 @@ def get_conversation(expert_id: ExpertId, conversation_id: ConversationId, rt: R
 
 
 @router.delete("/api/experts/{expert_id}/conversations/{conversation_id}", response_model=Deleted,
-               summary="Delete a conversation")
+               response_model_exclude_none=True, summary="Delete a conversation")
 def delete_conversation(expert_id: ExpertId, conversation_id: ConversationId, rt: RT) -> dict[str, Any]:
     with rt.lock:
         return _service(rt).delete_conversation(expert_id, conversation_id)
