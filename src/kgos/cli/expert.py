@@ -49,6 +49,13 @@ def _assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
     return patch
 
 
+def _combine(a: Any, b: Any) -> Any:
+    """Two patches into one, keeping their nulls (a merge patch would apply them)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return b
+    return {**a, **{k: _combine(a.get(k), v) if k in a else v for k, v in b.items()}}
+
+
 def _weights(text: str | None) -> dict[str, float]:
     if not text:
         return {}
@@ -137,8 +144,7 @@ def show(ctx: click.Context, expert_id: str, json_: bool, plain_: bool) -> None:
 @click.pass_context
 def update(ctx: click.Context, expert_id: str, sets: tuple[str, ...], file_: str | None, json_: bool, plain_: bool) -> None:
     """Change some fields (a JSON merge patch: objects merge, null removes)."""
-    from ..experts import merge_patch
-    patch = merge_patch(_json_file(file_) if file_ else {}, _assignments(sets))
+    patch = _combine(_json_file(file_) if file_ else {}, _assignments(sets))
     if not patch:
         raise click.UsageError("nothing to change: give --set PATH=VALUE or --file PATCH.json")
     e = service(ctx).update(expert_id, patch)
@@ -276,7 +282,7 @@ def _turn(engine: Any, o: Any, expert_id: str, query: str, conversation_id: str 
                 sys.stdout.flush()
         elif kind == "sources" and show_sources and o.human:
             names = ", ".join(n["name"] for n in event["nodes"][:8])
-            o.err.print(f"[dim]sources: {escape(names)}[/]")
+            o.err.print(f"[dim]sources: {escape(names)}[/]", soft_wrap=True)
         elif kind == "error":
             error = event["content"]
         elif kind == "done":
@@ -296,4 +302,4 @@ def _report(o: Any, done: dict[str, Any], error: str | None, cid: str) -> None:
     unknown = done.get("unknown_citations") or []
     if unknown:
         o.err.print(f"[yellow]unknown citations:[/] {escape(', '.join(unknown))}")
-    o.note(f"[dim]conversation {cid} (continue with --conversation {cid})[/]")
+    click.echo(f"conversation {cid} (continue with --conversation {cid})", err=True)
