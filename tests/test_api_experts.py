@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 import kgos
 from kgos.api.app import create_app
 from kgos.data import load_demo
-from kgos.llm.base import ProviderError
+from kgos.llm.base import ProviderError, ProviderTimeout
 from kgos.llm.offline import OfflineProvider
 
 SPEC_EVENTS = {"conversation_start", "injection_meta", "sources", "token", "error", "done"}
@@ -150,6 +150,9 @@ def test_provider_failure_is_an_sse_error_event_then_done(demo_ws):
     r = make_client(demo_ws, ScriptedProvider(["x"], error=ProviderError("down"), error_after=0)).post(
         "/api/experts/demo/chat", json={"query": "reduce costs", "stream": False})
     assert r.status_code == 502 and "down" in r.json()["detail"] and r.json()["conversation_id"]
+    r = make_client(demo_ws, ScriptedProvider(["x"], error=ProviderTimeout("no answer in 1 s"), error_after=0)).post(
+        "/api/experts/demo/chat", json={"query": "reduce costs", "stream": False})
+    assert r.status_code == 504 and "no answer in 1 s" in r.json()["detail"]
 
 
 def test_unconfigured_provider_is_a_clean_error(demo_ws, monkeypatch):

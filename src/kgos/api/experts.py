@@ -187,13 +187,15 @@ async def chat(expert_id: ExpertId, body: ChatRequest, request: Request) -> Any:
 def _answer_json(engine: ExpertChat, turn: Turn) -> JSONResponse:
     events = list(engine.events(turn))
     tokens = "".join(e["content"] for e in events if e["type"] == "token")
-    error = next((e["content"] for e in events if e["type"] == "error"), None)
+    failure = next((e for e in events if e["type"] == "error"), None)
+    error = failure["content"] if failure else None
     done = events[-1]
     doc = {"conversation_id": turn.conversation_id, "answer": tokens,
            "sources": next(e["nodes"] for e in events if e["type"] == "sources"),
            "intent": turn.context.intent, "citations": done.get("citations"), "message_id": done.get("message_id")}
     if error and not tokens:
-        return JSONResponse({"detail": error, "error": ProviderError.__name__, **doc}, status_code=ProviderError.status)
+        return JSONResponse({"detail": error, "error": ProviderError.__name__, **doc},
+                            status_code=failure.get("status", ProviderError.status))
     return JSONResponse({**doc, "error": error} if error else doc)
 
 

@@ -59,6 +59,7 @@ class _Answer:
     text: list[str] = field(default_factory=list)
     tools: list[ToolOutcome] = field(default_factory=list)
     error: str | None = None
+    error_status: int = 502
     interrupted: bool = False
 
 
@@ -154,7 +155,7 @@ class ExpertChat:
             answer.interrupted = answer.interrupted or cancel.is_set()
             done.update(self._persist(turn, answer))
         if answer.error:
-            yield {"type": "error", "content": answer.error}
+            yield {"type": "error", "content": answer.error, "status": answer.error_status}
         yield done
 
     def _infer(self, turn: Turn, answer: _Answer, cancel: threading.Event) -> Iterator[dict[str, Any]]:
@@ -174,7 +175,7 @@ class ExpertChat:
                         answer.text.append(item)
                         yield {"type": "token", "content": item}
             except ProviderError as exc:
-                answer.error = f"the model provider failed: {exc}"
+                answer.error, answer.error_status = f"the model provider failed: {exc}", exc.status
                 return
             except Exception as exc:  # noqa: BLE001 - a provider bug must end the stream cleanly, not hang it
                 log.exception("provider %s crashed", turn.provider.name)
