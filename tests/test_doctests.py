@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["kgos", "kgos.workspace", "kgos.retrieval.intents"]
+MODULES = ["kgos", "kgos.workspace", "kgos.retrieval.intents", "kgos.experts.config", "kgos.experts.service",
+           "kgos.experts.citations"]
 
 
 @pytest.mark.parametrize("name", MODULES)
