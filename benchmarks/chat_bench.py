@@ -71,9 +71,9 @@ def bench_expert(ws: kgos.Workspace, expert_id: str, queries: list[str], reps: i
                                     "http turn": []}
     cold = kg.engine.cache.clear  # every timing below misses the 300 s query cache, as a new question does
     for q in queries:
-        rows["anchor: kg.search"] += timed(lambda: (cold(), kg.search(q, k=10)), reps)
-        rows["retrieve"] += timed(lambda: (cold(), retrieve(ws, cfg, q)), reps)
-        rows["turn"] += timed(lambda: (cold(), list(chat.events(chat.start(expert_id, q)))), reps)
+        rows["anchor: kg.search"] += timed(lambda q=q: (cold(), kg.search(q, k=10)), reps)
+        rows["retrieve"] += timed(lambda q=q: (cold(), retrieve(ws, cfg, q)), reps)
+        rows["turn"] += timed(lambda q=q: (cold(), list(chat.events(chat.start(expert_id, q)))), reps)
         for _ in range(reps):
             cold()
             first, total = _http_turn(port, expert_id, q)

@@ -17,7 +17,6 @@ import kgos
 from kgos.api.app import create_app
 from kgos.data import load_demo
 from kgos.llm.base import ProviderError, ProviderTimeout
-from kgos.llm.offline import OfflineProvider
 
 SPEC_EVENTS = {"conversation_start", "injection_meta", "sources", "token", "error", "done"}
 

@@ -162,8 +162,8 @@ def test_closing_the_stream_early_still_saves(demo_ws):
 def test_tools_run_kg_methods_and_their_nodes_become_citable(demo_ws):
     p = ScriptedProvider(
         [ToolCall("c1", "can_it", {"capability": "stream responses"}), ToolCall("c2", "trace_path", {"source": "nope", "target": "x"})],
-        ["Streaming works [Source: demo:feature:streaming] but JSON arrives incomplete "
-         "[Source: demo:limitation:partial_json_while_streaming]."], tools=True)
+        [("Streaming works [Source: demo:feature:streaming] but JSON arrives incomplete "
+          "[Source: demo:limitation:partial_json_while_streaming].")], tools=True)
     turn, events = run(ExpertChat(demo_ws, p, use_memory=False), "demo", "tell me about pricing")
     assert len(p.calls) == 2 and p.calls[0]["tools"] and {t.name for t in p.calls[0]["tools"]} >= {"search_kg", "can_it"}
     msgs = p.calls[1]["messages"]

@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import write_nodelink
 
 import kgos
 from kgos.data import demo_file, load_demo
 from kgos.errors import ConversationNotFound, ExpertExists, ExpertNotFound, InvalidArgument, InvalidConfig
-from kgos.experts import EXPORT_FORMAT, ExpertConfig, ExpertService, merge_patch, parse_config
+from kgos.experts import EXPORT_FORMAT, ExpertService, merge_patch, parse_config
 from kgos.experts.citations import check_citations, citations
 from kgos.experts.context import DIMENSION_WEIGHT, SourceNode, assemble_prompt, match_goal, retrieve
 from kgos.experts.playbooks import PlaybookLibrary, split_sections
-
-from conftest import write_nodelink
 
 
 @pytest.fixture

@@ -218,7 +218,7 @@ async def _sse(engine: ExpertChat, turn: Turn) -> AsyncIterator[str]:
         try:
             for event in engine.events(turn, cancel):
                 put(event)
-        except Exception:  # noqa: BLE001 - the stream must end with an event, never hang
+        except Exception:
             log.exception("chat turn %s failed", turn.conversation_id)
             put({"type": "error", "content": "the chat turn failed; see the server log"})
             put({"type": "done", "conversation_id": turn.conversation_id})

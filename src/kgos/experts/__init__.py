@@ -8,7 +8,16 @@ Layout: ``config`` (the validated schema), ``store`` (SQL for experts, conversat
 ``chat`` (``ExpertChat``: the 8-stage loop as a stream of SSE events).
 """
 
-from .config import SCHEMA_VERSION, Expert, ExpertConfig, GoalMapping, Persona, Retrieval, merge_patch, parse_config
+from .config import (
+           SCHEMA_VERSION,
+           Expert,
+           ExpertConfig,
+           GoalMapping,
+           Persona,
+           Retrieval,
+           merge_patch,
+           parse_config,
+)
 from .service import EXPORT_FORMAT, ExpertService
 from .store import Conversation, ExpertSummary, StoredMessage
 

@@ -11,13 +11,13 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConversationNotFound, ExpertExists, ExpertNotFound, InvalidArgument
-from ..store.migrations import now_iso
+from ..store.migrations import immediate, now_iso
 from .config import Expert, ExpertConfig
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -100,16 +100,8 @@ class ExpertStore:
         self.conn = conn
         self._lock = threading.RLock()
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self.conn, self._lock)
 
     # -- experts ------------------------------------------------------------------------------------
     def exists(self, expert_id: str) -> bool:

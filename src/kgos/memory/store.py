@@ -15,13 +15,13 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgument, KGOSError
 from ..model import normalize_name
-from ..store.migrations import now_iso
+from ..store.migrations import immediate, now_iso
 from .extract import Relation
 from .vocabulary import STOPWORDS
 
@@ -183,16 +183,8 @@ class MemoryStore:
         self.conn = conn
         self._lock = threading.RLock()
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self.conn, self._lock)
 
     def insert(self, content: str, tags: tuple[str, ...], metadata: dict[str, Any], expert_id: str | None,
                conversation_id: str | None, created_at: str | None = None) -> Memory:

@@ -7,7 +7,10 @@ migration that has shipped: append a new one.
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 
 # FTS indexes name, type, description and the text-like properties; the view is the FTS5
 # "external content" so the text lives once, in ``nodes``.
@@ -104,7 +107,7 @@ MIGRATIONS: list[tuple[str, str]] = [
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def statements(script: str) -> list[str]:
@@ -155,3 +158,17 @@ def apply(conn: sqlite3.Connection, migrations: list[tuple[str, str]], table: st
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Bring a native KG file up to the current schema."""
     return apply(conn, MIGRATIONS)
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection, lock: threading.RLock) -> Iterator[sqlite3.Connection]:
+    """One write transaction on an autocommit connection: BEGIN IMMEDIATE (the write lock up front,
+    so no deadlock between two readers upgrading), COMMIT, or ROLLBACK on any error."""
+    with lock:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
