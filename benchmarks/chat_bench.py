@@ -84,11 +84,13 @@ def bench_expert(ws: kgos.Workspace, expert_id: str, queries: list[str], reps: i
                    "x_anchor": round(statistics.median(v) / anchor, 2)} for name, v in rows.items()}
 
 
+HTTP = httpx.Client(timeout=30)  # keep-alive, as a UI or an SDK client would hold it
+
+
 def _http_turn(port: int, expert_id: str, query: str) -> tuple[float, float]:
     t0 = time.perf_counter()
     first = None
-    with httpx.stream("POST", f"http://127.0.0.1:{port}/api/experts/{expert_id}/chat", json={"query": query},
-                      timeout=30) as r:
+    with HTTP.stream("POST", f"http://127.0.0.1:{port}/api/experts/{expert_id}/chat", json={"query": query}) as r:
         for line in r.iter_lines():
             if line.startswith("data:") and first is None:
                 first = (time.perf_counter() - t0) * 1000
