@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fastapi import Request  # at runtime: FastAPI reads the annotation of ``runtime(request)``
+
 from ..errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from fastapi import Request
-
     from ..llm.base import ChatProvider
     from ..workspace import Workspace
 

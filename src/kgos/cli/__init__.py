@@ -65,4 +65,4 @@ def main() -> None:
     cli(prog_name="kgos")
 
 
-from . import demo, evaluate, kg, memory, methods, search  # noqa: E402,F401  (importing registers the commands)
+from . import demo, evaluate, expert, kg, memory, methods, search, serve  # noqa: E402,F401  (importing registers the commands)

@@ -1,0 +1,455 @@
+"""/api/kg: KGs, nodes, edges, import/export, search and every query method (DESIGN.md section 4),
+plus multi-KG search at ``POST /api/search``.
+
+Each route parses its input (``models``), makes one library call inside ``with rt.lock:`` and
+returns the result's ``to_dict()``. Node ids may contain ':' and '/': routes that end in a node id
+use ``{node_id:path}``; the ``/neighbors`` and ``/dims`` sub-resources are declared first, so a
+node id ending in ``/neighbors`` or ``/dims`` cannot be created through the API (it could not be
+addressed unambiguously). Query methods take node references (an id or an unambiguous name) in
+the JSON body instead.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable
+from itertools import islice
+from pathlib import Path as FilePath
+from typing import Annotated, Any, Literal, TypeVar
+
+from fastapi import APIRouter, Depends, File, Path, Query, UploadFile
+from fastapi.responses import FileResponse
+from pydantic import AfterValidator
+from starlette.background import BackgroundTask
+
+from ..errors import EdgeNotFound, ImportFailed, InvalidArgument
+from ..kg import KG
+from ..workspace import Workspace, check_db_id
+from . import models as m
+from .errors import RESPONSES
+from .runtime import Runtime, runtime
+
+T = TypeVar("T")
+router = APIRouter(prefix="/api", responses=RESPONSES)
+
+Rt = Annotated[Runtime, Depends(runtime)]
+DbId = Annotated[str, Path(description="The KG's db_id: 1-64 lowercase letters, digits, '-' or '_'",
+                           examples=["demo"]), AfterValidator(check_db_id)]
+NodeId = Annotated[str, Path(description="A node id (may contain ':' and '/')", examples=["goal:cost_reduction"])]
+Limit = Annotated[int, Query(ge=1, le=m.MAX_K)]
+Offset = Annotated[int, Query(ge=0, le=2**62)]
+RESERVED_SUFFIXES = ("/neighbors", "/dims")
+
+
+def locked(rt: Runtime, fn: Callable[[Workspace], T]) -> T:
+    """Run ``fn(workspace)`` holding the runtime's lock (SQLite connections are not thread-safe)."""
+    with rt.lock:
+        return fn(rt.workspace)
+
+
+def on_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
+    """``fn(kg)`` under the lock, for the KG named ``db_id`` (404 when there is none)."""
+    return locked(rt, lambda ws: fn(ws.kg(db_id)))
+
+
+# -- KGs -----------------------------------------------------------------------------------------------
+@router.get("/kg", tags=["kg"], response_model=list[m.KGInfoOut])
+def list_kgs(rt: Rt) -> Any:
+    """The KGs of the workspace, native and attached, with their sizes."""
+    return locked(rt, lambda ws: [info.to_dict() for info in ws.list()])
+
+
+@router.post("/kg", tags=["kg"], status_code=201, response_model=m.KGInfoOut)
+def create_kg(body: m.KGCreate, rt: Rt) -> Any:
+    """Create an empty native KG (409 when the db_id is taken)."""
+    def create(ws: Workspace) -> Any:
+        ws.create(body.db_id, name=body.name, description=body.description)
+        return ws.info(body.db_id).to_dict()
+    return locked(rt, create)
+
+
+@router.get("/kg/{db_id}", tags=["kg"], response_model=m.KGDetail)
+def get_kg(db_id: DbId, rt: Rt) -> Any:
+    """A KG's info and statistics: counts by type, degrees, orphans, components."""
+    return locked(rt, lambda ws: {**ws.info(db_id).to_dict(), "stats": ws.kg(db_id).stats().to_dict()})
+
+
+@router.delete("/kg/{db_id}", tags=["kg"], response_model=m.KGDeleted)
+def delete_kg(db_id: DbId, rt: Rt) -> Any:
+    """Delete a native KG's file, or detach an attached KG (its file is kept)."""
+    return locked(rt, lambda ws: {"db_id": db_id, "result": ws.delete(db_id)})
+
+
+@router.get("/kg/{db_id}/validate", tags=["kg"], response_model=m.ValidationOut)
+def validate_kg(db_id: DbId, rt: Rt, max_examples: Annotated[int, Query(ge=0, le=1000)] = 20) -> Any:
+    """Check the KG against the 12 validation rules."""
+    return on_kg(rt, db_id, lambda kg: kg.validate(max_examples=max_examples).to_dict())
+
+
+# -- nodes -----------------------------------------------------------------------------------------------
+@router.get("/kg/{db_id}/nodes", tags=["nodes"], response_model=m.NodePage)
+def list_nodes(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Offset = 0,
+               type: Annotated[str | None, Query(max_length=m.MAX_REF)] = None) -> Any:
+    """A page of nodes in storage order, optionally of one type; ``total`` counts them all."""
+    def page(kg: KG) -> Any:
+        total, nodes = page_nodes(kg, limit, offset, type)
+        return {"total": total, "limit": limit, "offset": offset, "nodes": [n.to_dict() for n in nodes]}
+    return on_kg(rt, db_id, page)
+
+
+def page_nodes(kg: KG, limit: int, offset: int, type: str | None) -> tuple[int, list[Any]]:
+    """(matching node count, one page of nodes) by SQL where the store allows it."""
+    from ..methods.nodesql import node_table
+    table = node_table(kg.store)
+    if table is None:
+        nodes = [n for n in kg.nodes() if type is None or n.type == type]
+        return len(nodes), nodes[offset:offset + limit]
+    where, args = ("", []) if type is None else (f" AND {table.type} = ?", [type])
+    total = table.conn.execute(f"SELECT count(*) {table.source}{where}", args).fetchone()[0]
+    ids = [r[0] for r in table.conn.execute(f"SELECT {table.id} {table.source}{where} ORDER BY {table.order} "
+                                            "LIMIT ? OFFSET ?", [*args, limit, offset])]
+    found = kg.store.get_nodes(str(i) for i in ids)
+    return total, [found[str(i)] for i in ids if str(i) in found]
+
+
+def _addressable(node_id: str | None) -> None:
+    if node_id is not None and node_id.endswith(RESERVED_SUFFIXES):
+        raise InvalidArgument(f"node id {node_id!r} ends in {'/'.join(RESERVED_SUFFIXES)}, which the API "
+                              "reserves for sub-resources; choose another id")
+
+
+@router.post("/kg/{db_id}/nodes", tags=["nodes"], status_code=201, response_model=m.NodeDetail)
+def create_node(db_id: DbId, body: m.NodeCreate, rt: Rt) -> Any:
+    """Add a node; its id defaults to ``<type>:<slug of name>`` (400 if the id is taken)."""
+    _addressable(body.id)
+    return on_kg(rt, db_id, lambda kg: kg.add_node(body.name, body.type, body.description, body.properties,
+                                                   id=body.id).to_dict(timestamps=True))
+
+
+@router.get("/kg/{db_id}/nodes/{node_id:path}/neighbors", tags=["nodes"], response_model=m.NeighborsOut)
+def neighbors(db_id: DbId, node_id: NodeId, rt: Rt,
+              direction: Literal["outgoing", "incoming", "both"] = "both",
+              type: Annotated[list[str] | None, Query(description="Only these edge types")] = None,
+              limit: Limit = 100) -> Any:
+    """The nodes one edge away, strongest edges first."""
+    def hop(kg: KG) -> Any:
+        found = kg.neighbors(node_id, direction, type, limit)
+        return {"node": kg.node(node_id).to_dict(), "direction": direction, "neighbors": [n.to_dict() for n in found]}
+    return on_kg(rt, db_id, hop)
+
+
+@router.get("/kg/{db_id}/nodes/{node_id:path}/dims", tags=["dimensions"], response_model=m.NodeDimensionsOut)
+def get_dimensions(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
+    """A node's semantic dimension values, marking those ``dims auto`` inferred."""
+    return on_kg(rt, db_id, lambda kg: kg.dimensions(node_id).to_dict())
+
+
+@router.put("/kg/{db_id}/nodes/{node_id:path}/dims", tags=["dimensions"], response_model=m.NodeDimensionsOut)
+def set_dimensions(db_id: DbId, node_id: NodeId, body: m.DimensionsSet, rt: Rt) -> Any:
+    """Set dimension values (0..1); names outside the catalog need ``custom``."""
+    return on_kg(rt, db_id, lambda kg: kg.set_dimensions(node_id, body.values, custom=body.custom).to_dict())
+
+
+@router.get("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
+def get_node(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
+    """One node by id (404 with close ids as ``suggestions``)."""
+    return on_kg(rt, db_id, lambda kg: kg.node(node_id).to_dict(timestamps=True))
+
+
+@router.post("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
+def upsert_node(db_id: DbId, node_id: NodeId, body: m.NodeUpsert, rt: Rt) -> Any:
+    """Create the node with this id, or update it (properties merged, created_at kept)."""
+    _addressable(node_id)
+    return on_kg(rt, db_id, lambda kg: kg.upsert_node(node_id, body.name, body.type, body.description,
+                                                      body.properties).to_dict(timestamps=True))
+
+
+@router.patch("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
+def update_node(db_id: DbId, node_id: NodeId, body: m.NodePatch, rt: Rt) -> Any:
+    """Change some fields of a node; properties are merged unless ``replace_properties``."""
+    changes = body.model_dump(exclude_unset=True)
+    return on_kg(rt, db_id, lambda kg: kg.update_node(node_id, **changes).to_dict(timestamps=True))
+
+
+@router.delete("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDeleted)
+def delete_node(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
+    """Delete a node and its edges."""
+    return on_kg(rt, db_id, lambda kg: {"deleted": node_id, "edges_removed": kg.delete_node(node_id)})
+
+
+# -- edges -------------------------------------------------------------------------------------------------
+@router.get("/kg/{db_id}/edges", tags=["edges"], response_model=m.EdgePage)
+def list_edges(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+               type: Annotated[str | None, Query(max_length=m.MAX_REF)] = None) -> Any:
+    """A page of edges in storage order, optionally of one type."""
+    def page(kg: KG) -> Any:
+        edges = (e for e in kg.edges() if type is None or e.type == type)
+        return {"limit": limit, "offset": offset, "edges": [e.to_dict() for e in islice(edges, offset, offset + limit)]}
+    return on_kg(rt, db_id, page)
+
+
+@router.post("/kg/{db_id}/edges", tags=["edges"], status_code=201, response_model=m.EdgeOut)
+def add_edge(db_id: DbId, body: m.EdgeCreate, rt: Rt) -> Any:
+    """Add an edge, or strengthen the existing (source, target, type) edge (weight = max)."""
+    return on_kg(rt, db_id, lambda kg: kg.add_edge(body.source, body.target, body.type, body.weight,
+                                                   body.properties).to_dict())
+
+
+@router.delete("/kg/{db_id}/edges", tags=["edges"], response_model=m.EdgeDeleted)
+def delete_edge(db_id: DbId, rt: Rt, source: Annotated[str, Query(min_length=1, max_length=m.MAX_REF)],
+                target: Annotated[str, Query(min_length=1, max_length=m.MAX_REF)],
+                type: Annotated[str, Query(min_length=1, max_length=m.MAX_REF)]) -> Any:
+    """Delete the edge (source, target, type); 404 when there is none."""
+    def delete(kg: KG) -> Any:
+        if not kg.delete_edge(source, target, type):
+            raise EdgeNotFound(f"no {type!r} edge from '{source}' to '{target}' in KG '{db_id}'")
+        return {"deleted": True, "source": source, "target": target, "type": type}
+    return on_kg(rt, db_id, delete)
+
+
+# -- import / export ------------------------------------------------------------------------------------------
+SUFFIXES = {"nodelink": ".json", "jsonl": ".jsonl", "graphml": ".graphml", "csv": ".csv"}
+KNOWN_SUFFIXES = (".json", ".jsonl", ".ndjson", ".graphml", ".xml", ".csv")
+
+
+@router.post("/kg/{db_id}/import", tags=["import/export"], response_model=m.ImportOut)
+def import_kg(db_id: DbId, rt: Rt, file: Annotated[UploadFile, File(description="The KG file")],
+              mode: Literal["create", "merge", "replace"] = "create",
+              format: Literal["nodelink", "jsonl", "csv", "graphml"] | None = None,
+              skip_dangling: bool = False) -> Any:
+    """Import an uploaded file (node-link JSON, JSON Lines, GraphML, a nodes CSV or a zip of
+    nodes.csv + edges.csv; any of them gzipped) all or nothing: a bad file is a 400 naming the
+    record, and the KG is left as it was. ``mode``: create (409 if the KG exists), merge, replace."""
+    folder = FilePath(tempfile.mkdtemp(prefix="kgos-upload-"))
+    try:
+        path = save_upload(file, folder, format, rt.settings.max_upload_bytes)
+        fmt = "csv" if path.is_dir() else format
+        return locked(rt, lambda ws: ws.import_file(db_id, path, fmt, mode, skip_dangling).to_dict())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def save_upload(file: UploadFile, folder: FilePath, format: str | None, max_bytes: int) -> FilePath:
+    """Write the upload into ``folder`` under a name the format readers recognise (the client's
+    file name is used only for its suffix); a zip is unpacked to a CSV folder."""
+    head = file.file.read(4)
+    file.file.seek(0)
+    if head.startswith(b"PK"):
+        return unzip_csv(file, folder / "kg", max_bytes)
+    suffix = SUFFIXES[format] if format else _suffix(file.filename or "")
+    gz = ".gz" if head.startswith(b"\x1f\x8b") else ""
+    path = folder / (("nodes" if suffix == ".csv" else "upload") + suffix + gz)
+    with open(path, "wb") as out:
+        shutil.copyfileobj(file.file, out, 1 << 20)
+    return path
+
+
+def _suffix(filename: str) -> str:
+    name = filename.lower().removesuffix(".gz")
+    for suffix in KNOWN_SUFFIXES:
+        if name.endswith(suffix):
+            return suffix
+    raise InvalidArgument(f"cannot tell the format of {filename[:200]!r}: name the file .json, .jsonl, .graphml or "
+                          ".csv (optionally .gz), or pass ?format=nodelink|jsonl|graphml|csv")
+
+
+def unzip_csv(file: UploadFile, folder: FilePath, max_bytes: int) -> FilePath:
+    """Unpack nodes.csv and edges.csv (optionally .gz) from a zip, refusing anything bigger than
+    ``max_bytes`` once unpacked; other members are ignored and no member path is trusted."""
+    wanted = {"nodes.csv", "edges.csv", "nodes.csv.gz", "edges.csv.gz"}
+    folder.mkdir()
+    try:
+        archive = zipfile.ZipFile(file.file)
+        members = [i for i in archive.infolist() if FilePath(i.filename).name.lower() in wanted and not i.is_dir()]
+        if sum(i.file_size for i in members) > max_bytes:
+            raise ImportFailed(f"the zip unpacks to more than the upload limit of {max_bytes:,} bytes")
+        budget = max_bytes  # the sizes a zip declares may lie: count what really comes out
+        for info in members:
+            with archive.open(info) as src, open(folder / FilePath(info.filename).name.lower(), "wb") as out:
+                budget = _copy_capped(src, out, budget, max_bytes)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError) as exc:
+        raise ImportFailed(f"the upload is not a readable zip archive ({exc})") from None
+    return folder
+
+
+def _copy_capped(src: Any, out: Any, budget: int, max_bytes: int) -> int:
+    """Copy ``src`` to ``out``; returns the budget left, refusing to go below zero."""
+    while chunk := src.read(1 << 20):
+        budget -= len(chunk)
+        if budget < 0:
+            raise ImportFailed(f"the zip unpacks to more than the upload limit of {max_bytes:,} bytes")
+        out.write(chunk)
+    return budget
+
+
+EXPORT_TYPES = {"nodelink": "application/json", "jsonl": "application/x-ndjson", "graphml": "application/xml",
+                "csv": "application/zip"}
+
+
+@router.get("/kg/{db_id}/export", tags=["import/export"], response_class=FileResponse,
+            responses={200: {"description": "The KG as a file download",
+                             "content": {t: {} for t in {*EXPORT_TYPES.values(), "application/gzip"}}}})
+def export_kg(db_id: DbId, rt: Rt, format: Literal["nodelink", "jsonl", "graphml", "csv"] = "nodelink",
+              gzip: bool = False) -> FileResponse:
+    """Download the KG: node-link JSON (default), JSON Lines, GraphML, or a zip of nodes.csv and
+    edges.csv; ``gzip`` compresses the JSON and GraphML formats."""
+    folder = FilePath(tempfile.mkdtemp(prefix="kgos-export-"))
+    try:
+        gz = ".gz" if gzip and format != "csv" else ""
+        path = folder / f"{db_id}{SUFFIXES[format] if format != 'csv' else ''}{gz}"
+        locked(rt, lambda ws: ws.export(db_id, path, format))
+        if format == "csv":
+            path = FilePath(shutil.make_archive(str(folder / f"{db_id}-csv"), "zip", path))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    media = "application/gzip" if gz else EXPORT_TYPES[format]
+    return FileResponse(path, media_type=media, filename=path.name,
+                        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True))
+
+
+# -- search -----------------------------------------------------------------------------------------------------
+def search_dict(result: Any, explain: bool) -> dict[str, Any]:
+    """A SearchResult's document; without ``explain`` the per-hit breakdowns are null."""
+    d = result.to_dict()
+    if not explain:
+        for hit in d["results"]:
+            hit["components"] = hit["edge_annotations"] = None
+    return d
+
+
+@router.post("/kg/{db_id}/search", tags=["search"], response_model=m.SearchOut)
+def search(db_id: DbId, body: m.SearchIn, rt: Rt) -> Any:
+    """Intent-adaptive hybrid search; each hit explains its score signal by signal."""
+    return on_kg(rt, db_id, lambda kg: search_dict(kg.search(body.query, k=body.k, weights=m.weights_arg(body.weights),
+                                                             intent=body.intent, mode=body.mode), body.explain))
+
+
+@router.post("/search", tags=["search"], response_model=m.SearchOut)
+def search_many(body: m.MultiSearchIn, rt: Rt) -> Any:
+    """One query over several KGs: hits tagged with ``source_kg``, duplicates by name merged."""
+    return locked(rt, lambda ws: search_dict(ws.search(body.db_ids, body.query, k=body.k,
+                                                       weights=m.weights_arg(body.weights), intent=body.intent,
+                                                       mode=body.mode), body.explain))
+
+
+# -- query methods ------------------------------------------------------------------------------------------------
+@router.post("/kg/{db_id}/intent-search", tags=["methods"], response_model=m.IntentSearchOut)
+def intent_search(db_id: DbId, body: m.IntentSearchIn, rt: Rt) -> Any:
+    """Method 1: classify the query, route it to the query methods, merge with hybrid search."""
+    return on_kg(rt, db_id, lambda kg: kg.intent_search(body.query, retrieval_config(body.config)).to_dict())
+
+
+def retrieval_config(config: m.RetrievalConfigIn) -> dict[str, Any]:
+    """The library's RetrievalConfig fields from the request's config."""
+    values = config.model_dump()
+    values["weights"] = m.weights_arg(config.weights)
+    return values
+
+
+@router.post("/kg/{db_id}/want-to", tags=["methods"], response_model=m.WantToOut)
+def want_to(db_id: DbId, body: m.GoalIn, rt: Rt) -> Any:
+    """Method 2: nodes that serve a goal ("reduce my API costs")."""
+    return on_kg(rt, db_id, lambda kg: kg.want_to(body.goal, k=body.k).to_dict())
+
+
+@router.post("/kg/{db_id}/can-it", tags=["methods"], response_model=m.CapabilityOut)
+def can_it(db_id: DbId, body: m.CapabilityIn, rt: Rt) -> Any:
+    """Method 3: yes / yes_with_limitations / no / unknown, with limitations and workarounds."""
+    return on_kg(rt, db_id, lambda kg: kg.can_it(body.capability).to_dict())
+
+
+@router.post("/kg/{db_id}/compose", tags=["methods"], response_model=m.CompositionOut)
+def compose(db_id: DbId, body: m.ComposeIn, rt: Rt) -> Any:
+    """Method 4: a plan of steps validated by feeds_into / requires / conflicts_with edges."""
+    return on_kg(rt, db_id, lambda kg: kg.compose_for(body.goal, max_tools=body.max_tools).to_dict())
+
+
+@router.post("/kg/{db_id}/similar", tags=["methods"], response_model=m.SimilarOut)
+def similar(db_id: DbId, body: m.NodeK, rt: Rt) -> Any:
+    """Method 5: structurally similar nodes (0.70 Jaccard + 0.20 type + 0.10 name overlap)."""
+    return on_kg(rt, db_id, lambda kg: kg.similar_to(body.node, k=body.k).to_dict())
+
+
+@router.post("/kg/{db_id}/alternatives", tags=["methods"], response_model=m.AlternativesOut)
+def alternatives(db_id: DbId, body: m.NodeK, rt: Rt) -> Any:
+    """Declared alternatives (alternative_to / similar_to edges), then structural twins."""
+    return on_kg(rt, db_id, lambda kg: kg.alternatives(body.node, k=body.k).to_dict())
+
+
+@router.post("/kg/{db_id}/why-not", tags=["methods"], response_model=m.WhyNotOut)
+def why_not(db_id: DbId, body: m.NodeOnly, rt: Rt) -> Any:
+    """What blocks a node: limitations without workarounds, blocked prerequisites, conflicts."""
+    return on_kg(rt, db_id, lambda kg: kg.why_not(body.node).to_dict())
+
+
+@router.post("/kg/{db_id}/impact", tags=["methods"], response_model=m.ImpactOut)
+def impact(db_id: DbId, body: m.ImpactIn, rt: Rt) -> Any:
+    """Method 6: what changing a node touches, with risk = 1/depth x weight x criticality."""
+    return on_kg(rt, db_id, lambda kg: kg.impact_analysis(body.node, direction=body.direction, max_depth=body.max_depth,
+                                                          per_depth=body.per_depth).to_dict())
+
+
+@router.post("/kg/{db_id}/trace", tags=["methods"], response_model=m.PathOut)
+def trace(db_id: DbId, body: m.TraceIn, rt: Rt) -> Any:
+    """Method 9: the shortest path between two nodes; ``found`` false when there is none."""
+    return on_kg(rt, db_id, lambda kg: kg.trace_path(body.source, body.target, max_depth=body.max_depth).to_dict())
+
+
+@router.post("/kg/{db_id}/explore", tags=["methods"], response_model=m.ExplorationOut)
+def explore(db_id: DbId, body: m.ExploreIn, rt: Rt) -> Any:
+    """Method 10: BFS levels around a node, ranked by centrality and edge diversity."""
+    return on_kg(rt, db_id, lambda kg: kg.explore_smart(body.node, depth=body.depth,
+                                                        per_level=body.per_level).to_dict())
+
+
+@router.post("/kg/{db_id}/keyword", tags=["methods"], response_model=m.KeywordOut)
+def keyword(db_id: DbId, body: m.KeywordIn, rt: Rt) -> Any:
+    """Method 11: nodes whose name, type or properties contain the query's terms."""
+    return on_kg(rt, db_id, lambda kg: kg.keyword_match(body.query, limit=body.limit).to_dict())
+
+
+@router.post("/kg/{db_id}/boost", tags=["methods"], response_model=m.BoostOut)
+def boost(db_id: DbId, body: m.BoostIn, rt: Rt) -> Any:
+    """Method 12: +0.5 out / +0.3 in over the given edge types from the seed nodes."""
+    return on_kg(rt, db_id, lambda kg: kg.edge_type_boost(body.seeds, body.boost_types, limit=body.limit).to_dict())
+
+
+@router.post("/kg/{db_id}/dimension-filter", tags=["dimensions"], response_model=m.DimensionFilterOut)
+def dimension_filter(db_id: DbId, body: m.DimensionFilterIn, rt: Rt) -> Any:
+    """Method 7: nodes meeting every {dimension: {min, max, exact, gt, lt}} constraint."""
+    return on_kg(rt, db_id, lambda kg: kg.dimension_filter(body.filters, limit=body.limit).to_dict())
+
+
+@router.post("/kg/{db_id}/dims/infer", tags=["dimensions"], response_model=m.InferOut)
+def infer_dimensions(db_id: DbId, body: m.DimensionsInfer, rt: Rt) -> Any:
+    """Infer dimension values from the graph and the text; values a person set are kept."""
+    return on_kg(rt, db_id, lambda kg: kg.infer_dimensions(body.dims, dry_run=body.dry_run).to_dict())
+
+
+# -- analytics ---------------------------------------------------------------------------------------------------------
+@router.get("/kg/{db_id}/analyze/centrality", tags=["analytics"], response_model=m.CentralityOut)
+def centrality(db_id: DbId, rt: Rt, metric: Literal["combined", "degree", "betweenness", "pagerank"] = "combined",
+               k: Limit = 20) -> Any:
+    """Critical components: the top k by degree, betweenness, PageRank or their combination."""
+    return on_kg(rt, db_id, lambda kg: kg.centrality(metric, k=k).to_dict())
+
+
+@router.get("/kg/{db_id}/analyze/bottlenecks", tags=["analytics"], response_model=m.CentralityOut)
+def bottlenecks(db_id: DbId, rt: Rt, k: Limit = 20) -> Any:
+    """Articulation points ranked by betweenness."""
+    return on_kg(rt, db_id, lambda kg: kg.bottlenecks(k=k).to_dict())
+
+
+@router.get("/kg/{db_id}/analyze/communities", tags=["analytics"], response_model=m.CommunitiesOut)
+def communities(db_id: DbId, rt: Rt, k: Limit = 20) -> Any:
+    """Communities (Leiden), largest first, with their top members and node types."""
+    return on_kg(rt, db_id, lambda kg: kg.communities(k=k).to_dict())
+
+
+@router.get("/kg/{db_id}/analyze/gaps", tags=["analytics"], response_model=m.GapsOut)
+def gaps(db_id: DbId, rt: Rt, limit: Limit = 20) -> Any:
+    """Orphans, cut-off components, unmitigated limitations, nodes without dimensions."""
+    return on_kg(rt, db_id, lambda kg: kg.gaps(limit=limit).to_dict())

@@ -1,0 +1,54 @@
+"""``kgos serve``: the HTTP API (FastAPI on uvicorn) over the workspace.
+
+The bearer token comes only from the environment (``KGOS_API_TOKEN``), never from a flag, so it
+does not show up in ``ps`` or shell history. Binding anywhere but loopback needs it.
+"""
+
+from __future__ import annotations
+
+import click
+
+from . import cli, workspace
+
+
+def url_host(host: str) -> str:
+    """``host`` as it goes into a URL (IPv6 addresses in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback requires KGOS_API_TOKEN.")
+@click.option("--port", default=8765, show_default=True, type=int, help="Port to listen on.")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="Allow browser requests from ORIGIN (repeatable; default: CORS off, or $KGOS_CORS_ORIGINS).")
+@click.option("--provider", help="Default LLM provider of expert chat (default: $KGOS_LLM_PROVIDER, else offline).")
+@click.option("--model", help="Default LLM model (default: $KGOS_LLM_MODEL or the provider's).")
+@click.option("--max-body", type=click.IntRange(min=1), metavar="BYTES",
+              help="Largest JSON request body  [default: 1000000].")
+@click.option("--max-upload", type=click.IntRange(min=1), metavar="BYTES",
+              help="Largest KG upload  [default: 536870912].")
+@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+              default="info", show_default=True, help="uvicorn's log level.")
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...], provider: str | None,
+          model: str | None, max_body: int | None, max_upload: int | None, log_level: str) -> None:
+    """Serve the HTTP API: KGs, search and query methods under /api/kg, the spec's /api/kgos and
+    /api/experts routes, OpenAPI at /openapi.json and interactive docs at /docs.
+
+    Set KGOS_API_TOKEN to require 'Authorization: Bearer <token>' on every request (mandatory
+    when --host is not a loopback address).
+    """
+    import uvicorn
+
+    from ..api.app import create_app
+    from ..api.runtime import ServerSettings
+    settings = ServerSettings.from_env(host=host, port=port, cors_origins=tuple(cors_origins) or None,
+                                       provider=provider, model=model, max_body_bytes=max_body,
+                                       max_upload_bytes=max_upload)
+    app = create_app(workspace(ctx), settings)
+    base = f"http://{url_host(host)}:{port}"
+    click.echo(f"KG-OS API on {base}/api  (docs: {base}/docs, workspace: {workspace(ctx).home})")
+    click.echo("Every request must send 'Authorization: Bearer <KGOS_API_TOKEN>'." if settings.token
+               else "No KGOS_API_TOKEN set: any process on this machine can use the API.")
+    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False)

@@ -1,0 +1,153 @@
+"""Bearer token on every route, body size limits (declared and streamed), CORS only when configured,
+and the refusal to serve off loopback without a token."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+
+import pytest
+from api_helpers import add_tiny, client, error
+
+import kgos
+from kgos.api.app import create_app
+from kgos.api.runtime import ServerSettings
+from kgos.errors import InvalidArgument
+
+TOKEN = "s3cret-token"
+STUDIO = "http://studio.local"
+
+
+@pytest.fixture
+def ws(tmp_path):
+    w = kgos.Workspace(tmp_path / "home")
+    add_tiny(w, tmp_path)
+    yield w
+    w.close()
+
+
+def every_route(app) -> list[tuple[str, str]]:
+    """(method, concrete path) for every operation of the OpenAPI document, path parameters filled
+    in, plus the document and the docs page themselves."""
+    out = [("GET", "/openapi.json"), ("GET", "/docs")]
+    for template, operations in app.openapi()["paths"].items():
+        path = re.sub(r"\{\w+\}", "x", template.replace("{db_id}", "tiny").replace("{node_id}", "src/app.py"))
+        out += [(method.upper(), path) for method in operations]
+    return out
+
+
+def test_token_required_on_every_route(ws):
+    app = create_app(ws, ServerSettings(token=TOKEN))
+    c = client(ws, token=TOKEN)
+    routes = every_route(app)
+    assert len(routes) > 40 and ("GET", "/docs") in routes and ("GET", "/openapi.json") in routes
+    for method, path in routes:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
+                        {"Authorization": TOKEN}, {"Authorization": f"Bearer {TOKEN}x"}):
+            r = c.request(method, path, headers=headers)
+            body = error(r, 401, "Unauthorized")
+            assert r.headers["www-authenticate"] == "Bearer" and "Authorization: Bearer" in body["detail"]
+        ok = c.request(method, path, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code != 401, (method, path)
+    assert c.request("GET", "/api/nowhere").status_code == 401  # unknown routes too
+
+
+def test_token_lets_requests_through(ws):
+    c = client(ws, token=TOKEN)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert c.get("/api/kg", headers=auth).status_code == 200
+    assert c.get("/api/kg/tiny/nodes/src/app.py", headers={"authorization": f"bearer {TOKEN}"}).status_code == 200
+    assert c.post("/api/kg/tiny/search", json={"query": "caching"}, headers=auth).json()["results"]
+    spec = c.get("/openapi.json", headers=auth).json()
+    assert spec["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
+    assert c.options("/api/kg").status_code != 401  # preflights pass the token check
+
+
+def test_no_token_no_check(ws):
+    assert client(ws).get("/api/kg").status_code == 200
+    assert "securitySchemes" not in client(ws).get("/openapi.json").json().get("components", {})
+
+
+def test_settings_refuse_public_binds_without_token(ws, monkeypatch):
+    for host in ("0.0.0.0", "::", "192.168.1.10", "example.com"):
+        with pytest.raises(InvalidArgument, match="KGOS_API_TOKEN"):
+            ServerSettings(host=host).checked()
+        with pytest.raises(InvalidArgument, match="without a token"):
+            create_app(ws, ServerSettings(host=host))
+        assert ServerSettings(host=host, token=TOKEN).checked().token == TOKEN
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        assert ServerSettings(host=host).checked().host == host
+    monkeypatch.setenv("KGOS_API_TOKEN", TOKEN)
+    monkeypatch.setenv("KGOS_CORS_ORIGINS", f"{STUDIO}, http://other.local")
+    s = ServerSettings.from_env(host="0.0.0.0")
+    assert s.token == TOKEN and s.cors_origins == (STUDIO, "http://other.local")
+
+
+def test_declared_body_over_limit(ws):
+    c = client(ws, max_body_bytes=1000)
+    big = json.dumps({"query": "x" * 2000})
+    body = error(c.post("/api/kg/tiny/search", content=big, headers={"content-type": "application/json"}),
+                 413, "PayloadTooLarge")
+    assert "1,000 bytes" in body["detail"]
+    assert c.post("/api/kg/tiny/search", json={"query": "caching"}).status_code == 200
+
+
+def test_streamed_body_over_limit(ws):
+    c = client(ws, max_body_bytes=1000)
+    chunks = iter([b'{"query": "', b"x" * 600, b"x" * 600, b'"}'])
+    r = c.post("/api/kg/tiny/search", content=chunks, headers={"content-type": "application/json"})
+    assert error(r, 413, "PayloadTooLarge") and "content-length" not in r.request.headers
+    small = iter([b'{"query": ', b'"caching"}'])
+    assert c.post("/api/kg/tiny/search", content=small, headers={"content-type": "application/json"}).status_code == 200
+
+
+def test_upload_has_its_own_limit(ws):
+    c = client(ws, max_body_bytes=100, max_upload_bytes=5000)
+    nodes = [{"id": f"n{i}", "name": f"Node {i}"} for i in range(10)]
+    small = json.dumps({"nodes": nodes, "edges": []}).encode()
+    assert 100 < len(small) < 5000
+    assert c.post("/api/kg/up/import", files={"file": ("up.json", small)}).json()["nodes"] == 10
+    big = json.dumps({"nodes": nodes * 40, "edges": []}).encode()
+    error(c.post("/api/kg/big/import", files={"file": ("big.json", big)}), 413, "PayloadTooLarge")
+    boundary = "kgosboundary"
+    head = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.json"\r\n'
+            "Content-Type: application/json\r\n\r\n").encode()
+    parts = iter([head, big[:3000], big[3000:], f"\r\n--{boundary}--\r\n".encode()])
+    r = c.post("/api/kg/big/import", content=parts, headers={"content-type": f"multipart/form-data; boundary={boundary}"})
+    error(r, 413, "PayloadTooLarge")
+    assert c.get("/api/kg/big").status_code == 404
+    error(c.post("/api/kg/tiny/search", json={"query": "x" * 200}), 413)
+
+
+def test_zip_upload_is_capped_once_unpacked(ws):
+    c = client(ws, max_upload_bytes=5000)
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("kg/nodes.csv", "id,name\n" + "".join(f"n{i},{'x' * 50}\n" for i in range(200)))
+    assert len(packed.getvalue()) < 5000
+    body = error(c.post("/api/kg/bomb/import", files={"file": ("kg.zip", packed.getvalue())}), 400, "ImportFailed")
+    assert "upload limit" in body["detail"] and c.get("/api/kg/bomb").status_code == 404
+
+
+def test_cors_off_by_default(ws):
+    c = client(ws)
+    r = c.get("/api/kg", headers={"Origin": STUDIO})
+    assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+    pre = c.options("/api/kg", headers={"Origin": STUDIO, "Access-Control-Request-Method": "POST"})
+    assert "access-control-allow-origin" not in pre.headers
+
+
+def test_cors_when_configured(ws):
+    c = client(ws, token=TOKEN, cors_origins=(STUDIO,))
+    pre = c.options("/api/kg/tiny/search", headers={"Origin": STUDIO, "Access-Control-Request-Method": "POST",
+                                                     "Access-Control-Request-Headers": "authorization, content-type"})
+    assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == STUDIO
+    assert "authorization" in pre.headers["access-control-allow-headers"].lower()
+    denied = c.get("/api/kg", headers={"Origin": STUDIO})
+    assert denied.status_code == 401 and denied.headers["access-control-allow-origin"] == STUDIO
+    ok = c.get("/api/kg", headers={"Origin": STUDIO, "Authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == STUDIO
+    other = c.get("/api/kg", headers={"Origin": "http://evil.local", "Authorization": f"Bearer {TOKEN}"})
+    assert "access-control-allow-origin" not in other.headers
