@@ -162,6 +162,16 @@ def test_unconfigured_provider_is_a_clean_error(demo_ws, monkeypatch):
     assert r.status_code == 400 and "no-such-llm" in r.json()["detail"]
 
 
+def test_providers_endpoint_says_what_is_configured(api, monkeypatch):
+    for var in ("KGOS_LLM_PROVIDER", "KGOS_OPENAI_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    rows = {p["name"]: p for p in api.get("/api/llm/providers").json()["providers"]}
+    assert rows["offline"]["default"] and rows["offline"]["configured"] and not rows["anthropic"]["configured"]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-secret")
+    rows = {p["name"]: p for p in api.get("/api/llm/providers").json()["providers"]}
+    assert rows["anthropic"]["configured"] and "sk-test-secret" not in api.get("/api/llm/providers").text
+
+
 def test_playbooks_endpoints(api):
     assert "cost-optimization" in api.get("/api/playbooks").json()["playbooks"]
     pb = api.get("/api/playbooks/reliability").json()

@@ -7,9 +7,10 @@ the documented ``ErrorBody``). Two runs over a workspace holding the demo KGs:
 
 - ``free``: every parameter generated, so most requests name KGs and nodes that do not exist or
   are not valid names (the validation and 404 paths);
-- ``pinned``: ``db_id`` is ``demo`` and ``node_id`` a real node, so the bodies reach the query
-  methods, search, import and export. Destructive operations (deleting the KG or the node,
-  replacing the KG by an upload) are undone after each request, so later operations still find them.
+- ``pinned``: ``db_id`` is ``demo``, ``node_id`` a real node and ``expert_id`` the demo expert, so
+  the bodies reach the query methods, search, import and export, expert updates and chat turns.
+  Destructive operations (deleting the KG, the node or the expert, replacing the KG by an upload)
+  are undone after each request, so later operations still find them.
 
 Bounded for 2 cores: a few examples per operation, no shrinking or deadline, schemathesis' examples,
 coverage and fuzzing phases only (hypothesis' explicit and generate phases); both runs together
@@ -17,6 +18,8 @@ take well under two minutes.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import schemathesis
@@ -31,13 +34,11 @@ from schemathesis.specs.openapi.checks import (
 import kgos
 from kgos.api.app import create_app
 from kgos.data import demo_file, load_demo
+from kgos.experts import ExpertService
 
 MAX_EXAMPLES = 20
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
 NODE = "feature:prompt_caching"
-# /api/experts and /api/playbooks belong to the experts module (kgos.api.experts), whose own tests
-# fuzz them; every other route of the app, including uploads and downloads, is fuzzed here.
-NOT_OURS = r"^/api/(experts|playbooks)"
 SETTINGS = settings(max_examples=MAX_EXAMPLES, deadline=None, phases=[Phase.explicit, Phase.generate],
                     suppress_health_check=list(HealthCheck), derandomize=True, database=None)
 
@@ -66,17 +67,25 @@ def free_schema(fuzz_ws):
 
 @pytest.fixture
 def pinned_schema(fuzz_ws):
-    return make_schema(fuzz_ws, db_id="demo", node_id=NODE)
+    return make_schema(fuzz_ws, db_id="demo", node_id=NODE, expert_id="demo", name="reliability")
 
 
 def restore_demo(ws: kgos.Workspace) -> None:
-    """Re-import ``demo`` when a request deleted it, replaced it or removed the pinned node."""
+    """Re-import ``demo`` when a request deleted it, replaced it or removed the pinned node, and
+    restore the demo expert (a fuzzed PUT may have changed it to something valid but odd). Under the
+    workspace lock: a chat turn whose stream the client dropped is still saving in its worker."""
+    with ws.lock:
+        _restore(ws)
+
+
+def _restore(ws: kgos.Workspace) -> None:
     if not ws.exists("demo") or ws.kg("demo").get_node(NODE) is None:
         ws.import_file("demo", demo_file("cookbook.json"), mode="replace")
+    ExpertService(ws).import_(json.loads(demo_file("experts/demo.json").read_text()), replace=True)
 
 
-free = schemathesis.pytest.from_fixture("free_schema").exclude(path_regex=NOT_OURS)
-pinned = schemathesis.pytest.from_fixture("pinned_schema").exclude(path_regex=NOT_OURS)
+free = schemathesis.pytest.from_fixture("free_schema")
+pinned = schemathesis.pytest.from_fixture("pinned_schema")
 
 
 @free.parametrize()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,9 @@ class Workspace:
         self.db = open_workspace_db(self.home / "workspace.db")
         self.registry = Registry(self.db)
         self._open: dict[str, KG] = {}
+        # SQLite connections must not be used by two threads at once: code that shares one Workspace
+        # between threads (the HTTP server) holds this around every use.
+        self.lock = threading.RLock()
 
     def close(self) -> None:
         for kg in self._open.values():

@@ -233,6 +233,13 @@ async def _sse(engine: ExpertChat, turn: Turn) -> AsyncIterator[str]:
         cancel.set()  # the client left (or we are done): stop generating; the worker still saves
 
 
+# -- providers and playbooks ------------------------------------------------------------------------------
+@router.get("/api/llm/providers", tags=["llm"], summary="Chat providers, whether each is configured, the default")
+def list_providers() -> dict[str, Any]:
+    from ..llm import available_providers
+    return {"providers": available_providers()}
+
+
 # -- playbooks --------------------------------------------------------------------------------------------
 @router.get("/api/playbooks", tags=["playbooks"], summary="Playbooks experts can inject")
 def list_playbooks(rt: RT) -> dict[str, Any]:

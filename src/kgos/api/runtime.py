@@ -82,7 +82,10 @@ class Runtime:
     workspace: Workspace
     settings: ServerSettings = field(default_factory=ServerSettings)
     provider_factory: Callable[[str | None, str | None], ChatProvider] | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    lock: threading.RLock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lock = self.workspace.lock  # the workspace's own, so in-process callers can share it
 
     def provider(self, name: str | None = None, model: str | None = None) -> ChatProvider:
         """The chat provider for a request (its ``provider``/``model``, else the server default)."""
