@@ -94,24 +94,9 @@ def list_nodes(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Offset = 0,
                type: Annotated[str | None, Query(max_length=m.MAX_REF)] = None) -> Any:
     """A page of nodes in storage order, optionally of one type; ``total`` counts them all."""
     def page(kg: KG) -> Any:
-        total, nodes = page_nodes(kg, limit, offset, type)
+        total, nodes = kg.nodes_page(limit, offset, type)
         return {"total": total, "limit": limit, "offset": offset, "nodes": [n.to_dict() for n in nodes]}
     return on_kg(rt, db_id, page)
-
-
-def page_nodes(kg: KG, limit: int, offset: int, type: str | None) -> tuple[int, list[Any]]:
-    """(matching node count, one page of nodes) by SQL where the store allows it."""
-    from ..methods.nodesql import node_table
-    table = node_table(kg.store)
-    if table is None:
-        nodes = [n for n in kg.nodes() if type is None or n.type == type]
-        return len(nodes), nodes[offset:offset + limit]
-    where, args = ("", []) if type is None else (f" AND {table.type} = ?", [type])
-    total = table.conn.execute(f"SELECT count(*) {table.source}{where}", args).fetchone()[0]
-    ids = [r[0] for r in table.conn.execute(f"SELECT {table.id} {table.source}{where} ORDER BY {table.order} "
-                                            "LIMIT ? OFFSET ?", [*args, limit, offset])]
-    found = kg.store.get_nodes(str(i) for i in ids)
-    return total, [found[str(i)] for i in ids if str(i) in found]
 
 
 def _addressable(node_id: str | None) -> None:
