@@ -107,3 +107,38 @@ class ConversationNotFound(KGOSError, LookupError):
 
 class ExpertExists(KGOSError):
     status = 409
+
+
+class MemoryNotFound(KGOSError, LookupError):
+    status = 404
+
+
+class AliasNotFound(KGOSError, LookupError):
+    status = 404
+
+
+class PlaybookNotFound(KGOSError, LookupError):
+    status = 404
+
+
+class EmbeddingServiceError(KGOSError):
+    """A remote embedding service failed (HTTP error, timeout, malformed answer)."""
+
+    status = 502
+
+
+class ProviderError(KGOSError):
+    """The model could not answer (timeout, HTTP error, malformed output)."""
+
+    status = 502
+
+
+class ProviderTimeout(ProviderError):
+    status = 504
+
+
+class ProviderNotConfigured(ProviderError):
+    """A provider that cannot be used as configured (no API key, no model); the message names the
+    environment variable or option to set."""
+
+    status = 503

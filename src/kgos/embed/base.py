@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from kgos.errors import InvalidArgument, KGOSError
+from kgos.errors import EmbeddingServiceError, InvalidArgument
 
 __all__ = [
     "Embedder",
@@ -28,12 +28,6 @@ __all__ = [
 ]
 
 Progress = Callable[[int], None]
-
-
-class EmbeddingServiceError(KGOSError):
-    """A remote embedding service failed (HTTP error, timeout, malformed answer)."""
-
-    status = 502
 
 
 def content_hash(model_name: str, text: str) -> str:

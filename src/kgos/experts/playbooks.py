@@ -15,16 +15,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidArgument, KGOSError
+from ..errors import InvalidArgument, PlaybookNotFound
 from ..index.text import TextConfig, TextIndex
 from .config import SKILL_RE
 
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 MAX_FILE_BYTES = 1_000_000
-
-
-class PlaybookNotFound(KGOSError, LookupError):
-    status = 404
 
 
 @dataclass(frozen=True)

@@ -19,24 +19,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import KGOSError
+from ..errors import ProviderError, ProviderNotConfigured, ProviderTimeout
 
-
-class ProviderError(KGOSError):
-    """The model could not answer (timeout, HTTP error, malformed output)."""
-
-    status = 502
-
-
-class ProviderTimeout(ProviderError):
-    status = 504
-
-
-class ProviderNotConfigured(ProviderError):
-    """A provider that cannot be used as configured (no API key, no model); the message names the
-    environment variable or option to set."""
-
-    status = 503
+__all__ = ["ChatProvider", "Message", "ProviderError", "ProviderNotConfigured", "ProviderTimeout", "StreamItem",
+           "ToolCall", "ToolSpec"]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgument, KGOSError
+from ..errors import AliasNotFound, InvalidArgument
 from ..model import Node, normalize_name
 from ..store.migrations import now_iso
 from ..store.native import NativeStore, dumps
@@ -34,10 +34,6 @@ SYNONYMS = {"postgres": "postgresql", "golang": "go", "js": "javascript", "ts": 
             "k8s": "kubernetes", "py": "python", "mongo": "mongodb", "nvim": "neovim", "vscode": "vscode"}
 _COLS = ("id, db_id, type, alias_norm, alias_name, canonical_norm, canonical_name, reason, score, status, "
          "created_at, decided_at")
-
-
-class AliasNotFound(KGOSError, LookupError):
-    status = 404
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgument, KGOSError
+from ..errors import InvalidArgument, MemoryNotFound
 from ..model import normalize_name
 from ..store.migrations import immediate, now_iso
 from .extract import Relation
@@ -29,10 +29,6 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MAX_TAGS, MAX_TAG_LEN, MAX_METADATA = 32, 64, 65_536
 _COLS = "id, content, tags, metadata, expert_id, conversation_id, created_at, updated_at, kg_status, kg_error"
-
-
-class MemoryNotFound(KGOSError, LookupError):
-    status = 404
 
 
 @dataclass(frozen=True)
