@@ -27,7 +27,7 @@ from ..errors import InvalidArgument, KGNotFound, KGOSError
 from ..llm.base import ChatProvider, Message, ProviderError, ToolCall
 from .citations import check_citations
 from .config import Expert
-from .context import TurnContext, assemble_prompt, capability_refs, retrieve
+from .context import TurnContext, assemble_prompt, retrieve
 from .playbooks import PlaybookLibrary
 from .service import ExpertService
 from .tools import ToolOutcome, run_tool, tool_specs
@@ -161,7 +161,7 @@ class ExpertChat:
     def _infer(self, turn: Turn, answer: _Answer, cancel: threading.Event) -> Iterator[dict[str, Any]]:
         messages = [*turn.history, Message("user", turn.query)]
         tools = tool_specs() if turn.expert.config.tools and turn.provider.supports_tools else None
-        for _ in range(self.max_tool_rounds + 1):
+        for _ in range(self.max_tool_rounds + 1):  # at most max_tool_rounds rounds of calls, then an answer
             calls: list[ToolCall] = []
             try:
                 for item in turn.provider.stream(messages, system=turn.context.system_prompt, max_tokens=self.max_tokens,
@@ -184,7 +184,6 @@ class ExpertChat:
             if not calls:
                 return
             messages += self._run_tools(turn, calls, answer)
-            tools = tools if len(answer.tools) < 8 * self.max_tool_rounds else None
 
     def _run_tools(self, turn: Turn, calls: list[ToolCall], answer: _Answer) -> list[Message]:
         with self.lock:
@@ -198,8 +197,7 @@ class ExpertChat:
         """Stage 8: both messages in one transaction, the user's turn into memory."""
         text = "".join(answer.text)
         ctx = turn.context
-        shown = [*ctx.nodes, *(s.node for s in ctx.plan), *capability_refs(ctx.capability),
-                 *(n for o in answer.tools for n in o.nodes)]
+        shown = [*ctx.citable(), *(n for o in answer.tools for n in o.nodes)]
         report = check_citations(text, shown)
         meta = _metadata(turn, answer, report.to_dict())
         try:

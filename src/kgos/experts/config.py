@@ -14,9 +14,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import InvalidArgument, InvalidConfig, KGOSError
 from ..workspace import check_db_id
@@ -24,7 +32,6 @@ from ..workspace import check_db_id
 SCHEMA_VERSION = 1
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # edge types, dimensions, goal keywords
 SKILL_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # playbook file stems
-STYLES = ("professional", "casual", "academic", "concise", "friendly", "technical")
 
 
 def _names(values: list[str], pattern: re.Pattern[str], what: str) -> list[str]:
@@ -32,6 +39,16 @@ def _names(values: list[str], pattern: re.Pattern[str], what: str) -> list[str]:
     if bad:
         raise ValueError(f"invalid {what} {bad[0]!r}: use lowercase letters, digits and '_' (pattern {pattern.pattern})")
     return list(dict.fromkeys(values))
+
+
+def _name_list(pattern: re.Pattern[str], what: str) -> Any:
+    """A list of at most 32 names matching ``pattern``, deduplicated in order."""
+    return Annotated[list[str], Field(max_length=32), AfterValidator(lambda v: _names(v, pattern, what))]
+
+
+EdgeTypes = _name_list(NAME_RE, "edge type")
+DimensionNames = _name_list(NAME_RE, "dimension")
+PlaybookNames = _name_list(SKILL_RE, "playbook name")
 
 
 class _Strict(BaseModel):
@@ -59,12 +76,7 @@ class Retrieval(_Strict):
     delta: float = Field(0.10, ge=0.0, le=1e6)
     limit: int = Field(10, ge=1, le=50)
     expand_depth: int = Field(1, ge=0, le=2)
-    boost_types: list[str] = Field(default_factory=list, max_length=32)
-
-    @field_validator("boost_types")
-    @classmethod
-    def _types(cls, v: list[str]) -> list[str]:
-        return _names(v, NAME_RE, "edge type")
+    boost_types: EdgeTypes = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _weights(self) -> Retrieval:
@@ -81,18 +93,8 @@ class GoalMapping(_Strict):
     """When the query matches the goal keyword: edge types to boost instead of the defaults, and
     dimensions whose high values lift a node."""
 
-    boost_types: list[str] = Field(default_factory=list, max_length=32)
-    dimension_boosts: list[str] = Field(default_factory=list, max_length=32)
-
-    @field_validator("boost_types")
-    @classmethod
-    def _types(cls, v: list[str]) -> list[str]:
-        return _names(v, NAME_RE, "edge type")
-
-    @field_validator("dimension_boosts")
-    @classmethod
-    def _dims(cls, v: list[str]) -> list[str]:
-        return _names(v, NAME_RE, "dimension")
+    boost_types: EdgeTypes = Field(default_factory=list)
+    dimension_boosts: DimensionNames = Field(default_factory=list)
 
 
 class ExpertConfig(_Strict):
@@ -106,7 +108,7 @@ class ExpertConfig(_Strict):
     persona: Persona = Field(default_factory=Persona)
     retrieval: Retrieval = Field(default_factory=Retrieval)
     dimension_filters: dict[str, dict[str, float]] = Field(default_factory=dict)
-    playbook_skills: list[str] = Field(default_factory=list, max_length=32)
+    playbook_skills: PlaybookNames = Field(default_factory=list)
     custom_goal_mappings: dict[str, GoalMapping] = Field(default_factory=dict)
     tools: bool = True  # may the model call KG-OS methods as functions (providers that support it)
 
@@ -137,11 +139,6 @@ class ExpertConfig(_Strict):
             return check_filters(v)
         except InvalidArgument as exc:
             raise ValueError(str(exc)) from None
-
-    @field_validator("playbook_skills")
-    @classmethod
-    def _skills(cls, v: list[str]) -> list[str]:
-        return _names(v, SKILL_RE, "playbook name")
 
     @field_validator("custom_goal_mappings")
     @classmethod

@@ -94,8 +94,10 @@ class TurnContext:
     notes: tuple[str, ...] = ()
     system_prompt: str = ""
 
-    def node_by_id(self) -> dict[str, SourceNode]:
-        return {n.id: n for n in self.nodes}
+    def citable(self) -> list[SourceNode]:
+        """Every node the prompt shows with a citation key: ranked nodes, plan steps, and the
+        capability check's node, limitations and workarounds."""
+        return [*self.nodes, *(s.node for s in self.plan), *capability_refs(self.capability)]
 
 
 # -- goal mappings ---------------------------------------------------------------------------------------
@@ -169,13 +171,14 @@ def _source(db_id: str, hit: Any, node: Any, score: float) -> SourceNode:
 
 def _second_hop(kg: Any, db_id: str, edges: list[ContextEdge], seen: set[str]) -> list[ContextEdge]:
     """expand_depth 2: the strongest edges of the nodes the first hop reached (3 each)."""
-    reached = list(dict.fromkeys(x for e in edges for x in (e.source, e.target) if x not in seen))[:10]
+    names = {x: n for e in edges for x, n in ((e.source, e.source_name), (e.target, e.target_name))}
+    reached = [x for x in names if x not in seen][:10]
     more = []
     for node_id in reached:
         for nb in kg.neighbors(node_id, "both", limit=3):
             src, dst = (node_id, nb.node.id) if nb.direction == "outgoing" else (nb.node.id, node_id)
-            names = {node_id: kg.node(node_id).name, nb.node.id: nb.node.name}
-            more.append(ContextEdge(db_id, src, dst, nb.edge.type, names[src], names[dst]))
+            both = {node_id: names[node_id], nb.node.id: nb.node.name}
+            more.append(ContextEdge(db_id, src, dst, nb.edge.type, both[src], both[dst]))
     return more
 
 

@@ -64,9 +64,7 @@ def compose(ctx: Any) -> str:
 
 
 def _cite_map(ctx: Any) -> dict[str, str]:
-    from ..experts.context import capability_refs
-    nodes = [*ctx.nodes, *(s.node for s in ctx.plan), *capability_refs(ctx.capability)]
-    return {n.id: n.cite for n in reversed(nodes)}
+    return {n.id: n.cite for n in reversed(ctx.citable())}
 
 
 def _lead(ctx: Any, cites: dict[str, str]) -> str:
