@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .errors import AmbiguousNode, KGOSError, NodeNotFound
+from .errors import AmbiguousNode, KGOSError
 from .methods import QueryMethods
 from .model import Edge, Neighbor, Node
 from .store.base import GraphStore
@@ -38,7 +38,7 @@ class KG(QueryMethods):
         """The node with this id; ``NodeNotFound`` (with suggestions) otherwise."""
         node = self.store.get_node(node_id)
         if node is None:
-            raise self._not_found(node_id)
+            raise self.store.not_found(node_id)
         return node
 
     def get_node(self, node_id: str) -> Node | None:
@@ -56,15 +56,7 @@ class KG(QueryMethods):
             ids = [m.id for m in matches]
             raise AmbiguousNode(f"'{ref}' names {len(ids)} nodes in '{self.db_id}': {', '.join(ids)}; "
                                 "pass one of these ids", ids)
-        raise self._not_found(ref)
-
-    def _not_found(self, ref: str) -> NodeNotFound:
-        not_found = getattr(self.store, "not_found", None)
-        if not_found is not None:
-            return not_found(ref)
-        close = [n.id for n in self.store.search_names(ref, limit=5)]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        return NodeNotFound(f"no node '{ref}' in KG '{self.db_id}'{hint}", close)
+        raise self.store.not_found(ref)
 
     def nodes(self) -> Iterator[Node]:
         return self.store.iter_nodes()
@@ -94,7 +86,7 @@ class KG(QueryMethods):
                   limit: int | None = None) -> list[Neighbor]:
         """Nodes one edge away: ``direction`` is outgoing, incoming or both."""
         if self.store.get_node(node_id) is None:
-            raise self._not_found(node_id)
+            raise self.store.not_found(node_id)
         return self.store.neighbors(node_id, direction, edge_types, limit)
 
     def node_count(self) -> int:

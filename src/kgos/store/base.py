@@ -6,6 +6,7 @@ the native schema or a mapped foreign schema is the store's business.
 
 from __future__ import annotations
 
+import difflib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ImportFailed, InvalidArgument, ReadOnlyKG
+from ..errors import ImportFailed, InvalidArgument, NodeNotFound, ReadOnlyKG
 from ..model import DIRECTIONS, Edge, Neighbor, Node
 from .arrays import GraphArrays, codes
 
@@ -75,6 +76,16 @@ class GraphStore(ABC):
     @abstractmethod
     def search_names(self, text: str, limit: int = 10) -> list[Node]:
         """Nodes whose name or id contains ``text`` (case-insensitive), shortest names first."""
+
+    def not_found(self, node_id: str) -> NodeNotFound:
+        """A NodeNotFound that suggests close ids and names (difflib over the names sharing a prefix)."""
+        candidates = self.search_names(node_id[:3], limit=500) if node_id else []
+        pool = {n.id: n for n in candidates}
+        pool.update((n.name, n) for n in candidates)
+        close = difflib.get_close_matches(node_id, list(pool), n=5, cutoff=0.5)
+        ids = list(dict.fromkeys(pool[c].id for c in close))
+        hint = f"; did you mean {', '.join(ids)}?" if ids else ""
+        return NodeNotFound(f"no node '{node_id}' in KG '{self.db_id}'{hint}", ids)
 
     @abstractmethod
     def iter_nodes(self) -> Iterator[Node]: ...

@@ -9,7 +9,6 @@ is quoted by ``quote_ident``; every value is a bound parameter.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -25,7 +24,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from ..errors import InvalidArgument, KGNotFound, NodeNotFound
+from ..errors import InvalidArgument, KGNotFound
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
 from .base import GraphStore
@@ -302,16 +301,6 @@ class ForeignStore(GraphStore):
     def iter_nodes(self) -> Iterator[Node]:
         for row in self.conn.execute(f"SELECT {self.sql.node_select('n')} {self.sql.node_rows}"):
             yield _node(row)
-
-    def not_found(self, node_id: str) -> NodeNotFound:
-        """A NodeNotFound that suggests close ids and names (as the native store does)."""
-        candidates = self.search_names(node_id[:3], limit=500) if node_id else []
-        pool = {n.id: n for n in candidates}
-        pool.update((n.name, n) for n in candidates)
-        close = difflib.get_close_matches(node_id, list(pool), n=5, cutoff=0.5)
-        ids = list(dict.fromkeys(pool[c].id for c in close))
-        hint = f"; did you mean {', '.join(ids)}?" if ids else ""
-        return NodeNotFound(f"no node '{node_id}' in KG '{self.db_id}'{hint}", ids)
 
     def stored_key(self, node_id: str) -> Any:
         """The id cell of a node exactly as stored (text or integer); raises NodeNotFound."""

@@ -7,7 +7,6 @@ which is what derived indexes and caches key on.
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import sqlite3
@@ -19,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgument, KGOSError, NodeNotFound
+from ..errors import InvalidArgument, KGOSError
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object
@@ -230,16 +229,6 @@ class NativeStore(GraphStore):
         if row is None:
             raise self.not_found(node_id)
         return row[0]
-
-    def not_found(self, node_id: str) -> NodeNotFound:
-        """A NodeNotFound that suggests close ids and names."""
-        candidates = self.search_names(node_id[:3], limit=500) if node_id else []
-        pool = {n.id: n for n in candidates}
-        pool.update((n.name, n) for n in candidates)
-        close = difflib.get_close_matches(node_id, list(pool), n=5, cutoff=0.5)
-        ids = list(dict.fromkeys(pool[c].id for c in close))
-        hint = f"; did you mean {', '.join(ids)}?" if ids else ""
-        return NodeNotFound(f"no node '{node_id}' in KG '{self.db_id}'{hint}", ids)
 
     # -- node writes ---------------------------------------------------------------------------
     def add_node(self, name: str, type: str = "entity", description: str = "",
