@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -84,29 +85,31 @@ class PlaybookLibrary:
                                f"(add {name}.md to {self.folders[0]})")
 
     def read(self, name: str) -> str:
-        path = self.path(name)
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise InvalidArgument(f"playbook '{name}' is larger than {MAX_FILE_BYTES:,} bytes")
-        return path.read_text(encoding="utf-8", errors="replace")
+        return _read(self.path(name), name)
 
     def sections(self, names: list[str]) -> list[Section]:
         """The sections of the named playbooks that exist (missing ones are skipped)."""
+        return list(_indexed(self._files(names)).sections)
+
+    def _files(self, names: list[str]) -> tuple[tuple[str, str, int], ...]:
+        """(name, path, mtime) of the named playbooks that exist: the key of their cached index."""
         found = []
         for name in names:
             try:
-                found.extend(split_sections(name, self.read(name)))
+                path = self.path(name)
             except PlaybookNotFound:
                 continue
-        return found
+            found.append((name, str(path), path.stat().st_mtime_ns))
+        return tuple(found)
 
     def relevant(self, query: str, allowed: list[str], limit: int = 3, max_chars: int = 2_000) -> list[SkillExcerpt]:
         """The best-matching sections of the ``allowed`` playbooks, within ``max_chars`` in all."""
-        sections = self.sections(allowed) if allowed else []
-        body = [s for s in sections if not s.preamble]
-        sections = body or sections  # a playbook's introduction only when it has nothing else
-        if not sections or not query.strip():
+        if not allowed or not query.strip():
             return []
-        index = TextIndex.build([(s.heading, s.heading, s.playbook, s.text) for s in sections], TextConfig())
+        cached = _indexed(self._files(allowed))
+        sections, index = cached.ranked, cached.index
+        if index is None:
+            return []
         scores = index.scores(index.query_terms(query))
         chosen, used = [], 0
         for i in sorted(range(len(sections)), key=lambda i: (-scores[i], i))[:limit]:
@@ -116,6 +119,28 @@ class PlaybookLibrary:
             used += len(text)
             chosen.append(SkillExcerpt(sections[i].playbook, sections[i].heading, text, float(scores[i])))
         return chosen
+
+
+@dataclass(frozen=True)
+class _Indexed:
+    sections: tuple[Section, ...]  # all of them, in file order
+    ranked: tuple[Section, ...]    # the ones a query may get: an introduction only when nothing else
+    index: TextIndex | None        # BM25 over ``ranked``
+
+
+@lru_cache(maxsize=64)
+def _indexed(files: tuple[tuple[str, str, int], ...]) -> _Indexed:
+    """Cached until a file changes: its mtime is part of the key."""
+    sections = tuple(s for name, path, _ in files for s in split_sections(name, _read(Path(path), name)))
+    ranked = tuple(s for s in sections if not s.preamble) or sections
+    docs = [(s.heading, s.heading, s.playbook, s.text) for s in ranked]
+    return _Indexed(sections, ranked, TextIndex.build(docs, TextConfig()) if docs else None)
+
+
+def _read(path: Path, name: str) -> str:
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise InvalidArgument(f"playbook '{name}' is larger than {MAX_FILE_BYTES:,} bytes")
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def _bundled() -> Path:
