@@ -93,3 +93,29 @@ def test_interactive_chat_reads_lines_until_exit(home):
 def test_errors_are_one_clean_line(home, args, message):
     r = kgos(home, *args)
     assert r.exit_code != 0 and message in r.output and "Traceback" not in r.output
+
+
+@pytest.fixture
+def dead_provider(monkeypatch) -> None:
+    """An OpenAI-compatible provider whose server is down: every turn fails at the provider."""
+    from llm_fake_servers import closed_port
+    monkeypatch.setenv("KGOS_OPENAI_BASE_URL", f"http://127.0.0.1:{closed_port()}/v1")
+    monkeypatch.delenv("KGOS_LLM_PROVIDER", raising=False)
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"]])
+def test_chat_exits_non_zero_when_the_provider_fails_and_keeps_the_question(home, dead_provider, mode):
+    r = kgos(home, *mode, "expert", "chat", "demo", "How do I reduce my API costs?", "--provider", "openai:m")
+    assert r.exit_code == 1, r.output
+    assert "the model provider failed" in r.stderr and "Traceback" not in r.output
+    assert "your question is saved in conversation conv_" in r.stderr
+    conv = as_json(home, "expert", "conversations", "demo")["conversations"][0]
+    msgs = as_json(home, "expert", "conversations", "demo", conv["id"])["messages"]
+    assert msgs[0]["content"] == "How do I reduce my API costs?" and "error" in msgs[1]["metadata"]
+    if mode:
+        assert json.loads(r.stdout)["error"].startswith("the model provider failed")
+
+
+def test_interactive_chat_exits_non_zero_after_a_failed_turn(home, dead_provider):
+    r = kgos(home, "expert", "chat", "demo", "--provider", "openai:m", input="first\nsecond\nexit\n")
+    assert r.exit_code == 1 and r.stderr.count("the model provider failed") == 2, r.output

@@ -252,14 +252,17 @@ def chat(ctx: click.Context, expert_id: str, query: str | None, conversation_id:
     o = out(ctx, json_, plain_)
     engine = ExpertChat(workspace(ctx), get_provider(provider, model=model), use_memory=not no_memory)
     if query is not None:
-        _turn(engine, o, expert_id, query, conversation_id, sources)
-        return
+        _, failed = _turn(engine, o, expert_id, query, conversation_id, sources)
+        ctx.exit(1 if failed else 0)
     greeting = engine.experts.get(expert_id).config.persona.greeting
     if greeting and o.human:
         o.out.print(f"[bold]{escape(greeting)}[/]")
+    any_failed = False
     while (line := _prompt()) is not None:
         if line.strip():
-            conversation_id = _turn(engine, o, expert_id, line, conversation_id, sources)
+            conversation_id, failed = _turn(engine, o, expert_id, line, conversation_id, sources)
+            any_failed |= failed
+    ctx.exit(1 if any_failed else 0)  # a session with a failed turn is not a success for scripts
 
 
 def _prompt() -> str | None:
@@ -270,7 +273,9 @@ def _prompt() -> str | None:
     return None if line.strip().lower() in ("exit", "quit") else line
 
 
-def _turn(engine: Any, o: Any, expert_id: str, query: str, conversation_id: str | None, show_sources: bool) -> str:
+def _turn(engine: Any, o: Any, expert_id: str, query: str, conversation_id: str | None,
+          show_sources: bool) -> tuple[str, bool]:
+    """One turn, streamed; returns (conversation id, whether the turn failed)."""
     turn = engine.start(expert_id, query, conversation_id=conversation_id)
     answer, done, error = [], {}, None
     for event in engine.events(turn):
@@ -292,14 +297,24 @@ def _turn(engine: Any, o: Any, expert_id: str, query: str, conversation_id: str 
                 "sources": [n.to_dict() for n in turn.context.nodes], "citations": done.get("citations")})
     else:
         click.echo()
-        _report(o, done, error, turn.conversation_id)
-    return turn.conversation_id
+        _report(o, done, turn.conversation_id)
+    _report_failure(done, error, turn.conversation_id)
+    return turn.conversation_id, bool(error) or done.get("saved") is False
 
 
-def _report(o: Any, done: dict[str, Any], error: str | None, cid: str) -> None:
-    if error:
-        o.err.print(f"[red]Error:[/] {escape(error)}")
+def _report(o: Any, done: dict[str, Any], cid: str) -> None:
     unknown = done.get("unknown_citations") or []
     if unknown:
         o.err.print(f"[yellow]unknown citations:[/] {escape(', '.join(unknown))}")
-    click.echo(f"conversation {cid} (continue with --conversation {cid})", err=True)
+    if done.get("saved") is not False:
+        click.echo(f"conversation {cid} (continue with --conversation {cid})", err=True)
+
+
+def _report_failure(done: dict[str, Any], error: str | None, cid: str) -> None:
+    """A failed turn is still saved (the question with an empty, error-marked answer), so say where."""
+    if error:
+        click.echo(f"Error: {error}", err=True)
+    if done.get("saved") is False:
+        click.echo("Error: this turn could not be saved to the conversation (see the log above)", err=True)
+    elif error:
+        click.echo(f"your question is saved in conversation {cid}; ask again with --conversation {cid}", err=True)

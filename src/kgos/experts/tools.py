@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import KGOSError
+from ..errors import InvalidArgument, KGOSError
 from ..llm.base import ToolCall, ToolSpec
 from .context import SourceNode
 
@@ -69,20 +69,64 @@ def tool_specs() -> list[ToolSpec]:
 def run_tool(ws: Any, kgs: tuple[str, ...], call: ToolCall) -> ToolOutcome:
     """Run one call on the expert's KG; errors (unknown tool, bad arguments, unknown node) become
     an ``{"error": ...}`` result the model can read and correct."""
+    db_id = kgs[0]
     try:
-        if call.name not in TOOLS:
-            raise KeyError(f"unknown tool {call.name!r}; available: {', '.join(TOOLS)}")
-        args = dict(call.arguments)
+        spec, method = _tool(call.name)
+        args = _arguments(spec, call.arguments)
         db_id = args.pop("kg", None) or kgs[0]
         if db_id not in kgs:
-            raise KeyError(f"KG {db_id!r} is not one of this expert's KGs ({', '.join(kgs)})")
-        result = TOOLS[call.name][1](ws.kg(db_id), args).to_dict()
-    except (KGOSError, KeyError, TypeError, ValueError) as exc:
-        return ToolOutcome(call, json.dumps({"error": str(exc).strip("'\"")}), (), True)
+            raise InvalidArgument(f"KG {db_id!r} is not one of this expert's KGs ({', '.join(kgs)})")
+        result = method(ws.kg(db_id), args).to_dict()
+    except KGOSError as exc:
+        return ToolOutcome(call, json.dumps({"error": str(exc)}), (), True)
     text = json.dumps(result, ensure_ascii=False)
     if len(text) > MAX_RESULT_CHARS:
         text = text[:MAX_RESULT_CHARS] + "…(trimmed)"
     return ToolOutcome(call, text, tuple(_nodes(db_id, result)), False)
+
+
+def _tool(name: str) -> tuple[ToolSpec, Callable[[Any, Mapping[str, Any]], Any]]:
+    if name not in TOOLS:
+        raise InvalidArgument(f"unknown tool {name!r}; available: {', '.join(TOOLS)}")
+    return TOOLS[name]
+
+
+def _arguments(spec: ToolSpec, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's arguments checked against the tool's JSON schema (the model may ignore it)."""
+    schema = spec.parameters
+    props, args = schema["properties"], dict(given)
+    unknown = sorted(set(args) - set(props))
+    missing = [name for name in schema["required"] if args.get(name) in (None, "")]
+    if unknown or missing:
+        raise InvalidArgument(f"{spec.name}: " + "; ".join(
+            ([f"unknown argument(s) {', '.join(unknown)}"] if unknown else [])
+            + ([f"missing argument(s) {', '.join(missing)}"] if missing else []))
+            + f" (takes {', '.join(props)})")
+    return {name: _checked(spec.name, name, props[name], value) for name, value in args.items()}
+
+
+def _checked(tool: str, name: str, prop: Mapping[str, Any], value: Any) -> Any:
+    kind = prop.get("type")
+    if "enum" in prop and value not in prop["enum"]:
+        raise InvalidArgument(f"{tool}: {name} must be one of {', '.join(prop['enum'])}, not {value!r}")
+    if kind == "string" and not isinstance(value, str):
+        raise InvalidArgument(f"{tool}: {name} must be a string, not {value!r}")
+    if kind == "integer":
+        return _integer(tool, name, prop, value)
+    return value
+
+
+def _integer(tool: str, name: str, prop: Mapping[str, Any], value: Any) -> int:
+    # Small models often send "5" or 5.0 for an integer; those are accepted, "five" and 5.5 are not.
+    try:
+        number = int(str(value).strip()) if not isinstance(value, float) else int(value)
+        ok = not isinstance(value, bool) and number == float(value) and prop["minimum"] <= number <= prop["maximum"]
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InvalidArgument(f"{tool}: {name} must be an integer from {prop['minimum']} to {prop['maximum']}, "
+                              f"not {value!r}")
+    return number
 
 
 def _nodes(db_id: str, value: Any) -> list[SourceNode]:
