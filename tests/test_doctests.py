@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["kgos", "kgos.workspace", "kgos.retrieval.intents", "kgos.experts.config", "kgos.experts.service",
+MODULES = ["kgos", "kgos.kg.workspace", "kgos.retrieval.intents", "kgos.experts.config", "kgos.experts.service",
            "kgos.experts.citations"]
 
 

@@ -57,8 +57,8 @@ def test_save_needs_a_measured_gain_or_force(kg):
     report = tune(kg, probes(), folds=3, step=0.25)
     if not report.worth_saving:
         with pytest.raises(KGOSError, match="not saved"):
-            kg.tune(probes(), folds=3, step=0.25, save=True)
-    kg.tune(probes(), folds=3, step=0.25, save=True, force=True)
+            tune(kg, probes(), folds=3, step=0.25, save=True)
+    tune(kg, probes(), folds=3, step=0.25, save=True, force=True)
     res = kg.search("widget 3")
     assert res.weights.source.startswith("tuned:")
     kg.save_weight_profiles(None)

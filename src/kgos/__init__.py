@@ -26,10 +26,9 @@ from .errors import (
                      ReadOnlyKG,
                      SchemaNotRecognized,
 )
-from .kg import KG
+from .kg import KG, KGInfo, Workspace
 from .methods import RetrievalConfig, classify_intent
 from .model import Edge, Neighbor, Node
-from .workspace import KGInfo, Workspace
 
 __version__ = "0.1.0"
 

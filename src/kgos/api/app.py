@@ -18,7 +18,7 @@ from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
-from ..workspace import Workspace
+from ..kg import Workspace
 from . import errors, experts, kg, kgos, security
 from .models import ErrorBody, Health
 from .runtime import Runtime, ServerSettings, runtime

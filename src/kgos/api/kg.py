@@ -25,8 +25,7 @@ from pydantic import AfterValidator
 from starlette.background import BackgroundTask
 
 from ..errors import EdgeNotFound, ImportFailed, InvalidArgument
-from ..kg import KG
-from ..workspace import Workspace, check_db_id
+from ..kg import KG, Workspace, check_db_id
 from . import models as m
 from .errors import RESPONSES
 from .runtime import Runtime, runtime

@@ -16,7 +16,7 @@ from ..methods.compose import MAX_TOOLS_CAP
 from ..methods.view import MAX_DEPTH
 from ..retrieval.hybrid import MAX_K, MODES
 from ..retrieval.intents import INTENTS
-from ..workspace import check_db_id
+from ..kg import check_db_id
 
 MAX_TEXT = 10_000  # characters of a query, goal or capability
 MAX_REF = 2_000  # characters of a node id or name

@@ -21,7 +21,7 @@ from ..errors import InvalidArgument
 
 if TYPE_CHECKING:
     from ..llm.base import ChatProvider
-    from ..workspace import Workspace
+    from ..kg import Workspace
 
 
 def is_loopback(host: str) -> bool:

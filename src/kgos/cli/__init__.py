@@ -38,7 +38,7 @@ def out(ctx: click.Context, json_: bool = False, plain_: bool = False) -> Output
 
 
 def workspace(ctx: click.Context) -> Any:
-    from ..workspace import Workspace
+    from ..kg import Workspace
     root = ctx.find_root().obj
     if "ws" not in root:
         root["ws"] = Workspace(root["home"])

@@ -87,10 +87,11 @@ def tune(ctx: click.Context, db_id: str, probes: Path, folds: int, step: float, 
          reset: bool, json_: bool, plain_: bool) -> None:
     """Search retrieval weights per intent on PROBES with k-fold cross-validation; report the
     held-out MRR@10 of the default and of the tuned weights, and optionally save them."""
+    from ..eval.tuning import tune as tune_weights
     kg = workspace(ctx).kg(db_id)
     if reset:
         kg.save_weight_profiles(None)
-    report = kg.tune(probes, folds=folds, step=step, save=save, force=force)
+    report = tune_weights(kg, probes, folds=folds, step=step, save=save, force=force)
     out(ctx, json_, plain_).emit(report, lambda c: _print_tune(c, db_id, report, save),
                                  lambda: [(k, *v) for k, v in report.weights.items()])
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..store.importer import ImportReport
-    from ..workspace import Workspace
+    from ..kg import Workspace
 
 DEMO_KGS = {"demo": "cookbook.json", "finance": "finance.json"}
 DEMO_EXPERTS = ("demo", "finance")  # experts/<id>.json, one per demo KG

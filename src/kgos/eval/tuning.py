@@ -13,14 +13,18 @@ import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, KGOSError
 from ..retrieval import hybrid
 from ..retrieval import intents as I
-from .probes import Probe
+from .probes import Probe, load_probes
+
+if TYPE_CHECKING:
+    from ..kg import KG
 
 MIN_INTENT_PROBES = 30  # an intent gets its own weights only with this many training probes
 
@@ -124,9 +128,24 @@ def _apply(data: Sequence[ProbeSignals], fitted: dict[str, np.ndarray]) -> np.nd
     return np.array([mrr([p], fitted.get(p.intent, fitted["_default"])[None, :])[0, 0] for p in data])
 
 
-def tune(kg: Any, probes: Sequence[Probe], folds: int = 5, step: float = 0.1, seed: int = 13,
-         depth: int = 100) -> TuneReport:
-    """k-fold cross-validated weight search; see the module docstring."""
+def tune(kg: KG, probes: Sequence[Probe] | str | Path, folds: int = 5, step: float = 0.1, seed: int = 13,
+         depth: int = 100, *, save: bool = False, force: bool = False) -> TuneReport:
+    """k-fold cross-validated weight search (see the module docstring) on ``probes`` (a list of
+    Probe, or a probe file); ``save`` stores the fitted profiles for this KG only when their
+    held-out gain is real (or ``force``)."""
+    if not isinstance(probes, Sequence) or isinstance(probes, str):
+        probes = load_probes(probes)
+    report = _cross_validate(kg, probes, folds, step, seed, depth)
+    if save:
+        if not (report.worth_saving or force):
+            raise KGOSError(f"not saved: held-out MRR@10 gain is {report.gain:+.4f} "
+                            "(no gain measured on held-out folds); use --force to save anyway")
+        kg.save_weight_profiles(report.weights)
+    return report
+
+
+def _cross_validate(kg: KG, probes: Sequence[Probe], folds: int, step: float, seed: int,
+                    depth: int) -> TuneReport:
     if folds < 2 or folds > len(probes):
         raise InvalidArgument(f"folds must be between 2 and the number of probes ({len(probes)})")
     data = collect(kg, probes, depth)

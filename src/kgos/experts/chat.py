@@ -34,7 +34,7 @@ from .tools import ToolOutcome, run_tool, tool_specs
 
 if TYPE_CHECKING:
     from ..memory import MemoryService
-    from ..workspace import Workspace
+    from ..kg import Workspace
 
 log = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 8_000

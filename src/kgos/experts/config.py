@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from ..errors import InvalidArgument, InvalidConfig, KGOSError
-from ..workspace import check_db_id
+from ..kg import check_db_id
 
 SCHEMA_VERSION = 1
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # edge types, dimensions, goal keywords

@@ -24,7 +24,7 @@ from ..model import normalize_name, slugify
 from .config import ExpertConfig, GoalMapping
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from ..kg import Workspace
     from .playbooks import SkillExcerpt
 
 BOOST_WEIGHT = 0.2

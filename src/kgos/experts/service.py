@@ -21,7 +21,7 @@ from .config import SCHEMA_VERSION, Expert, ExpertConfig, merge_patch, parse_con
 from .store import Conversation, ExpertStore, ExpertSummary, check_id
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from ..kg import Workspace
 
 EXPORT_FORMAT = "kgos-expert/1"
 

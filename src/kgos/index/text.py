@@ -45,13 +45,32 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN_RE.findall(fold(text))
 
 
+_SPEC_SUFFIXES = ("ation", "tion", "sion", "ment", "ness", "able", "ible", "ful", "less", "ous", "ive",
+                  "ing", "ed", "er", "est", "ly", "al", "ity")
+
+
+def spec_stem(token: str) -> str:
+    """The 18-suffix stemmer of spec/001 1.4: strip the longest listed suffix leaving >= 3 characters.
+
+    (The spec's example says "optimization" -> "optim", which its own rule does not give: stripping
+    "ation" leaves "optimiz". The retrieval layer's ``keyword_weight`` matches stems by prefix, so
+    both forms meet.)
+
+    >>> spec_stem("optimization"), spec_stem("reduce"), spec_stem("caching")
+    ('optimiz', 'reduce', 'cach')
+    """
+    for suffix in sorted(_SPEC_SUFFIXES, key=len, reverse=True):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            return token[: -len(suffix)]
+    return token
+
+
 def make_stemmer(name: str) -> Callable[[str], str]:
     if name not in STEMMERS:
         raise InvalidArgument(f"unknown stemmer {name!r}; choose one of {', '.join(STEMMERS)}")
     if name == "none":
         return lambda t: t
     if name == "spec":
-        from ..retrieval.intents import spec_stem
         return lru_cache(maxsize=200_000)(spec_stem)
     import Stemmer  # PyStemmer: the Snowball C implementations
     stemmer = Stemmer.Stemmer("porter" if name == "porter" else "english")

@@ -7,9 +7,7 @@ does not write to, keep them in a sidecar SQLite file in the workspace cache.
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,21 +27,6 @@ def embed_text(node: Node) -> str:
     """What a node's vector is made from: its name and description (capped)."""
     text = f"{node.name}. {node.description}" if node.description else node.name
     return text[:EMBED_TEXT_CHARS]
-
-
-@dataclass(frozen=True)
-class EmbedReport:
-    db_id: str
-    model: str
-    dims: int
-    nodes: int
-    embedded: int
-    unchanged: int
-    removed: int
-    seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class _VectorTable:
@@ -91,40 +74,6 @@ def _table(store: GraphStore, cache_root: Path | None) -> _VectorTable:
     conn = sqlite3.connect(folder / "vectors.db", isolation_level=None, check_same_thread=False)
     conn.execute(SIDECAR_SCHEMA)
     return _VectorTable(conn, native=False)
-
-
-def embed_store(store: GraphStore, embedder: Any, cache_root: Path | None = None, batch_size: int = 64,
-                progress: Callable[[int], None] | None = None) -> EmbedReport:
-    """Embed every node whose text changed since it was last embedded with this model."""
-    t0 = time.perf_counter()
-    table = _table(store, cache_root)
-    known = table.rows(embedder.name)
-    from ..embed.base import content_hash
-    todo = [(n.id, t, content_hash(embedder.name, t)) for n in store.iter_nodes() for t in [embed_text(n)]]
-    changed = [(nid, t, h) for nid, t, h in todo if known.get(nid) != h]
-    stale = set(known) - {nid for nid, _, _ in todo}
-    for start in range(0, len(changed), 4096):  # write as we go: an interrupted run keeps its work
-        chunk = changed[start:start + 4096]
-        vectors = embedder.embed([t for _, t, _ in chunk], batch_size=batch_size, progress=progress)
-        items = [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(chunk)]
-        _write(store, table, embedder.name, vectors.shape[1], items)
-    if stale:
-        _write(store, table, embedder.name, 0, [], remove=stale)
-    return EmbedReport(store.db_id, embedder.name, embedder.dims, len(todo), len(changed),
-                       len(todo) - len(changed), len(stale), time.perf_counter() - t0)
-
-
-def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],
-           remove: set[str] | None = None) -> None:
-    if table.native:
-        with store.transaction():  # type: ignore[attr-defined]  (native only: see _table)
-            table.write(model, dims, items)
-            table.remove(model, remove or ())
-    else:
-        table.conn.execute("BEGIN")
-        table.write(model, dims, items)
-        table.remove(model, remove or ())
-        table.conn.execute("COMMIT")
 
 
 def load_vectors(store: GraphStore, model: str, node_ids: tuple[str, ...],

@@ -1,30 +1,79 @@
 """``KG``: one knowledge graph as the user sees it, native or attached.
 
 It is the object the Python API hands out (``Workspace.kg(db_id)``) and that the CLI, HTTP API and
-MCP server call into. Storage is delegated to a ``GraphStore``; search and the query methods are
-layered on top of it.
+MCP server call into. It composes the services below it instead of inheriting them: the store
+(system of record), the search engine (snapshot + hybrid scorer), the query methods (functions of
+``kgos.methods`` fed with the view, snapshot and store they read) and the embedder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import AmbiguousNode, KGOSError
-from .methods import QueryMethods
-from .model import Edge, Neighbor, Node
-from .store.base import GraphStore
+from ..embed import get_embedder
+from ..embed.nodes import EmbedReport, embed_store
+from ..errors import InvalidArgument, KGOSError
+from ..methods import analytics, autodims, compose, dimensions, keyword, orchestrator, structure
+from ..methods import capability as capabilities
+from ..methods import goal as goals
+from ..methods.intent import classify_intent
+from ..methods.nodesql import node_table
+from ..methods.orchestrator import RetrievalConfig
+from ..methods.results import (
+    AlternativesResult,
+    AutoDimensionsReport,
+    BlockerReport,
+    BoostResult,
+    CapabilityResult,
+    CentralityReport,
+    CommunityReport,
+    CompositionPlan,
+    DimensionFilterResult,
+    ExplorationTree,
+    GapReport,
+    ImpactResult,
+    IntentClassification,
+    IntentSearchResult,
+    KeywordMatchResult,
+    NodeDimensions,
+    NodeRef,
+    PathResult,
+    SimilarResult,
+    WantToResult,
+)
+from ..methods.view import (
+    PER_LEVEL_DEFAULT,
+    GraphView,
+    ViewCache,
+    check_depth,
+    check_direction,
+    check_k,
+    check_text,
+    find_node,
+    resolve,
+)
+from ..model import Edge, Neighbor, Node
+from ..retrieval.engine import SearchEngine
+from ..retrieval.results import SearchResult
+from ..store.base import GraphStore
+from ..store.native import NativeStore
+from ..store.stats import KGStats, kg_stats
+from ..store.validation import ValidationReport, validate
 
 if TYPE_CHECKING:
+    from ..store.foreign import ForeignStore
     from .workspace import Workspace
 
 
-class KG(QueryMethods):
+class KG:
     def __init__(self, workspace: Workspace, db_id: str, store: GraphStore) -> None:
         self.workspace = workspace
         self.db_id = db_id
         self.store = store
-        self._engine: Any = None
+        self._engine: SearchEngine | None = None
+        self._views = ViewCache()
 
     def __repr__(self) -> str:
         return f"<KG {self.db_id!r} nodes={self.store.node_count()} edges={self.store.edge_count()}>"
@@ -46,17 +95,7 @@ class KG(QueryMethods):
 
     def resolve(self, ref: str) -> Node:
         """A node by id, or else by unambiguous (case-insensitive) name."""
-        node = self.store.get_node(ref)
-        if node is not None:
-            return node
-        matches = self.store.find_nodes(ref, limit=20)
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            ids = [m.id for m in matches]
-            raise AmbiguousNode(f"'{ref}' names {len(ids)} nodes in '{self.db_id}': {', '.join(ids)}; "
-                                "pass one of these ids", ids)
-        raise self.store.not_found(ref)
+        return find_node(self.store, ref)
 
     def nodes(self) -> Iterator[Node]:
         return self.store.iter_nodes()
@@ -67,7 +106,6 @@ class KG(QueryMethods):
     def nodes_page(self, limit: int = 50, offset: int = 0, type: str | None = None) -> tuple[int, list[Node]]:
         """(how many nodes match, one page of them in storage order), optionally of one ``type``;
         in SQL where the store's layout is known (identifiers from its schema, values as parameters)."""
-        from .methods.nodesql import node_table
         table = node_table(self.store)
         if table is None:
             nodes = [n for n in self.nodes() if type is None or n.type == type]
@@ -99,9 +137,10 @@ class KG(QueryMethods):
         return self.store.meta()
 
     # -- writing -----------------------------------------------------------------------------------
-    def _writer(self) -> Any:
+    def _writer(self) -> NativeStore | ForeignStore:
+        from ..store.foreign import ForeignStore
         self.store.require_writable()
-        if not hasattr(self.store, "add_node"):
+        if not isinstance(self.store, (NativeStore, ForeignStore)):
             raise KGOSError(f"KG '{self.db_id}' does not support writes")
         return self.store
 
@@ -132,31 +171,34 @@ class KG(QueryMethods):
 
     # -- search ------------------------------------------------------------------------------------
     @property
-    def engine(self) -> Any:
+    def engine(self) -> SearchEngine:
         if self._engine is None:
-            from .retrieval.engine import SearchEngine
             self._engine = SearchEngine(self.store, self.workspace.cache_dir,
                                         embedder=self.workspace.setting(self.db_id, "embedder"))
             self._engine.tuned = self.workspace.setting(self.db_id, "weight_profiles")
         return self._engine
 
+    def view(self) -> GraphView:
+        """What the query methods read of the current KG version (built once per version)."""
+        return self._views.view(self.store, self.engine.snapshot())
+
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
-               mode: str = "hybrid") -> Any:
+               mode: str = "hybrid") -> SearchResult:
         """Intent-adaptive hybrid search (spec/001); every hit explains its score.
 
         ``weights``: explicit (alpha, beta, gamma, delta), normalised to sum 1; None uses the intent's
         profile. ``intent``: one of the 8 retrieval intents, or None to classify the query. ``mode``:
         hybrid (default), fixed3, fixed4, embedding, bm25, fts, text, graph or rrf (for ablations).
         """
-        return self.engine.search(query, k=k, weights=weights, intent=intent, mode=mode)
+        result: SearchResult = self.engine.search(query, k=k, weights=weights, intent=intent, mode=mode)
+        return result
 
-    def embed(self, model: str = "default", batch_size: int = 64, progress: Any = None) -> Any:
+    def embed(self, model: str = "default", batch_size: int = 64,
+              progress: Callable[[int], None] | None = None) -> EmbedReport:
         """Embed the nodes whose text changed since the last run, and use that model for search."""
-        from .embed import get_embedder
-        from .index.vectors import embed_store
         embedder = get_embedder(model)
         report = embed_store(self.store, embedder, self.workspace.cache_dir, batch_size, progress)
-        if hasattr(self.store, "set_meta") and not self.store.read_only:
+        if isinstance(self.store, NativeStore) and not self.store.read_only:
             if self.store.meta().get("embedder") != embedder.spec:
                 self.store.set_meta(embedder=embedder.spec)
         else:
@@ -165,25 +207,11 @@ class KG(QueryMethods):
         self.engine.invalidate()
         return report
 
-    def tune(self, probes: Any, folds: int = 5, step: float = 0.1, save: bool = False,
-             force: bool = False) -> Any:
-        """Cross-validated weight search on ``probes`` (a path or a list of Probe); ``save`` stores the
-        fitted profile for this KG only when its held-out gain is real (or ``force``)."""
-        from .eval.probes import load_probes
-        from .eval.tuning import tune
-        report = tune(self, load_probes(probes) if not isinstance(probes, list) else probes, folds, step)
-        if save:
-            if not (report.worth_saving or force):
-                raise KGOSError(f"not saved: held-out MRR@10 gain is {report.gain:+.4f} "
-                                "(no gain measured on held-out folds); use --force to save anyway")
-            self.save_weight_profiles(report.weights)
-        return report
-
-    def save_weight_profiles(self, profiles: dict[str, Any] | None) -> None:
-        """Store (or with None remove) this KG's tuned weight profiles."""
-        import json
+    def save_weight_profiles(self, profiles: Mapping[str, Iterable[float]] | None) -> None:
+        """Store (or with None remove) this KG's tuned weight profiles (``kgos.eval.tuning.tune``
+        fits them)."""
         value = json.dumps({str(k): list(v) for k, v in profiles.items()}) if profiles else ""
-        if hasattr(self.store, "set_meta") and not self.store.read_only:
+        if isinstance(self.store, NativeStore) and not self.store.read_only:
             self.store.set_meta(weight_profiles=value)
         else:
             self.workspace.set_setting(self.db_id, "weight_profiles", value)
@@ -191,10 +219,119 @@ class KG(QueryMethods):
         self.engine.invalidate()
 
     # -- quality -----------------------------------------------------------------------------------
-    def stats(self) -> Any:
-        from .store.stats import kg_stats
+    def stats(self) -> KGStats:
         return kg_stats(self.store)
 
-    def validate(self, max_examples: int = 20) -> Any:
-        from .store.validation import validate
+    def validate(self, max_examples: int = 20) -> ValidationReport:
         return validate(self.store, max_examples=max_examples)
+
+    # -- the twelve query methods (spec/000 section 6; table in kgos.methods) ---------------------------
+    def _ref(self, node: str) -> NodeRef:
+        return resolve(self.store, node)
+
+    def intent_search(self, query: str, config: RetrievalConfig | Mapping[str, Any] | None = None) -> IntentSearchResult:
+        """Classify, route to the query methods, merge with hybrid search (method 1)."""
+        return orchestrator.intent_search(self, check_text(query, "query"), config)
+
+    def want_to(self, goal: str, k: int = 10) -> WantToResult:
+        """Nodes that serve a goal: keywords (intent verbs x5), then goal edges (method 2)."""
+        return goals.want_to(self.view(), self.engine.snapshot(), self.store, check_text(goal, "goal"), check_k(k))
+
+    def can_it(self, capability: str) -> CapabilityResult:
+        """yes / yes_with_limitations / no / unknown, with limitations and workarounds (method 3)."""
+        return capabilities.can_it(self.view(), self.engine.snapshot(), self.store,
+                                   check_text(capability, "capability"))
+
+    def compose_for(self, goal: str, max_tools: int = 5) -> CompositionPlan:
+        """A plan of steps validated by feeds_into / requires / conflicts_with edges (method 4)."""
+        return compose.compose(self.view(), self.engine.snapshot(), self.store, check_text(goal, "goal"),
+                               check_k(max_tools, "max_tools", compose.MAX_TOOLS_CAP))
+
+    def why_not(self, node: str) -> BlockerReport:
+        """What blocks a node: limitations, prerequisites that are blocked, conflicts."""
+        view = self.view()
+        return capabilities.why_not(view, self.store, view.row(self._ref(node).id))
+
+    def similar_to(self, node: str, k: int = 10) -> SimilarResult:
+        """0.70 Jaccard + 0.20 type match + 0.10 name overlap against all nodes (method 5)."""
+        view, ref = self.view(), self._ref(node)
+        return SimilarResult(ref, structure.similar_rows(view, view.row(ref.id), check_k(k)))
+
+    def alternatives(self, node: str, k: int = 10) -> AlternativesResult:
+        """Declared alternatives (alternative_to / similar_to edges) then structural twins."""
+        view = self.view()
+        return structure.alternatives(view, view.row(self._ref(node).id), check_k(k))
+
+    def impact_analysis(self, node: str, direction: str = "both", max_depth: int = 3,
+                        per_depth: int = PER_LEVEL_DEFAULT) -> ImpactResult:
+        """BFS forward / backward / both with risk = 1/depth x weight x criticality (method 6)."""
+        direction = check_direction(direction)
+        depth, notes = check_depth(max_depth)
+        view = self.view()
+        return structure.impact(view, view.row(self._ref(node).id), direction, depth,
+                                check_k(per_depth, "per_depth"), notes)
+
+    def trace_path(self, node_a: str, node_b: str, max_depth: int = 5) -> PathResult:
+        """Shortest path with each edge's type and direction; found False when none (method 9)."""
+        depth, notes = check_depth(max_depth)
+        view = self.view()
+        a, b = self._ref(node_a), self._ref(node_b)
+        return structure.trace(view, view.row(a.id), view.row(b.id), depth, notes)
+
+    def explore_smart(self, node: str, depth: int = 2, per_level: int = PER_LEVEL_DEFAULT) -> ExplorationTree:
+        """BFS levels ranked by degree centrality and edge diversity, hubs marked (method 10)."""
+        d, notes = check_depth(depth, "depth")
+        view = self.view()
+        return structure.explore(view, view.row(self._ref(node).id), d, check_k(per_level, "per_level"), notes)
+
+    def edge_type_boost(self, seeds: Iterable[str] | str, boost_types: Iterable[str] | None = None,
+                        limit: int = 50) -> BoostResult:
+        """+0.5 out / +0.3 in over ``boost_types`` from the seeds, normalised (method 12)."""
+        view = self.view()
+        refs = [self._ref(s) for s in ([seeds] if isinstance(seeds, str) else list(seeds))]
+        if not refs:
+            raise InvalidArgument("give at least one seed node")
+        types = [boost_types] if isinstance(boost_types, str) else boost_types
+        return structure.boost(view, [view.row(r.id) for r in refs], types, check_k(limit, "limit"))
+
+    def dimension_filter(self, filters: Mapping[str, Any], limit: int = 20) -> DimensionFilterResult:
+        """Nodes meeting {dimension: {min, max, exact, gt, lt}} constraints, in SQL (method 7)."""
+        return dimensions.dimension_filter(self.store, filters, limit)
+
+    def classify_intent(self, query: str) -> IntentClassification:
+        """The 14 KG-OS categories, top 3 scoring >= 0.3 (method 8); needs no graph."""
+        return classify_intent(query)
+
+    def keyword_match(self, query: str, limit: int = 20) -> KeywordMatchResult:
+        """SQL LIKE of the query's terms on name, type and properties (method 11)."""
+        return keyword.keyword_match(self.store, check_text(query, "query"), check_k(limit, "limit"))
+
+    # -- semantic dimensions ----------------------------------------------------------------------------
+    def dimensions(self, node: str) -> NodeDimensions:
+        """A node's dimension values (catalog and custom), each marked when it was inferred."""
+        return dimensions.node_dimensions(self.node(self._ref(node).id))
+
+    def set_dimensions(self, node: str, values: Mapping[str, Any], custom: bool = False) -> NodeDimensions:
+        """Set dimension values (0..1); names outside the catalog need ``custom=True``."""
+        return dimensions.set_dimensions(self, self._ref(node).id, values, custom)
+
+    def infer_dimensions(self, dims: Iterable[str] | None = None, dry_run: bool = False) -> AutoDimensionsReport:
+        """The roadmap's automatic extraction; never overwrites a value a person set."""
+        return autodims.infer(self, dims, dry_run)
+
+    # -- analytics ------------------------------------------------------------------------------------
+    def centrality(self, metric: str = "combined", k: int = 20) -> CentralityReport:
+        """Critical components: top k by degree, betweenness, pagerank or combined."""
+        return analytics.centrality(self.view(), metric, check_k(k))
+
+    def bottlenecks(self, k: int = 20) -> CentralityReport:
+        """Articulation points ranked by betweenness."""
+        return analytics.bottlenecks(self.view(), check_k(k))
+
+    def communities(self, k: int = 20) -> CommunityReport:
+        """Communities (Leiden), largest first, with top members and node types."""
+        return analytics.communities(self.view(), check_k(k))
+
+    def gaps(self, limit: int = 20) -> GapReport:
+        """Orphans, cut-off components, unmitigated limitations, nodes without dimensions."""
+        return analytics.gaps(self.view(), self.store, check_k(limit, "limit"))

@@ -26,13 +26,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidArgument, InvalidName, KGExists, KGNotFound, SchemaNotRecognized
-from .kg import KG
-from .store.base import GraphStore
-from .store.formats import open_source, writer_for
-from .store.importer import ImportReport, Progress, bulk_load, merge_into
-from .store.native import NativeStore
-from .store.registry import Registry, open_workspace_db
+from ..errors import InvalidArgument, InvalidName, KGExists, KGNotFound, SchemaNotRecognized
+from ..store.base import GraphStore
+from ..store.formats import open_source, writer_for
+from ..store.importer import ImportReport, Progress, bulk_load, merge_into
+from ..store.native import NativeStore
+from ..store.registry import Registry, open_workspace_db
+from .facade import KG
 
 DB_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 IMPORT_MODES = ("create", "merge", "replace")
@@ -118,7 +118,7 @@ class Workspace:
         if attached is None:
             known = ", ".join(self.db_ids()) or "none yet (try: kgos demo)"
             raise KGNotFound(f"no KG named '{db_id}' in {self.home}; known KGs: {known}")
-        from .store.foreign import ForeignStore
+        from ..store.foreign import ForeignStore
         return ForeignStore(attached[0], db_id, profile=attached[1], read_only=attached[2])
 
     def _forget(self, db_id: str) -> None:
@@ -149,7 +149,7 @@ class Workspace:
     def attach(self, db_id: str, path: str | Path, profile: str | None = None,
                writable: bool = False) -> KG:
         """Register an existing SQLite KG file of a known or guessable schema (read-only by default)."""
-        from .store.foreign import ForeignStore
+        from ..store.foreign import ForeignStore
         if self.exists(db_id):
             raise KGExists(f"a KG named '{db_id}' already exists; choose another name")
         path = Path(path).expanduser().resolve()
@@ -178,7 +178,7 @@ class Workspace:
     def search(self, db_ids: list[str], query: str, k: int = 10, **options: Any) -> Any:
         """One query over several KGs: hits tagged with ``source_kg``, deduplicated by normalised
         name keeping the higher score (spec/000 section 8, multi-KG experts)."""
-        from .retrieval.multi import merge_results
+        from ..retrieval.multi import merge_results
         if not db_ids:
             raise InvalidArgument("give at least one KG to search")
         results = [self.kg(db_id).search(query, k=k, **options) for db_id in dict.fromkeys(db_ids)]

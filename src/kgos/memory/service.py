@@ -29,11 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgument, KGOSError
-from ..kg import KG
+from ..kg import KG, Workspace, check_db_id
 from ..llm.base import ChatProvider
 from ..model import Neighbor, normalize_name
 from ..store.native import NativeStore
-from ..workspace import Workspace, check_db_id
 from . import aliases as alias_mod
 from .config import MemoryConfig
 from .context import ContextEdge, MemoryContext, ScoredEntity, count_edges, expand, render, search_entities

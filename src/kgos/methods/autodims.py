@@ -32,7 +32,7 @@ from .results import AutoDimensionsReport, InferredValue
 from .view import GraphView, view_of
 
 if TYPE_CHECKING:
-    from ..kg import KG
+    from .source import KGSource
 
 
 def _words(*patterns: str) -> re.Pattern[str]:
@@ -91,7 +91,7 @@ def _type_degree(view: GraphView, types: tuple[str, ...], outgoing_only: bool) -
     return count
 
 
-def infer(kg: KG, dims: Iterable[str] | None = None, dry_run: bool = False) -> AutoDimensionsReport:
+def infer(kg: KGSource, dims: Iterable[str] | None = None, dry_run: bool = False) -> AutoDimensionsReport:
     """Run the rules over every node; write (unless ``dry_run``) the values that changed."""
     chosen = _chosen(dims)
     view = view_of(kg)

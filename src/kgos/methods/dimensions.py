@@ -24,8 +24,8 @@ from .nodesql import node_table
 from .results import DimensionFilterResult, DimensionMatch, DimensionValue, NodeDimensions, NodeRef
 
 if TYPE_CHECKING:
-    from ..kg import KG
     from ..store.base import GraphStore
+    from .source import KGSource
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 INFERRED_KEY = "_inferred_dimensions"  # node property: {dimension: rule} of values ``dims auto`` set
@@ -188,7 +188,7 @@ def check_value(name: str, value: Any) -> float:
     return number
 
 
-def set_dimensions(kg: KG, node_id: str, values: Mapping[str, Any], custom: bool = False) -> NodeDimensions:
+def set_dimensions(kg: KGSource, node_id: str, values: Mapping[str, Any], custom: bool = False) -> NodeDimensions:
     """Set values a person chose: validated names and 0..1 floats; unknown names need ``custom``.
     A value set here is no longer marked as inferred, so ``dims auto`` will not overwrite it."""
     if not isinstance(values, Mapping) or not values:

@@ -33,7 +33,7 @@ from .results import IntentHit, IntentSearchResult, NodeRef, ResultEdge, Similar
 from .view import GraphView, check_k, view_of
 
 if TYPE_CHECKING:
-    from ..kg import KG
+    from .source import KGSource
 
 
 _TRIGGER_FILLER = frozenset("to of for on from about what is are does do the if i change my".split())
@@ -88,7 +88,7 @@ class RetrievalConfig:
         return self
 
 
-def intent_search(kg: KG, query: str, config: Any = None) -> IntentSearchResult:
+def intent_search(kg: KGSource, query: str, config: Any = None) -> IntentSearchResult:
     """spec/000 method 1 (see the module docstring)."""
     t0 = time.perf_counter()
     cfg = RetrievalConfig.of(config).checked()
@@ -108,7 +108,7 @@ def intent_search(kg: KG, query: str, config: Any = None) -> IntentSearchResult:
         nodes=hits, edges=edges, took_ms=(time.perf_counter() - t0) * 1000, notes=tuple(notes) + hybrid.notes, **subs)
 
 
-def _run_routes(kg: KG, view: GraphView, snap: Any, query: str, routes: tuple[str, ...], target: int | None,
+def _run_routes(kg: KGSource, view: GraphView, snap: Any, query: str, routes: tuple[str, ...], target: int | None,
                 cfg: RetrievalConfig) -> tuple[dict[str, Any], dict[str, dict[str, float]], list[str]]:
     """Run each routed method: (sub-results by result field, {method: {node id: 0..1}}, notes)."""
     subs: dict[str, Any] = {}
@@ -175,7 +175,7 @@ def _structural(view: GraphView, route: str, row: int, cfg: RetrievalConfig, sub
     return {**{n.node.id: n.rank_score / (n.depth + 1) for lvl in tree.levels for n in lvl.nodes}, **root}
 
 
-def _merge(kg: KG, view: GraphView, hybrid: Any, scores: dict[str, dict[str, float]],
+def _merge(kg: KGSource, view: GraphView, hybrid: Any, scores: dict[str, dict[str, float]],
            cfg: RetrievalConfig) -> tuple[IntentHit, ...]:
     top = max((h.score for h in hybrid.results), default=0.0) or 1.0
     base = {h.node.id: h for h in hybrid.results}

@@ -25,7 +25,9 @@ from .results import NodeRef
 
 if TYPE_CHECKING:
     from ..index.snapshot import Snapshot
-    from ..kg import KG
+    from ..model import Node
+    from ..store.base import GraphStore
+    from .source import KGSource
 
 MAX_DEPTH = 10  # deeper BFS on a real KG reaches most of the graph and answers nothing specific
 DIRECTIONS = ("forward", "backward", "both")
@@ -141,19 +143,28 @@ class _LazyIndex(Mapping[str, int]):
 
 
 # -- building a view from a KG -------------------------------------------------------------------------
-def view_of(kg: KG) -> GraphView:
-    """The view of the KG's current version (cached on the KG until the version changes)."""
-    snap = kg.engine.snapshot()
-    cached = getattr(kg, "_methods_view", None)
-    if cached is not None and cached[0] is snap:
-        return cached[1]
-    view = _build_view(kg, snap)
-    kg._methods_view = (snap, view)  # type: ignore[attr-defined]
-    return view
+class ViewCache:
+    """The view of one KG's current snapshot, built once per snapshot (= per KG version)."""
+
+    def __init__(self) -> None:
+        self._entry: tuple[Snapshot, GraphView] | None = None
+
+    def view(self, store: GraphStore, snap: Snapshot) -> GraphView:
+        entry = self._entry  # one read: another thread may replace it meanwhile
+        if entry is not None and entry[0] is snap:
+            return entry[1]
+        view = build_view(store, snap)
+        self._entry = (snap, view)
+        return view
 
 
-def _build_view(kg: KG, snap: Snapshot) -> GraphView:
-    ids, types = node_types(kg)
+def view_of(kg: KGSource) -> GraphView:
+    """The view of the KG's current version (cached by the KG until the version changes)."""
+    return kg.view()
+
+
+def build_view(store: GraphStore, snap: Snapshot) -> GraphView:
+    ids, types = node_types(store)
     if tuple(ids) == tuple(snap.node_ids):  # native KGs: same rowid order, no mapping needed
         row_types = types
     else:
@@ -167,44 +178,61 @@ def _build_view(kg: KG, snap: Snapshot) -> GraphView:
                      type_names=type_names or ("entity",), index=snap.index, version=snap.version)
 
 
-def node_types(kg: KG) -> tuple[list[str], list[str]]:
+def node_types(store: GraphStore) -> tuple[list[str], list[str]]:
     """(ids, types) of every node, by one SQL query where the store allows it."""
     from .nodesql import node_table
-    table = node_table(kg.store)
+    table = node_table(store)
     if table is None:
-        nodes = list(kg.store.iter_nodes())
+        nodes = list(store.iter_nodes())
         return [n.id for n in nodes], [n.type for n in nodes]
     rows = table.conn.execute(f"SELECT {table.id}, {table.type} {table.source}").fetchall()
     return [r[0] for r in rows], [r[1] or "entity" for r in rows]
 
 
-# -- shared argument checks ----------------------------------------------------------------------------
-def resolve(kg: KG, ref: Any) -> NodeRef:
-    """A node by id or unambiguous name (``kg.resolve``), also accepting the id's slug
+# -- finding nodes and shared argument checks -------------------------------------------------------------
+def find_node(store: GraphStore, ref: str) -> Node:
+    """A node by id, or else by unambiguous (case-insensitive) name; ``NodeNotFound`` (with
+    suggestions) or ``AmbiguousNode`` (with the candidates' ids) otherwise."""
+    node = store.get_node(ref)
+    if node is not None:
+        return node
+    matches = store.find_nodes(ref, limit=20)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        ids = [m.id for m in matches]
+        raise AmbiguousNode(f"'{ref}' names {len(ids)} nodes in '{store.db_id}': {', '.join(ids)}; "
+                            "pass one of these ids", ids)
+    raise store.not_found(ref)
+
+
+def resolve(store: GraphStore, ref: Any) -> NodeRef:
+    """A node by id or unambiguous name (``find_node``), also accepting the id's slug
     (``prompt_caching`` for ``feature:prompt_caching``) and underscores for spaces."""
     if not isinstance(ref, str) or not ref.strip():
         raise InvalidArgument(f"a node id or name is required, not {ref!r}")
     try:
-        node = kg.resolve(ref)
+        node = find_node(store, ref)
     except NodeNotFound as err:
-        node = _loose_match(kg, ref.strip())
-        if node is None:
+        found = _loose_match(store, ref.strip())
+        if found is None:
             raise err from None
+        node = found
     return NodeRef(node.id, node.name, node.type, node.description)
 
 
-def _loose_match(kg: KG, ref: str) -> Any:
+def _loose_match(store: GraphStore, ref: str) -> Node | None:
     """Second chance for spec-style references: ``prompt_caching`` or ``prompt caching``."""
     spaced = ref.replace("_", " ")
-    found = {n.id: n for n in kg.store.find_nodes(spaced, limit=20)} if spaced != ref else {}
+    found = {n.id: n for n in store.find_nodes(spaced, limit=20)} if spaced != ref else {}
     if not found:
         suffix = ":" + ref.lower()
-        found = {n.id: n for n in kg.store.search_names(ref, limit=50) if n.id.lower().endswith(suffix)}
+        found = {n.id: n for n in store.search_names(ref, limit=50) if n.id.lower().endswith(suffix)}
     if len(found) == 1:
         return next(iter(found.values()))
     if found:
         ids = sorted(found)
-        raise AmbiguousNode(f"'{ref}' names {len(ids)} nodes in '{kg.db_id}': {', '.join(ids)}; "
+        raise AmbiguousNode(f"'{ref}' names {len(ids)} nodes in '{store.db_id}': {', '.join(ids)}; "
                             "pass one of these ids", ids)
     return None
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..index.text import spec_stem
 
 INTENTS = ("exact_match", "capability_check", "debugging", "workflow", "comparison", "goal_based",
            "exploratory", "semantic")
@@ -139,29 +140,11 @@ def explicit(name: str) -> Intent:
     return Intent(name, "explicit", 1.0)
 
 
-_SPEC_SUFFIXES = ("ation", "tion", "sion", "ment", "ness", "able", "ible", "ful", "less", "ous", "ive",
-                  "ing", "ed", "er", "est", "ly", "al", "ity")
-
-
-def spec_stem(token: str) -> str:
-    """The 18-suffix stemmer of spec/001 1.4: strip the longest listed suffix leaving >= 3 characters.
-
-    (The spec's example says "optimization" -> "optim", which its own rule does not give: stripping
-    "ation" leaves "optimiz". ``keyword_weight`` matches stems by prefix, so both forms meet.)
-
-    >>> spec_stem("optimization"), spec_stem("reduce"), spec_stem("caching")
-    ('optimiz', 'reduce', 'cach')
-    >>> keyword_weight("optimization", "goal_based"), keyword_weight("tar", "goal_based")
-    (5.0, 1.0)
-    """
-    for suffix in sorted(_SPEC_SUFFIXES, key=len, reverse=True):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-            return token[: -len(suffix)]
-    return token
-
-
 def keyword_weight(token: str, intent: str) -> float:
     """5.0 when the token is one of the intent's keywords (spec/001 1.4), else 1.0.
+
+    >>> keyword_weight("optimization", "goal_based"), keyword_weight("tar", "goal_based")
+    (5.0, 1.0)
 
     A keyword matches when the token's spec stem equals it or extends it (``reduce`` -> ``reduc``).
     """

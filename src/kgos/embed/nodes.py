@@ -1,0 +1,91 @@
+"""Embedding a KG's nodes: the vectors ``kg.embed`` writes and the index layer loads.
+
+Only nodes whose text changed since they were last embedded with the same model are embedded again
+(the content hash of ``embed_text(node)`` sits next to each vector); vectors of deleted nodes go.
+Where the vectors live (the KG's own table, or a sidecar for attached KGs) is the index layer's
+business (``kgos.index.vectors``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..index.vectors import _table, _VectorTable, embed_text
+from ..store.base import GraphStore
+from ..store.native import NativeStore
+from .base import Embedder, content_hash
+
+WRITE_CHUNK = 4096  # nodes embedded and written per transaction: an interrupted run keeps its work
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    db_id: str
+    model: str
+    dims: int
+    nodes: int
+    embedded: int
+    unchanged: int
+    removed: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None = None, batch_size: int = 64,
+                progress: Callable[[int], None] | None = None) -> EmbedReport:
+    """Embed every node whose text changed since it was last embedded with this model."""
+    t0 = time.perf_counter()
+    table = _table(store, cache_root)
+    known = table.rows(embedder.name)
+    todo = [(n.id, t, content_hash(embedder.name, t)) for n in store.iter_nodes() for t in [embed_text(n)]]
+    changed = [(nid, t, h) for nid, t, h in todo if known.get(nid) != h]
+    stale = set(known) - {nid for nid, _, _ in todo}
+    for start in range(0, len(changed), WRITE_CHUNK):
+        chunk = changed[start:start + WRITE_CHUNK]
+        vectors = embedder.embed([t for _, t, _ in chunk], batch_size=batch_size, progress=progress)
+        items = [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(chunk)]
+        _write(store, table, embedder.name, vectors.shape[1], items)
+    if stale:
+        _write(store, table, embedder.name, 0, [], remove=stale)
+    return EmbedReport(store.db_id, embedder.name, embedder.dims, len(todo), len(changed),
+                       len(todo) - len(changed), len(stale), time.perf_counter() - t0)
+
+
+def embed_nodes(store: GraphStore, embedder: Embedder, node_ids: Iterable[str], cache_root: Path | None = None,
+                batch_size: int = 64) -> int:
+    """Embed the given nodes whose text changed (the write path: a node is searchable by meaning as
+    soon as it is written); one batch, one transaction. Returns how many were embedded."""
+    ids = list(dict.fromkeys(node_ids))
+    if not ids:
+        return 0
+    table = _table(store, cache_root)
+    known = table.hashes(embedder.name, ids)
+    nodes = store.get_nodes(ids)
+    todo = [(nid, t, h) for nid, node in nodes.items() for t in [embed_text(node)]
+            for h in [content_hash(embedder.name, t)] if known.get(nid) != h]
+    if todo:
+        vectors = embedder.embed([t for _, t, _ in todo], batch_size=batch_size)
+        items = [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(todo)]
+        _write(store, table, embedder.name, vectors.shape[1], items)
+    return len(todo)
+
+
+def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],
+           remove: set[str] | None = None) -> None:
+    if table.native and isinstance(store, NativeStore):  # the KG's own table: one of its transactions
+        with store.transaction():
+            table.write(model, dims, items)
+            table.remove(model, remove or ())
+    else:
+        table.conn.execute("BEGIN")
+        table.write(model, dims, items)
+        table.remove(model, remove or ())
+        table.conn.execute("COMMIT")
