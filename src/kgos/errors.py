@@ -21,6 +21,11 @@ class InvalidArgument(KGOSError, ValueError):
     """A parameter out of range or of the wrong kind (k <= 0, negative weights, bad direction...)."""
 
 
+class PropertiesTooLarge(InvalidArgument):
+    """Node, edge or memory properties nested deeper or serialised larger than ``store.limits``
+    allows (a bound that keeps every reader, exporter and JSON encoder working on the KG)."""
+
+
 class KGNotFound(KGOSError, LookupError):
     status = 404
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import InvalidArgument, MemoryNotFound
 from ..model import normalize_name
+from ..store.limits import MAX_PROPERTY_DEPTH, depth, too_deep
 from ..store.migrations import immediate, now_iso
 from .extract import Relation
 from .vocabulary import STOPWORDS
@@ -149,6 +150,8 @@ def clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
         raise InvalidArgument("memory metadata must be a JSON object with string keys")
+    if depth(dict(metadata)) > MAX_PROPERTY_DEPTH:  # json.dumps accepts ~1000 levels; readers do not
+        raise too_deep("memory metadata")
     try:
         text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -19,12 +19,11 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ..errors import ImportFailed
+from ..errors import ImportFailed, InvalidArgument
 from ..model import normalize_name
 from . import migrations
 from .formats import Record, Source
+from .limits import check_properties
 from .native import NativeStore, merge_properties
 
 Progress = Callable[[str, int], None]
@@ -73,12 +72,7 @@ def _props(loc: str, rec: dict[str, Any], extra_from: set[str] | None = None) ->
     if extra_from is not None:  # networkx node-link puts attributes at the top level
         extras = {k: v for k, v in rec.items() if k not in extra_from}
         props = {**extras, **props} if extras else props
-    if not props:
-        return _EMPTY
-    try:
-        return orjson.dumps(props).decode()
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise _fail(loc, f"'properties' is not JSON-serialisable ({exc})") from None
+    return _dump(loc, props)
 
 
 _NODE_KEYS = {"id", "name", "type", "description", "properties", "created_at", "updated_at"}
@@ -88,8 +82,14 @@ _NO_PROPS: dict[str, Any] = {}
 _EDGE_KEYS = {"source", "target", "type", "weight", "properties", "id", "created_at", "key"}
 
 
-def _dump(props: dict[str, Any]) -> str:
-    return orjson.dumps(props).decode() if props else _EMPTY
+def _dump(loc: str, props: dict[str, Any]) -> str:
+    """The properties' JSON within ``limits``, or ImportFailed naming the record."""
+    if not props:
+        return _EMPTY
+    try:
+        return check_properties(props, "'properties'")
+    except InvalidArgument as exc:
+        raise _fail(loc, str(exc)) from None
 
 
 def node_row(loc: str, rec: Any, ts: str) -> tuple[Any, ...]:
@@ -100,7 +100,7 @@ def node_row(loc: str, rec: Any, ts: str) -> tuple[Any, ...]:
         desc, props = rec.get("description", ""), rec.get("properties", _NO_PROPS)
         if (type(nid) is str and nid and type(name) is str and name and type(ntype) is str and ntype
                 and type(desc) is str and type(props) is dict):
-            return (nid, name, normalize_name(name), ntype, desc, _dump(props), ts, ts)
+            return (nid, name, normalize_name(name), ntype, desc, _dump(loc, props), ts, ts)
     return _checked_node_row(loc, rec, ts)
 
 
@@ -124,7 +124,7 @@ def edge_fields(loc: str, rec: Any) -> tuple[str, str, str, float, str, str | No
         weight, props = rec.get("weight", 1.0), rec.get("properties", _NO_PROPS)
         if (type(src) is str and type(dst) is str and type(etype) is str and etype
                 and type(weight) is float and math.isfinite(weight) and type(props) is dict):
-            return src, dst, etype, weight, _dump(props), None, None
+            return src, dst, etype, weight, _dump(loc, props), None, None
     return _checked_edge_fields(loc, rec)
 
 
@@ -285,18 +285,34 @@ def merge_into(store: NativeStore, source: Source, skip_dangling: bool = False,
     """Upsert ``source`` into ``store`` in one transaction: nodes by id (properties merged), edges by
     (source, target, type) with weight = max(old, new). Any error rolls everything back."""
     t0 = time.perf_counter()
-    store.conn.create_function("kgos_merge", 2, _merge_json, deterministic=True)
-    with store.transaction() as conn:
-        n_nodes = _merge_nodes(conn, source.nodes(), progress)
-        ids = dict(conn.execute("SELECT id, rowid FROM nodes"))
-        n_edges, skipped = _merge_edges(conn, source.edges(), ids, skip_dangling, progress)
+    merge = _PropertyMerge()
+    store.conn.create_function("kgos_merge", 2, merge, deterministic=True)
+    try:
+        with store.transaction() as conn:
+            n_nodes = _merge_nodes(conn, source.nodes(), progress)
+            ids = dict(conn.execute("SELECT id, rowid FROM nodes"))
+            n_edges, skipped = _merge_edges(conn, source.edges(), ids, skip_dangling, progress)
+    except sqlite3.OperationalError:
+        if merge.error is None:
+            raise
+        raise ImportFailed(f"{merge.error} (once merged with the properties already in the KG)") from None
     return ImportReport(store.db_id, source.format, "merge", n_nodes, n_edges, skipped, 0,
                         time.perf_counter() - t0)
 
 
-def _merge_json(old: str, new: str) -> str:
-    return json.dumps(merge_properties(json.loads(old or "{}"), json.loads(new or "{}")),
-                      ensure_ascii=False, separators=(",", ":"))
+class _PropertyMerge:
+    """SQLite function ``kgos_merge(old, new)``. SQLite turns any exception raised inside it into an
+    OperationalError, so the limit it broke is kept here for ``merge_into`` to report."""
+
+    def __init__(self) -> None:
+        self.error: InvalidArgument | None = None
+
+    def __call__(self, old: str, new: str) -> str:
+        try:
+            return check_properties(merge_properties(json.loads(old or "{}"), json.loads(new or "{}")))
+        except InvalidArgument as exc:
+            self.error = exc
+            raise
 
 
 def _merge_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: Progress | None) -> int:

@@ -7,7 +7,6 @@ which is what derived indexes and caches key on.
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 import threading
@@ -22,6 +21,7 @@ from ..errors import InvalidArgument, KGOSError
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object
+from .limits import check_properties
 from .migrations import migrate, now_iso
 
 NODE_COLS = "rowid, id, name, type, description, properties, created_at, updated_at"
@@ -41,8 +41,9 @@ def connect(path: Path | str, read_only: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def dumps(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def dumps(value: dict[str, Any], what: str = "properties") -> str:
+    """Properties as stored: compact JSON, within the depth and size bounds of ``limits``."""
+    return check_properties(value, what)
 
 
 def merge_properties(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import ImportFailed, InvalidArgument
+from ...errors import ImportFailed, InvalidArgument, PropertiesTooLarge
 from ..base import GraphStore
+from ..limits import parse_json
 from . import Record, Source, open_binary, open_text_out, parse_error
 
 NODE_COLUMNS = ("id", "name", "type", "description", "properties")
@@ -169,7 +170,7 @@ def _record(where: str, cells: dict[str, str], fields: set[str]) -> dict[str, An
         if column in fields:
             rec[column] = cell
         else:
-            extras[column] = typed(cell)
+            extras[column] = _typed_cell(where, column, cell)
     if "properties" in rec:
         rec["properties"] = _json_cell(where, rec["properties"])
     if extras:  # the JSON cell wins over a column of the same name, as it is the explicit one
@@ -180,7 +181,9 @@ def _record(where: str, cells: dict[str, str], fields: set[str]) -> dict[str, An
 
 def _json_cell(where: str, cell: str) -> Any:
     try:
-        return json.loads(cell)
+        return parse_json(cell, "the 'properties' cell")
+    except PropertiesTooLarge as exc:
+        raise ImportFailed(str(exc), record=where) from None
     except ValueError as exc:
         raise ImportFailed(f"the 'properties' cell is not valid JSON ({exc}); write a JSON object such "
                            'as {"year": 2024} or leave the cell empty', record=where) from None
@@ -194,6 +197,13 @@ def _weight(where: str, cell: str) -> float:
                            "cell empty for 1.0", record=where) from None
 
 
+def _typed_cell(where: str, column: str, cell: str) -> Any:
+    try:
+        return typed(cell)
+    except PropertiesTooLarge as exc:
+        raise ImportFailed(str(exc), record=where) from None
+
+
 def typed(cell: str) -> Any:
     """A property value from its CSV text: int, float, bool, JSON array/object, else the text."""
     if _INT_RE.fullmatch(cell):
@@ -205,7 +215,9 @@ def typed(cell: str) -> Any:
         return _BOOLS[cell.lower()]
     if cell[0] in "[{" and cell[-1] in "]}":
         try:
-            return json.loads(cell)
+            return parse_json(cell, "a JSON cell")
+        except PropertiesTooLarge:
+            raise
         except ValueError:
             pass  # text that merely looks like JSON, e.g. "[citation needed]"
     return cell

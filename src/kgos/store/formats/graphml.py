@@ -35,9 +35,10 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 from xml.sax.saxutils import escape, quoteattr
 
-from ...errors import ImportFailed
+from ...errors import ImportFailed, PropertiesTooLarge
 from ...model import Edge, Node
 from ..base import GraphStore
+from ..limits import parse_json
 from . import Record, Source, open_binary, open_text_out, parse_error
 
 NS = "http://graphml.graphdrawing.org/xmlns"
@@ -300,7 +301,9 @@ def _typed(key: _Key, name: str, text: str, where: str) -> Any:
     """The value of ``text`` per the key's attr.type (or its JSON mark)."""
     if key.json:
         try:
-            return json.loads(text)
+            return parse_json(text, f"attribute '{name}'")
+        except PropertiesTooLarge as exc:
+            raise ImportFailed(str(exc), record=where) from None
         except ValueError as exc:
             raise _bad_value(name, text, "JSON value", where, exc) from None
     if key.type in ("int", "long", "float", "double"):

@@ -20,6 +20,7 @@ import orjson
 
 from ...errors import ImportFailed
 from ..base import GraphStore
+from ..limits import too_deep
 from . import Record, Source, open_binary, open_text_out, parse_error
 
 FORMAT = "kgos-jsonl/1"
@@ -89,6 +90,8 @@ def _parse(path: Path, lineno: int, line: bytes) -> Any:
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):
+            raise ImportFailed(str(too_deep("the line")), record=f"{path.name}:{lineno}") from None
         cause: Exception = exc
         try:  # orjson's message for bad bytes is cryptic; decoding names the offending byte
             line.decode("utf-8")

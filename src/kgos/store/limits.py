@@ -1,0 +1,85 @@
+"""Bounds on the properties a node, edge or memory may carry, checked at every write.
+
+Without a bound one record can break a whole KG: properties nested 254+ levels pass Python's
+``json`` but not orjson, pydantic or the exporters, so every later listing, export and re-import of
+the KG fails. The limits are generous for real data (a KG's properties are flat key/value pairs,
+lists, or a few levels of objects) and far below where any encoder gives up:
+
+- ``MAX_PROPERTY_DEPTH``: objects and lists nest at most 32 levels (``{"a": 1}`` is 1 level);
+- ``MAX_PROPERTY_BYTES``: at most 1 MB (1,000,000 bytes) of compact JSON per record.
+
+``check_properties`` serialises a properties object, checks both bounds and returns the JSON text
+to store, so the check costs one serialisation, which the write needs anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+from ..errors import InvalidArgument, PropertiesTooLarge
+
+MAX_PROPERTY_DEPTH = 32
+MAX_PROPERTY_BYTES = 1_000_000
+
+
+def check_properties(props: dict[str, Any], what: str = "properties") -> str:
+    """``props`` as compact JSON, or PropertiesTooLarge naming ``what`` and the limit it broke."""
+    try:
+        data = orjson.dumps(props)
+    except TypeError as exc:  # orjson's own recursion limit (254), or an int wider than 64 bits
+        if "recursion" in str(exc).lower():
+            raise too_deep(what) from None
+        data = _stdlib_dumps(props, what).encode()
+    if len(data) > MAX_PROPERTY_BYTES:
+        raise PropertiesTooLarge(f"{what} take {len(data):,} bytes of JSON; at most {MAX_PROPERTY_BYTES:,} "
+                                 "are allowed: store large content in a file or a node of its own and "
+                                 "keep a reference (a path, URL or node id) in the properties")
+    # Each level opens one '{' or '['; fewer of them than the limit (brackets inside strings only
+    # add to the count) proves the depth without walking the value.
+    if data.count(b"{") + data.count(b"[") > MAX_PROPERTY_DEPTH and depth(props) > MAX_PROPERTY_DEPTH:
+        raise too_deep(what)
+    return data.decode()
+
+
+def too_deep(what: str) -> PropertiesTooLarge:
+    return PropertiesTooLarge(f"{what} nest deeper than {MAX_PROPERTY_DEPTH} levels of objects and lists; "
+                              "flatten them (e.g. dotted keys such as 'a.b.c') or store the nested document "
+                              "as a JSON string or a file")
+
+
+def parse_json(text: str | bytes, what: str = "the value") -> Any:
+    """``json.loads``, except that nesting too deep for the parser (~1000 levels) is reported as
+    PropertiesTooLarge instead of a RecursionError (shallower values are checked when stored)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise too_deep(what) from None
+
+
+def depth(value: Any) -> int:
+    """How many levels of dicts and lists ``value`` nests (0 for a scalar); iterative, so any depth
+    is measured without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_PROPERTY_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _stdlib_dumps(props: dict[str, Any], what: str) -> str:
+    try:
+        return json.dumps(props, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise too_deep(what) from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"{what} are not JSON ({exc}); use strings, numbers, booleans, null, "
+                                 "lists and objects") from None
