@@ -102,3 +102,28 @@ def test_console_script_runs(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+@pytest.mark.parametrize("args", [
+    ("expert", "import", "{missing}"),
+    ("expert", "update", "demo", "--file", "{missing}"),
+    ("expert", "create", "X", "--file", "{missing}"),
+    ("memory", "export", "{under_a_file}"),
+])
+def test_unreadable_and_unwritable_paths_are_clean_errors(run, tmp_path, args):
+    (tmp_path / "a_file").write_text("x")
+    paths = {"missing": str(tmp_path / "nope.json"), "under_a_file": str(tmp_path / "a_file" / "out.json")}
+    result = run(*(a.format(**paths) for a in args), code=1)
+    assert result.stderr.startswith("Error: ") and "Traceback" not in result.output
+    assert str(tmp_path) in result.stderr
+
+
+@pytest.mark.parametrize("damage", ["[]", "{}", "not json", '{"format": "kgos-graph-index/1", "n": 3}'])
+@pytest.mark.parametrize("which", ["meta.json", "graph/meta.json"])
+def test_a_damaged_index_cache_is_rebuilt_not_a_traceback(run, tmp_path, tiny_graph, which, damage):
+    run("kg", "import", "t", str(write_nodelink(tmp_path / "g.json", *tiny_graph)))
+    first = json.loads(run("search", "t", "prompt caching", "--json").stdout)
+    [meta] = (tmp_path / "home" / "cache" / "t" / "snapshots").glob(f"*/{which}")
+    meta.write_text(damage)
+    again = json.loads(run("search", "t", "prompt caching", "--json").stdout)
+    assert [h["node"]["id"] for h in again["results"]] == [h["node"]["id"] for h in first["results"]]

@@ -524,3 +524,19 @@ def test_gemini_embedder(server: FakeServer, monkeypatch: pytest.MonkeyPatch) ->
     first = req["body"]["requests"][0]
     assert first["taskType"] == "RETRIEVAL_DOCUMENT" and first["outputDimensionality"] == 16
     assert server.requests[-1]["body"]["requests"][0]["taskType"] == "RETRIEVAL_QUERY"
+
+
+def test_a_read_only_kg_without_a_cache_folder_is_a_typed_error(ws, tiny_graph, tmp_path: Path) -> None:
+    from conftest import write_nodelink
+
+    from kgos.embed.nodes import embed_store
+    from kgos.index.vectors import load_vectors
+    from kgos.store.native import NativeStore
+    ws.import_file("t", write_nodelink(tmp_path / "g.json", *tiny_graph))
+    store = NativeStore(ws.native_path("t"), "t", read_only=True)
+    try:
+        with pytest.raises(InvalidArgument, match="open it through a Workspace"):
+            embed_store(store, HashingEmbedder(16))
+        assert load_vectors(store, "hash", ("feature:prompt_caching",)) is None
+    finally:
+        store.close()

@@ -10,6 +10,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from kgos.errors import IndexDamaged, InvalidArgument
 from kgos.index.graph import GraphIndex
 from kgos.store.arrays import GraphArrays
 
@@ -316,8 +317,25 @@ def test_damaged_cache_is_refused(tmp_path: Path) -> None:
     a, _ = random_case(5)
     GraphIndex.build(a).save(tmp_path)
     np.save(tmp_path / "in_etype.npy", np.zeros(3, np.int32))
-    with pytest.raises(ValueError):
+    with pytest.raises(IndexDamaged, match="do not fit together"):
         GraphIndex.load(tmp_path)
+
+
+@pytest.mark.parametrize("meta", ["[]", "{}", "{not json", '{"format": "other/1"}'])
+def test_a_folder_that_is_not_an_index_is_a_typed_error(tmp_path: Path, meta: str) -> None:
+    (tmp_path / "meta.json").write_text(meta)
+    with pytest.raises(IndexDamaged, match=str(tmp_path)):
+        GraphIndex.load(tmp_path)
+    with pytest.raises(IndexDamaged, match="cannot load"):
+        GraphIndex.load(tmp_path / "missing")
+
+
+def test_bad_arguments_are_typed_errors() -> None:
+    g = GraphIndex.build(arrays(3, [(0, 1, "implements")]))
+    with pytest.raises(InvalidArgument, match="direction must be one of .* not 'up'"):
+        g.neighbors_of(0, direction="up")
+    with pytest.raises(InvalidArgument, match=r"edge endpoints must be node rows in \[0, 2\)"):
+        GraphIndex.build(arrays(2, [(0, 2, "a")], ("a",)))
 
 
 def memory_mapped(a: np.ndarray) -> bool:

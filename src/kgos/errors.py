@@ -147,3 +147,16 @@ class ProviderNotConfigured(ProviderError):
     environment variable or option to set."""
 
     status = 503
+
+
+class IndexDamaged(KGOSError, ValueError):
+    """An index file in the workspace cache that is stale, half-written or not an index at all. KG-OS
+    rebuilds such a cache from the KG; the message names the folder if it reaches a user."""
+
+    status = 500
+
+
+class DemoChanged(KGOSError):
+    """``kgos demo`` would overwrite demo KGs that were edited since it loaded them."""
+
+    status = 409

@@ -21,9 +21,17 @@ class KgosGroup(click.Group):
         except KGOSError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(1)
+        except OSError as exc:  # a path the user gave that cannot be read or written: no traceback for that
+            click.echo(f"Error: {_describe(exc)}", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             sys.exit(130)
+
+
+def _describe(exc: OSError) -> str:
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
 
 
 def output_options(f: Any) -> Any:
@@ -65,4 +73,4 @@ def main() -> None:
     cli(prog_name="kgos")
 
 
-from . import demo, evaluate, expert, kg, memory, methods, search, serve  # noqa: E402,F401  (importing registers the commands)
+from . import demo, evaluate, expert, kg, memory, methods, search, serve  # noqa: F401  (importing registers the commands)

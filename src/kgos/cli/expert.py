@@ -23,7 +23,10 @@ def service(ctx: click.Context) -> Any:
 
 
 def _json_file(path: str) -> Any:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

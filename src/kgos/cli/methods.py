@@ -317,4 +317,4 @@ def _print_search(c: Console, r: Any) -> None:
     _notes(c, r.notes)
 
 
-from . import analyze, dims  # noqa: E402,F401  (importing registers the dims and analyze groups)
+from . import analyze, dims  # noqa: F401  (importing registers the dims and analyze groups)

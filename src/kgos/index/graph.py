@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import IndexDamaged, InvalidArgument
 from ..store.arrays import GraphArrays
 
 FORMAT = "kgos-graph-index/1"
@@ -115,7 +116,7 @@ def _direction(direction: str) -> tuple[bool, bool]:
     try:
         return DIRECTIONS[direction]
     except KeyError:
-        raise ValueError(f"direction must be one of {sorted(DIRECTIONS)}, not {direction!r}") from None
+        raise InvalidArgument(f"direction must be one of {sorted(DIRECTIONS)}, not {direction!r}") from None
 
 
 def _as_nodes(nodes: Any) -> np.ndarray:
@@ -252,7 +253,7 @@ class GraphIndex:
         """Index a KG's arrays (src/dst int32 row numbers, type codes into ``arrays.types``)."""
         n, src, dst = arrays.n_nodes, np.asarray(arrays.src), np.asarray(arrays.dst)
         if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
-            raise ValueError("edge endpoints must be node rows in [0, n)")
+            raise InvalidArgument(f"edge endpoints must be node rows in [0, {n}): the arrays do not fit together")
         etype, weight = np.asarray(arrays.type_code), np.asarray(arrays.weight)
         out = Adjacency.build(src, dst, etype, weight, n)
         inn = Adjacency.build(dst, src, etype, weight, n)
@@ -283,7 +284,7 @@ class GraphIndex:
 
     @classmethod
     def from_arrays(cls, n: int, types: Iterable[str], arrays: Mapping[str, np.ndarray]) -> GraphIndex:
-        """Rebuild from :meth:`to_arrays` output (no copy); ValueError if the arrays do not fit together."""
+        """Rebuild from :meth:`to_arrays` output (no copy); IndexDamaged if the arrays do not fit together."""
         out, inn = (Adjacency(**{f: _frozen(arrays[f"{side}_{f}"]) for f in _EDGE_FIELDS})
                     for side in ("out", "in"))
         derived = {k: _frozen(arrays[k]) for k in ("pagerank", "communities") if k in arrays}
@@ -291,7 +292,7 @@ class GraphIndex:
         fits = all(a.indptr.shape == (n + 1,) and int(a.indptr[-1]) == m for a in (out, inn))
         fits &= all(getattr(a, f).shape == (m,) for a in (out, inn) for f in _EDGE_FIELDS[1:])
         if not fits or any(v.shape != (n,) for v in derived.values()):
-            raise ValueError("graph index arrays are inconsistent (damaged cache?)")
+            raise IndexDamaged("graph index arrays do not fit together (a damaged cache; it is rebuilt from the KG)")
         return cls(n, tuple(types), out, inn, derived)
 
     def save(self, folder: str | Path) -> None:
@@ -312,12 +313,15 @@ class GraphIndex:
     def load(cls, folder: str | Path, mmap: bool = True) -> GraphIndex:
         """Load a saved index; arrays are memory-mapped read-only unless ``mmap`` is False."""
         folder = Path(folder)
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"not a {FORMAT} folder: {folder}")
-        mode = "r" if mmap else None
-        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode=mode) for name in meta["arrays"]}
-        return cls.from_arrays(meta["n"], meta["types"], arrays)
+        try:
+            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            if meta.get("format") == FORMAT:
+                mode = "r" if mmap else None
+                arrays = {name: np.load(folder / f"{name}.npy", mmap_mode=mode) for name in meta["arrays"]}
+                return cls.from_arrays(meta["n"], meta["types"], arrays)
+        except (OSError, AttributeError, KeyError, TypeError, ValueError) as exc:  # missing, half-written, foreign
+            raise IndexDamaged(f"cannot load the graph index in {folder}: {exc}") from exc
+        raise IndexDamaged(f"not a {FORMAT} folder: {folder}")
 
     # lazily computed, cached ----------------------------------------------------------------------
     def _cached(self, key: Any, compute: Callable[[], np.ndarray]) -> np.ndarray:
