@@ -14,6 +14,7 @@ from conftest import BENCH
 COUNTS = {"go": (43_558, 84_172), "cli-man": (3_073, 12_343)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(COUNTS))
 def test_bench_kg_import_and_stats(tmp_path, name):
     path = BENCH / name / "kg.json.gz"

@@ -63,7 +63,7 @@ def test_embedding_signal_with_hashing_embedder(kg):
     assert ids(res)[0] == "stream" and res.results[0].components.embedding == pytest.approx(1.0)
     assert kg.embed("hash").embedded == 0  # unchanged text is not embedded again
     kg.update_node("alone", description="Receive tokens as they are generated, too.")
-    assert kg.embed("hash").embedded == 1
+    assert kg.embed("hash").embedded == 0  # the changed text was embedded on write
 
 
 def test_graph_signal_follows_typed_edges_from_seeds(kg):
@@ -89,7 +89,8 @@ def test_score_is_the_weighted_sum_of_normalised_components(kg):
     for h in res.results:
         c = h.components
         raw = 0.3 * c.embedding + 0.4 * c.text + 0.2 * c.graph + 0.1 * c.intent
-        assert h.score == pytest.approx(raw, rel=1e-5)  # diversity reorders, it does not rescore
+        assert h.score == pytest.approx(raw + h.diversity_bonus, rel=1e-5)  # the bonus is part of the score
+        assert h.diversity_bonus in (0.0, pytest.approx(0.05 * raw))
         assert all(0.0 <= getattr(c, s) <= 1.0 for s in ("embedding", "text", "graph", "intent"))
         assert h.method == "+".join(s for s in ("embedding", "text", "graph", "intent") if getattr(c, s) > 0)
 
@@ -99,9 +100,10 @@ def test_weight_precedence_and_fallback_without_vectors(kg):
     assert res.intent.name == "goal_based" and res.weights.source.startswith("kgos:goal_based (no vectors")
     a, b, g, d = KGOS_PROFILES["goal_based"]
     assert res.weights.as_tuple() == pytest.approx((0.0, b / (b + g + d), g / (b + g + d), d / (b + g + d)))
-    assert any("no node vectors" in n for n in res.notes)
+    assert any("no node vectors" in w for w in res.warnings) and res.to_dict()["warnings"] == list(res.warnings)
     kg.embed("hash")
     assert kg.search("I want to reduce costs").weights.as_tuple() == pytest.approx(KGOS_PROFILES["goal_based"])
+    assert kg.search("I want to reduce costs").warnings == ()
     assert kg.search("I want to reduce costs", weights=[1, 1, 0, 0]).weights.source == "explicit"
 
 
@@ -151,7 +153,7 @@ def test_every_mode_answers(kg, mode):
     res = kg.search("cheaper prompt caching", mode=mode, k=5)
     assert res.mode == mode and 0 < len(res.results) <= 5
     scores = [h.score for h in res.results]
-    assert scores == sorted(scores, reverse=True) or mode in ("hybrid", "fixed3", "fixed4")
+    assert scores == sorted(scores, reverse=True)  # the shown score is the ranking score in every mode
 
 
 @pytest.mark.parametrize("query", ["the of and", "!!! ???", '"unbalanced', "NEAR(a b", "a AND OR NOT *",
@@ -221,3 +223,18 @@ def test_result_json_shape(kg):
     assert set(hit) >= {"node", "score", "components", "method", "edge_annotations"}
     assert set(hit["components"]) == {"embedding", "text", "graph", "intent"}
     assert set(d["weights"]) >= {"alpha", "beta", "gamma", "delta"}
+
+
+def test_displayed_score_is_the_ranking_score_with_the_diversity_bonus(ws):
+    """spec/001 1.8's +5% for the first hit of each community reorders hits: it is part of ``score``
+    (shown as ``diversity_bonus``), so scores never increase down the list."""
+    from kgos.data import load_demo
+    load_demo(ws, embedder=None)
+    res = ws.kg("demo").search("prompt caching", k=10)
+    scores = [h.score for h in res.results]
+    assert scores == sorted(scores, reverse=True)
+    raw = [h.score - h.diversity_bonus for h in res.results]
+    assert raw != sorted(raw, reverse=True)  # this query is one the bonus reorders
+    boosted = [h for h in res.results if h.diversity_bonus > 0]
+    assert boosted and all(h.diversity_bonus == pytest.approx(0.05 * (h.score - h.diversity_bonus)) for h in boosted)
+    assert res.to_dict()["results"][0]["diversity_bonus"] == pytest.approx(boosted[0].diversity_bonus, abs=1e-6)

@@ -12,6 +12,7 @@ from ..retrieval.hybrid import MODES
 from ..retrieval.intents import INTENTS
 from . import cli, out, output_options, workspace
 from .output import table
+from .search import warn
 
 
 @cli.command("eval")
@@ -43,9 +44,11 @@ def eval_(ctx: click.Context, db_id: str, probes: Path, k: int, ablation: bool, 
         reports = run_ablation(kg, probe_list, k, cfg)
         o.emit({"db_id": db_id, "probes": str(probes), "configs": [r.to_dict(per_probe) for r in reports]},
                lambda c: _print_ablation(c, reports), lambda: [_plain_row(r) for r in reports])
+        warn(dict.fromkeys(w for r in reports for w in r.warnings))
         return
     report = evaluate_config(kg, probe_list, cfg, k)
     o.emit(report.to_dict(per_probe), lambda c: _print_report(c, db_id, report), lambda: [_plain_row(report)])
+    warn(report.warnings)
 
 
 METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
@@ -103,6 +106,6 @@ def _print_tune(c: Console, db_id: str, r: Any, saved: bool) -> None:
     c.print(table("weights fitted on all probes", ["intent", "alpha", "beta", "gamma", "delta"],
                   [(k, *(f"{x:.2f}" for x in v)) for k, v in r.weights.items()]))
     if saved:
-        c.print("Saved: search on this KG now uses these weights (explicit weights still win).")
+        c.print(f"Saved: search on this KG now uses these weights (explicit weights still win); {r.scope}.")
     elif not r.worth_saving:
         c.print("No held-out gain: keep the current profiles.")

@@ -33,6 +33,13 @@ def search(ctx: click.Context, db_ids: str, query: str, k: int, intent: str | No
     result = ws.kg(ids[0]).search(query, k=k, **options) if len(ids) == 1 else ws.search(ids, query, k=k, **options)
     out(ctx, json_, plain_).emit(result, lambda c: _print(c, result, explain),
                                  lambda: [(h.rank, f"{h.score:.4f}", h.node.id, h.node.name) for h in result.results])
+    warn(result.warnings)
+
+
+def warn(warnings: Any) -> None:
+    """Warnings about result quality go to stderr in every output mode (stdout stays one document)."""
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
 
 
 def _print(c: Console, r: Any, explain: bool) -> None:
@@ -51,6 +58,10 @@ def _print(c: Console, r: Any, explain: bool) -> None:
                             for a in h.edge_annotations)
             c.print(f"           emb {cm.embedding:.2f}  text {cm.text:.2f}  graph {cm.graph:.2f}  "
                     f"intent {cm.intent:.2f}" + (f"  [dim]via {why}[/]" if why else ""))
+            if h.diversity_bonus:
+                c.print(f"           +{h.diversity_bonus:.3f} diversity: first hit of its community (+5%)")
+            if h.missing_signals:
+                c.print(f"           no {'/'.join(h.missing_signals)} yet: weights spread over its other signals")
     for note in r.notes:
         c.print(f"[dim]note: {note}[/]")
     c.print(f"[dim]{r.took_ms:.1f} ms[/]")

@@ -78,6 +78,26 @@ def embed_nodes(store: GraphStore, embedder: Embedder, node_ids: Iterable[str], 
     return len(todo)
 
 
+def stored_vectors(store: GraphStore, model: str, cache_root: Path | None = None) -> dict[str, tuple[bytes, int]]:
+    """Every vector stored for ``model``, keyed by the content hash of the text it was made from."""
+    return {h: (blob, dims) for h, blob, dims in _table(store, cache_root).rows(model, with_vectors=True).values()}
+
+
+def carry_vectors(store: GraphStore, model: str, vectors: dict[str, tuple[bytes, int]],
+                  cache_root: Path | None = None) -> int:
+    """Give each node whose text hashes to a known vector that vector (a KG replaced by an import
+    keeps the vectors of its unchanged nodes instead of embedding them again). Returns how many."""
+    if not vectors:
+        return 0
+    items = [(n.id, h, vectors[h][0]) for n in store.iter_nodes()
+             for h in [content_hash(model, embed_text(n))] if h in vectors]
+    dims = next(iter(vectors.values()))[1]
+    items = [i for i in items if vectors[i[1]][1] == dims]
+    if items:
+        _write(store, _table(store, cache_root), model, dims, items)
+    return len(items)
+
+
 def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],
            remove: set[str] | None = None) -> None:
     if table.native and isinstance(store, NativeStore):  # the KG's own table: one of its transactions

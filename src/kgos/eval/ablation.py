@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from ..index.text import TextConfig
 from ..retrieval.engine import SearchEngine
 from ..retrieval.hybrid import SearchOptions
 from .probes import Probe
-from .run import EvalReport, evaluate
+from .run import EvalReport, evaluate, search_ranker
 
 # spec/000 appendix C, in its order, then the adaptive default.
 ABLATION: list[tuple[str, dict[str, Any]]] = [
@@ -63,12 +63,10 @@ def evaluate_config(kg: Any, probes: Sequence[Probe], config: dict[str, Any], k:
                     label: str = "") -> EvalReport:
     engine = engine_for(kg, config)
     search = {key: config[key] for key in SEARCH_KEYS if config.get(key) is not None}
-
-    def rank(query: str) -> tuple[list[str], str]:
-        res = engine.search(query, k=k, **search)
-        return [h.node.id for h in res.results], res.intent.name
+    warnings: list[str] = []
+    rank = search_ranker(engine.search, k, warnings, **search)
     engine.snapshot()  # build outside the timed queries
-    return evaluate(probes, rank, label or search.get("mode", "hybrid"))
+    return replace(evaluate(probes, rank, label or search.get("mode", "hybrid")), warnings=tuple(warnings))
 
 
 def ablation(kg: Any, probes: Sequence[Probe], k: int = 10, base: dict[str, Any] | None = None) -> list[EvalReport]:

@@ -25,10 +25,12 @@ class EvalReport:
     latency_ms: dict[str, float]
     label: str = ""
     per_probe: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    warnings: tuple[str, ...] = ()  # what the searches warned about (e.g. a KG without vectors), once each
 
     def to_dict(self, per_probe: bool = False) -> dict[str, Any]:
         d = {"label": self.label, "n": self.n, "strict": self.strict, "lenient": self.lenient,
-             "by_level": self.by_level, "by_intent": self.by_intent, "latency_ms": self.latency_ms}
+             "by_level": self.by_level, "by_intent": self.by_intent, "latency_ms": self.latency_ms,
+             "warnings": list(self.warnings)}
         if per_probe:
             d["per_probe"] = list(self.per_probe)
         return d
@@ -64,9 +66,17 @@ def _latency(ms: list[float]) -> dict[str, float]:
     return {"p50": statistics.median(ordered) if ordered else 0.0, "p99": p99, "mean": statistics.fmean(ordered) if ordered else 0.0}
 
 
-def kg_ranker(kg: Any, k: int = 10, **search_options: Any) -> Ranker:
-    """A ranker that calls ``kg.search`` with fixed options."""
+def kg_ranker(kg: Any, k: int = 10, warnings: list[str] | None = None, **search_options: Any) -> Ranker:
+    """A ranker that calls ``kg.search`` with fixed options; the searches' warnings go to ``warnings``."""
+    return search_ranker(kg.search, k, warnings, **search_options)
+
+
+def search_ranker(search: Callable[..., Any], k: int = 10, warnings: list[str] | None = None,
+                  **search_options: Any) -> Ranker:
+    """A ranker over any ``search(query, k=..., **options)`` returning a SearchResult."""
     def rank(query: str) -> tuple[list[str], str]:
-        res = kg.search(query, k=k, **search_options)
+        res = search(query, k=k, **search_options)
+        if warnings is not None:
+            warnings.extend(w for w in res.warnings if w not in warnings)
         return [h.node.id for h in res.results], res.intent.name
     return rank

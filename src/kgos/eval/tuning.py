@@ -46,6 +46,13 @@ class TuneReport:
     fold_gains: tuple[float, ...]
     weights: dict[str, tuple[float, float, float, float]]  # fitted on all probes: "_default" and per intent
     has_vectors: bool
+    fitted_on: str | None = None  # the vector model of the snapshot (None: no vectors); saved with the weights
+
+    @property
+    def scope(self) -> str:
+        """When search will use these weights once saved: only while the KG's vectors are the same."""
+        return (f"used while this KG's vectors are {self.fitted_on}'s" if self.fitted_on else
+                "fitted without vectors: used only while this KG has none (ignored after `kgos embed`)")
 
     @property
     def gain(self) -> float:
@@ -58,7 +65,7 @@ class TuneReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(gain=self.gain, worth_saving=self.worth_saving)
+        d.update(gain=self.gain, worth_saving=self.worth_saving, scope=self.scope)
         return d
 
 
@@ -149,7 +156,8 @@ def _cross_validate(kg: KG, probes: Sequence[Probe], folds: int, step: float, se
     if folds < 2 or folds > len(probes):
         raise InvalidArgument(f"folds must be between 2 and the number of probes ({len(probes)})")
     data = collect(kg, probes, depth)
-    has_vectors = kg.engine.snapshot().vectors is not None
+    snap = kg.engine.snapshot()
+    has_vectors = snap.vectors is not None
     grid = simplex(step)
     if not has_vectors:
         grid = grid[grid[:, 0] == 0]  # no embedding signal to weigh
@@ -167,4 +175,4 @@ def _cross_validate(kg: KG, probes: Sequence[Probe], folds: int, step: float, se
     fitted = {k: tuple(round(float(x), 4) for x in v) for k, v in fit(data, grid).items()}
     return TuneReport(n=len(data), folds=folds, heldout_default_mrr=float(np.concatenate(base).mean()),
                       heldout_tuned_mrr=float(np.concatenate(tuned).mean()), fold_gains=tuple(gains),
-                      weights=fitted, has_vectors=has_vectors)  # type: ignore[arg-type]
+                      weights=fitted, has_vectors=has_vectors, fitted_on=snap.embedder)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ version, so a new process loads arrays instead of re-tokenising and re-scanning 
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import time
@@ -64,6 +65,14 @@ class Snapshot:
     @property
     def n(self) -> int:
         return len(self.node_ids)
+
+    @functools.cached_property
+    def vector_rows(self) -> np.ndarray:
+        """One bool per row: has the node a vector? (Nodes written since the last embedding run have a
+        zero row.) Computed once per snapshot, after ``vectors`` is attached."""
+        if self.vectors is None:
+            return np.zeros(self.n, bool)
+        return np.asarray(np.any(self.vectors != 0, axis=1))
 
 
 def build(store: GraphStore, config: TextConfig, embedder: str | None = None,

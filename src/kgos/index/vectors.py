@@ -45,6 +45,16 @@ class _VectorTable:
             out[node_id] = (digest, blob, dims) if with_vectors else digest
         return out
 
+    def hashes(self, model: str, node_ids: list[str]) -> dict[str, str]:
+        """The content hash of each of these nodes' vectors (the write path checks a few, not all)."""
+        key = "n.id" if self.native else "e.node_id"
+        out: dict[str, str] = {}
+        for start in range(0, len(node_ids), 500):  # under SQLite's bound-parameter limit
+            chunk = node_ids[start:start + 500]
+            sql = f"{self._select} AND {key} IN ({','.join('?' * len(chunk))})"
+            out.update((r[0], r[1]) for r in self.conn.execute(sql, (model, *chunk)))
+        return out
+
     def write(self, model: str, dims: int, items: list[tuple[str, str, bytes]]) -> None:
         if self.native:
             sql = ("INSERT OR REPLACE INTO node_embeddings (node, model, dims, content_hash, vector) "

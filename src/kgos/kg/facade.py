@@ -8,8 +8,8 @@ MCP server call into. It composes the services below it instead of inheriting th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..embed import get_embedder
@@ -146,18 +146,27 @@ class KG:
 
     def add_node(self, name: str, type: str = "entity", description: str = "",
                  properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
-        return self._writer().add_node(name, type, description, properties, id=id)
+        return self._embedded(self._writer().add_node(name, type, description, properties, id=id))
 
     def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
                     properties: dict[str, Any] | None = None) -> Node:
-        return self._writer().upsert_node(id, name, type, description, properties)
+        return self._embedded(self._writer().upsert_node(id, name, type, description, properties))
 
     def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
                       description: str = "") -> Node:
-        return self._writer().upsert_entity(name, type, properties, description)
+        return self._embedded(self._writer().upsert_entity(name, type, properties, description))
 
     def update_node(self, id: str, **changes: Any) -> Node:
-        return self._writer().update_node(id, **changes)
+        return self._embedded(self._writer().update_node(id, **changes))
+
+    def _embedded(self, node: Node) -> Node:
+        """A written node gets its vector now (if the KG is embedded), so search finds it by meaning."""
+        self.engine.embed_written([node.id])
+        return node
+
+    def batch(self) -> AbstractContextManager[None]:
+        """``with kg.batch(): ...`` embeds the nodes written inside in one batch at the end."""
+        return self.engine.deferred_embedding()
 
     def delete_node(self, id: str) -> int:
         return self._writer().delete_node(id)
@@ -183,14 +192,18 @@ class KG:
         return self._views.view(self.store, self.engine.snapshot())
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
-               mode: str = "hybrid") -> SearchResult:
+               mode: str = "hybrid", filters: Mapping[str, Any] | None = None) -> SearchResult:
         """Intent-adaptive hybrid search (spec/001); every hit explains its score.
 
         ``weights``: explicit (alpha, beta, gamma, delta), normalised to sum 1; None uses the intent's
         profile. ``intent``: one of the 8 retrieval intents, or None to classify the query. ``mode``:
         hybrid (default), fixed3, fixed4, embedding, bm25, fts, text, graph or rrf (for ablations).
+        ``filters``: dimension constraints ({name: {min, max, exact, gt, lt}}) as a pre-filter: only
+        nodes meeting all of them are scored.
         """
-        result: SearchResult = self.engine.search(query, k=k, weights=weights, intent=intent, mode=mode)
+        prefilter = dimensions.prefilter(self.store, filters) if filters else None
+        result: SearchResult = self.engine.search(query, k=k, weights=weights, intent=intent, mode=mode,
+                                                  prefilter=prefilter)
         return result
 
     def embed(self, model: str = "default", batch_size: int = 64,
@@ -210,7 +223,7 @@ class KG:
     def save_weight_profiles(self, profiles: Mapping[str, Iterable[float]] | None) -> None:
         """Store (or with None remove) this KG's tuned weight profiles (``kgos.eval.tuning.tune``
         fits them)."""
-        value = json.dumps({str(k): list(v) for k, v in profiles.items()}) if profiles else ""
+        value = self.engine.profile_json(profiles) if profiles else ""  # scoped to today's vectors
         if isinstance(self.store, NativeStore) and not self.store.read_only:
             self.store.set_meta(weight_profiles=value)
         else:

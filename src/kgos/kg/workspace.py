@@ -209,10 +209,16 @@ class Workspace:
         if exists and self.registry.get(db_id) is not None:
             raise InvalidArgument(f"'{db_id}' is an attached foreign KG; import into a native KG instead")
         if mode == "merge" and exists:
-            return merge_into(self.kg(db_id).store, source, skip_dangling, progress)  # type: ignore[arg-type]
+            merged = merge_into(self.kg(db_id).store, source, skip_dangling, progress)  # type: ignore[arg-type]
+            self.kg(db_id).engine.embed_changed()  # an embedded KG stays searchable by meaning
+            return merged
         if mode == "create" and exists:
             raise KGExists(f"KG '{db_id}' already exists: use --merge to add to it or --replace to overwrite it")
-        return self._build_and_swap(db_id, source, skip_dangling, progress, mode)
+        carried = self.kg(db_id).engine.vector_carry() if exists else None
+        report = self._build_and_swap(db_id, source, skip_dangling, progress, mode)
+        if carried is not None:  # the replacement keeps the embedder and the vectors of unchanged text
+            self.kg(db_id).engine.embed_changed(carried)
+        return report
 
     def _build_and_swap(self, db_id: str, source: Any, skip_dangling: bool,
                         progress: Progress | None, mode: str) -> ImportReport:

@@ -13,17 +13,22 @@ match (a string "0.3" never does). The CLI form ``"pricing_tier<0.3"`` is parsed
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import InvalidArgument, InvalidName
+from ..retrieval.engine import Prefilter
 from .catalog import DIMENSIONS
 from .nodesql import node_table
 from .results import DimensionFilterResult, DimensionMatch, DimensionValue, NodeDimensions, NodeRef
 
 if TYPE_CHECKING:
+    from ..index.snapshot import Snapshot
     from ..store.base import GraphStore
     from .source import KGSource
 
@@ -136,6 +141,39 @@ def dimension_filter(store: GraphStore, filters: Any, limit: int = 20) -> Dimens
     rows = tuple(DimensionMatch(_ref(nodes[i]), {n: nodes[i].properties[n] for n in checked})
                  for i in ids if i in nodes)
     return DimensionFilterResult(checked, int(total), rows, custom, notes)
+
+
+def prefilter(store: GraphStore, filters: Any) -> Prefilter:
+    """The filters as a search pre-filter (spec/000 section 8: only nodes matching ALL constraints
+    are considered): the row mask is built per snapshot, the key is the checked filters."""
+    checked = check_filters(filters)
+    return Prefilter(json.dumps(checked, sort_keys=True), lambda snap: filter_mask(store, snap, checked))
+
+
+def filter_mask(store: GraphStore, snap: Snapshot, filters: dict[str, dict[str, float]]) -> np.ndarray:
+    """One bool per snapshot row: does the node meet every constraint? One SQL query for the
+    matching rows (native KGs map FTS rowids with one ``searchsorted``), else a pass over the nodes."""
+    mask = np.zeros(snap.n, bool)
+    table = node_table(store)
+    if snap.n == 0:
+        return mask
+    if table is None:
+        ids: list[str] = [n.id for n in store.iter_nodes() if matches(n.properties, filters)]
+    elif table.props is None:
+        return mask
+    else:
+        where, args = _conditions(table.props, filters)
+        if table.order == "n.rowid" and snap.rowids is not None:
+            found = np.array([r[0] for r in table.conn.execute(f"SELECT n.rowid {table.source} AND {where}", args)],
+                             np.int64)
+            pos = np.searchsorted(snap.rowids, found)
+            ok = (pos < snap.n) & (snap.rowids[np.minimum(pos, snap.n - 1)] == found)
+            mask[pos[ok]] = True
+            return mask
+        ids = [str(r[0]) for r in table.conn.execute(f"SELECT {table.id} {table.source} AND {where}", args)]
+    rows = [snap.index[i] for i in ids if i in snap.index]
+    mask[np.array(rows, np.int64)] = True
+    return mask
 
 
 def _filter_python(store: GraphStore, filters: dict[str, dict[str, float]], limit: int) -> tuple[int, list[str]]:

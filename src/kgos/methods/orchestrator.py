@@ -10,7 +10,8 @@
    ``method`` is the best 0..1 score any routed method gave the node (a plan step 1.0, a can_it
    match 1.0 and its workarounds 0.8, want_to scores over their maximum, ...). With no route the
    hybrid order stands.
-4. Dimension filters of the config drop candidates that miss them.
+4. Dimension filters of the config are pre-filters: the hybrid search scores only the nodes that
+   meet them (a row mask over the snapshot), and routed methods' nodes that miss them are dropped.
 5. The top ``expand_top`` (3) hits are expanded with their strongest edges (``edges``).
 """
 
@@ -94,7 +95,10 @@ def intent_search(kg: KGSource, query: str, config: Any = None) -> IntentSearchR
     cfg = RetrievalConfig.of(config).checked()
     cls = classify_intent(query)
     routes = cfg.methods if cfg.methods is not None else cls.routes
-    hybrid = kg.search(cls.query, k=max(cfg.k * 3, 30), weights=cfg.weights, intent=cfg.intent)
+    # Dimension filters are pre-filters (spec/000 section 8): the hybrid scores only matching nodes.
+    prefilter = dimensions.prefilter(kg.store, cfg.dimension_filters) if cfg.dimension_filters else None
+    hybrid = kg.engine.search(cls.query, k=max(cfg.k * 3, 30), weights=cfg.weights, intent=cfg.intent,
+                              prefilter=prefilter)
     view, snap = view_of(kg), kg.engine.snapshot()
     target = _target(view, snap, kg.store, cls, hybrid)
     subs, scores, notes = _run_routes(kg, view, snap, cls.query, routes, target, cfg)
@@ -105,7 +109,8 @@ def intent_search(kg: KGSource, query: str, config: Any = None) -> IntentSearchR
         query=cls.query, intent=cls.top, intents=cls.intents, retrieval_intent=hybrid.intent.name, routes=tuple(routes),
         weights={"alpha": w.embedding, "beta": w.text, "gamma": w.graph, "delta": w.intent,
                  "method": cfg.method_weight if scores else 0.0},
-        nodes=hits, edges=edges, took_ms=(time.perf_counter() - t0) * 1000, notes=tuple(notes) + hybrid.notes, **subs)
+        nodes=hits, edges=edges, took_ms=(time.perf_counter() - t0) * 1000, notes=tuple(notes) + hybrid.notes,
+        warnings=hybrid.warnings, **subs)
 
 
 def _run_routes(kg: KGSource, view: GraphView, snap: Any, query: str, routes: tuple[str, ...], target: int | None,

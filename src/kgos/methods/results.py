@@ -543,3 +543,4 @@ class IntentSearchResult(Record):
     exploration: ExplorationTree | None = None
     took_ms: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())  # the hybrid search's (e.g. no vectors)

@@ -11,11 +11,15 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..errors import KGOSError
 from ..index import snapshot as snapshots
 from ..index.snapshot import Snapshot
 from ..index.text import TextConfig
@@ -26,6 +30,16 @@ from .results import SearchResult
 
 CACHE_TTL_SECONDS = 300.0
 CACHE_SIZE = 1024
+FITTED_ON = "_fitted_on"  # key of a tuned profile: the vector model it was fitted with (None: no vectors)
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """Rows a search may consider (spec/000 section 8 dimension filters): ``rows`` gives the bool mask
+    of one snapshot; ``key`` names the filter in the query cache."""
+
+    key: str
+    rows: Callable[[Snapshot], np.ndarray]
 
 
 class QueryCache:
@@ -56,6 +70,15 @@ class QueryCache:
         return len(self._items)
 
 
+@dataclass(frozen=True)
+class VectorCarry:
+    """A replaced KG's embedder (spec and model name) and its vectors by content hash."""
+
+    spec: str
+    model: str
+    vectors: dict[str, tuple[bytes, int]]
+
+
 class SearchEngine:
     def __init__(self, store: GraphStore, cache_root: Path | None = None, text: TextConfig = TextConfig(),
                  options: SearchOptions = SearchOptions(), embedder: str | None = None) -> None:
@@ -68,6 +91,9 @@ class SearchEngine:
         self.cache = QueryCache()
         self._snapshot: Snapshot | None = None
         self._embedder: Any = None
+        self._deferred: list[str] | None = None  # node ids written inside deferred_embedding()
+        self.embed_error: str | None = None  # the last failure of embedding on write, until one succeeds
+        self._masks: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()  # (version, filter) -> rows
         self._lock = threading.Lock()
 
     def snapshot(self) -> Snapshot:
@@ -95,6 +121,29 @@ class SearchEngine:
             return None
         return profile if isinstance(profile, dict) else None
 
+    def profile_json(self, profiles: dict[str, Any]) -> str:
+        """Tuned weights as saved: scoped to the vector model of the snapshot they were fitted on."""
+        return json.dumps({**{str(k): list(v) for k, v in profiles.items()}, FITTED_ON: self.snapshot().embedder})
+
+    def usable_profile(self, snap: Snapshot) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+        """The tuned profile if it was fitted on this snapshot's vector state, else (None, a warning):
+        weights fitted without vectors (alpha 0 everywhere) must not outlive ``kgos embed``."""
+        profile = self.tuned_profile()
+        if profile is None:
+            return None, ()
+        weights = {k: v for k, v in profile.items() if k != FITTED_ON}
+        if FITTED_ON in profile:
+            fitted = profile[FITTED_ON]
+        else:  # saved before profiles were scoped: all-zero alpha can only come from a KG without vectors
+            fitted = None if all(float(v[0]) == 0 for v in weights.values()) else snap.embedder
+        if fitted == snap.embedder:
+            return weights, ()
+        state = f"vectors of {fitted}" if fitted else "no vectors"
+        now = f"vectors of {snap.embedder}" if snap.embedder else "no vectors"
+        warning = (f"the tuned weight profile of '{self.store.db_id}' was fitted with {state} and the KG now has "
+                   f"{now}: ignored (default profiles used); re-run `kgos tune {self.store.db_id} PROBES --save`")
+        return None, (warning,)
+
     def _spec(self) -> str | None:
         return self.embedder_spec or self.store.meta().get("embedder")
 
@@ -108,18 +157,102 @@ class SearchEngine:
             self._embedder = get_embedder(self._spec())  # type: ignore[arg-type]
         return self._embedder
 
+    def embed_written(self, node_ids: Iterable[str]) -> int:
+        """Embed nodes just written (new or changed text) with this KG's embedder, if it has one, so
+        they are searchable by meaning at once. If the embedder fails (an API offline, model files
+        missing) the write stands: the nodes stay without a vector, search scores them on their other
+        signals and says so, and ``kgos embed`` catches up. Returns how many were embedded."""
+        if not self._spec() or self.store.read_only:
+            return 0
+        if self._deferred is not None:
+            self._deferred.extend(node_ids)
+            return 0
+        from ..embed import nodes
+        try:
+            done = nodes.embed_nodes(self.store, self.query_embedder(), node_ids, self.cache_root)
+        except (KGOSError, OSError) as e:  # degrade to vectorless scoring; reported by every search
+            self.embed_error = f"embedding on write failed ({type(e).__name__}: {e})"
+            return 0
+        self.embed_error = None
+        return done
+
+    @contextmanager
+    def deferred_embedding(self) -> Iterator[None]:
+        """Collect the nodes written inside and embed them in one batch at the end (bulk writes)."""
+        if self._deferred is not None:  # nested: the outer block embeds
+            yield
+            return
+        self._deferred = []
+        try:
+            yield
+        finally:
+            ids, self._deferred = self._deferred, None
+            self.embed_written(ids)
+
+    def embed_changed(self, carried: VectorCarry | None = None) -> int:
+        """After a bulk write (an import): embed every node whose text changed, by content hash, with
+        this KG's embedder (or ``carried``'s, the embedder of the KG an import replaced, whose vectors
+        of unchanged text are reused). Failures degrade as in ``embed_written``. Returns how many."""
+        from ..embed.nodes import carry_vectors, embed_store
+        if carried is not None and not self._spec() and hasattr(self.store, "set_meta"):
+            self.store.set_meta(embedder=carried.spec)
+            self.embedder_spec, self._embedder = carried.spec, None
+        if not self._spec() or self.store.read_only:
+            return 0
+        try:
+            embedder = self.query_embedder()
+            if carried is not None and carried.model == embedder.name:
+                carry_vectors(self.store, embedder.name, carried.vectors, self.cache_root)
+            done = embed_store(self.store, embedder, self.cache_root).embedded
+        except (KGOSError, OSError) as e:  # degrade to vectorless scoring; reported by every search
+            self.embed_error = f"embedding after import failed ({type(e).__name__}: {e})"
+            return 0
+        self.embed_error = None
+        return done
+
+    def vector_carry(self) -> VectorCarry | None:
+        """This KG's embedder and stored vectors, for an import that is about to replace the KG."""
+        if not self._spec():
+            return None
+        from ..embed.nodes import stored_vectors
+        spec: str = self._spec()  # type: ignore[assignment]
+        try:
+            name = self.query_embedder().name
+        except (KGOSError, OSError):  # the replacement still remembers its embedder; embedding reports it
+            return VectorCarry(spec, "", {})
+        return VectorCarry(spec, name, stored_vectors(self.store, name, self.cache_root))
+
     def embed_query(self, text: str) -> np.ndarray | None:
         embedder = self.query_embedder()
         return embedder.embed_query(text) if embedder is not None else None
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
-               mode: str = "hybrid") -> SearchResult:
+               mode: str = "hybrid", prefilter: Prefilter | None = None) -> SearchResult:
         snap = self.snapshot()
-        key = (query, k, mode, intent, tuple(weights) if isinstance(weights, (list, tuple)) else str(weights))
+        key = (query, k, mode, intent, tuple(weights) if isinstance(weights, (list, tuple)) else str(weights),
+               prefilter.key if prefilter is not None else None)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
+        tuned, warnings = self.usable_profile(snap)
         result = hybrid.search(snap, self.store, query, k, weights, intent, mode, self.options,
-                               embed_query=self.embed_query, tuned=self.tuned_profile())
+                               embed_query=self.embed_query, tuned=tuned, mask=self._mask(snap, prefilter))
+        if weights is not None:
+            warnings = ()  # explicit weights win over any tuned profile, usable or not
+        if self.embed_error and result.warnings:
+            warnings += (self.embed_error,)
+        if warnings:
+            result = replace(result, warnings=result.warnings + warnings)
         self.cache.put(key, result)
         return result
+
+    def _mask(self, snap: Snapshot, prefilter: Prefilter | None) -> np.ndarray | None:
+        """The pre-filter's rows for this snapshot, remembered for the few filters in use."""
+        if prefilter is None:
+            return None
+        key = (snap.version, prefilter.key)
+        if key not in self._masks:
+            self._masks[key] = prefilter.rows(snap)
+            while len(self._masks) > 32:
+                self._masks.popitem(last=False)
+        return self._masks[key]

@@ -32,6 +32,7 @@ MAX_K = 1000
 MAX_QUERY_TERMS = 64
 RRF_K = 60
 DIVERSITY_BOOST = 1.05  # spec/001 1.8
+DIVERSE_MODES = frozenset({"hybrid", "fixed3", "fixed4"})
 
 
 @dataclass(frozen=True)
@@ -200,15 +201,26 @@ class Signals:
 
 
 def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
-                    query_vector: np.ndarray | None, options: SearchOptions) -> Signals:
-    bm25 = bm25_signal(snap, query, intent, options.keyword_boost)
-    fts = fts_signal(snap, store, query, options.fts_candidates) if options.fts else None
+                    query_vector: np.ndarray | None, options: SearchOptions,
+                    mask: np.ndarray | None = None) -> Signals:
+    """Every signal over the snapshot; with ``mask`` (a pre-filter, one bool per row) only the rows
+    it keeps are considered: the others score 0 and each signal is normalised over the kept rows."""
+    bm25 = within(bm25_signal(snap, query, intent, options.keyword_boost), mask)
+    fts = within(fts_signal(snap, store, query, options.fts_candidates), mask) if options.fts else None
     text = np.maximum(bm25, fts) if fts is not None else bm25
-    emb = embedding_signal(snap, query_vector)
+    emb = within(embedding_signal(snap, query_vector), mask)
     seeds = top_indices(text, options.seeds_text)
     if emb is not None:
         seeds = np.union1d(seeds, top_indices(emb, options.seeds_embedding))
-    return Signals(emb, bm25, fts, text, graph_signal(snap, seeds, intent), intent_signal(snap, seeds, intent), seeds)
+    graph = within(graph_signal(snap, seeds, intent), mask)
+    return Signals(emb, bm25, fts, text, graph, within(intent_signal(snap, seeds, intent), mask), seeds)
+
+
+def within(signal: np.ndarray | None, mask: np.ndarray | None) -> np.ndarray | None:
+    """The signal on the rows a pre-filter keeps, renormalised to a maximum of 1 over them."""
+    if signal is None or mask is None:
+        return signal
+    return normalise(np.where(mask, signal, np.float32(0)))
 
 
 # -- combination -----------------------------------------------------------------------------------
@@ -232,11 +244,24 @@ def signal_for_mode(signals: Signals, mode: str) -> Signals:
     return signals
 
 
-def combine(signals: Signals, w: Weights) -> np.ndarray:
+def combine(signals: Signals, w: Weights, vectorless: np.ndarray | None = None) -> np.ndarray:
+    """The 4-weight sum. Rows in ``vectorless`` (nodes written since they were last embedded) have no
+    embedding signal to lose: their other signals are weighted as if alpha were spread over them."""
     total = w.text * signals.text + w.graph * signals.graph + w.intent * signals.intent
-    if signals.embedding is not None:
-        total = total + w.embedding * signals.embedding
-    return total
+    if signals.embedding is None:
+        return total
+    rest = w.text + w.graph + w.intent
+    if vectorless is not None and vectorless.size and rest > 0:
+        total[vectorless] *= (rest + w.embedding) / rest
+    return total + w.embedding * signals.embedding
+
+
+def vectorless_rows(snap: Snapshot, signals: Signals) -> np.ndarray | None:
+    """Rows without a vector while the embedding signal is on (None when every row has one)."""
+    if signals.embedding is None or snap.vectors is None:
+        return None
+    rows = np.flatnonzero(~snap.vector_rows)
+    return rows if rows.size else None
 
 
 def keyword_presence(snap: Snapshot, query: str) -> np.ndarray:
@@ -273,15 +298,21 @@ def rrf(rankings: Sequence[np.ndarray], depth: int = 100) -> np.ndarray:
     return out
 
 
-def diversify(order: np.ndarray, total: np.ndarray, communities: np.ndarray | None) -> np.ndarray:
-    """+5% for the first hit of each community, then re-sort (spec/001 1.8; only for > 3 results)."""
+def diversify(order: np.ndarray, total: np.ndarray,
+              communities: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """+5% for the first hit of each community, then re-sort (spec/001 1.8; only for > 3 results).
+
+    Returns (order, score, bonus) aligned by position: the boosted score is the one ranked on, so it
+    is the one shown; ``bonus`` is what the boost added (0 for hits of a community already seen).
+    """
+    score = total[order].astype(np.float64)
+    bonus = np.zeros(order.size)
     if communities is None or order.size <= 3:
-        return order
-    labels = communities[order]
-    _, first = np.unique(labels, return_index=True)
-    boosted = total[order].astype(np.float64)
-    boosted[first] *= DIVERSITY_BOOST
-    return order[np.argsort(-boosted, kind="stable")]
+        return order, score, bonus
+    _, first = np.unique(communities[order], return_index=True)
+    bonus[first] = score[first] * (DIVERSITY_BOOST - 1.0)
+    resort = np.argsort(-(score + bonus), kind="stable")
+    return order[resort], (score + bonus)[resort], bonus[resort]
 
 
 # -- results ---------------------------------------------------------------------------------------
@@ -309,28 +340,30 @@ def annotations(snap: Snapshot, hits: np.ndarray, seeds: np.ndarray,
     return {h: tuple(a) for h, a in out.items()}
 
 
-def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, total: np.ndarray, signals: Signals,
-              mode: str) -> tuple[SearchHit, ...]:
+def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, score: np.ndarray, bonus: np.ndarray,
+              signals: Signals, mode: str) -> tuple[SearchHit, ...]:
+    """Result objects for the final top k; ``score`` and ``bonus`` are aligned with ``order``."""
     nodes = store.get_nodes(snap.node_ids[i] for i in order)
     notes = annotations(snap, order, signals.seeds)
     hits = []
-    for rank, i in enumerate(order, 1):
+    for rank, (i, s, b) in enumerate(zip(order, score, bonus), 1):
         c = Components(embedding=float(signals.embedding[i]) if signals.embedding is not None else 0.0,
                        text=float(signals.text[i]), graph=float(signals.graph[i]), intent=float(signals.intent[i]))
         node = nodes.get(snap.node_ids[i])
         if node is None:  # deleted since the snapshot; the next query rebuilds it
             continue
-        hits.append(SearchHit(node=node, score=float(total[i]), components=c,
+        hits.append(SearchHit(node=node, score=float(s), components=c,
                               method="rrf" if mode == "rrf" else method_tags(c), rank=rank,
-                              edge_annotations=notes.get(int(i), ())))
+                              edge_annotations=notes.get(int(i), ()), diversity_bonus=float(b)))
     return tuple(hits)
 
 
 def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: Any = None,
            intent: str | None = None, mode: str = "hybrid", options: SearchOptions = SearchOptions(),
            embed_query: Callable[[str], np.ndarray] | None = None,
-           tuned: dict[str, Any] | None = None) -> SearchResult:
-    """One query against one snapshot; see the module docstring for the formula."""
+           tuned: dict[str, Any] | None = None, mask: np.ndarray | None = None) -> SearchResult:
+    """One query against one snapshot; see the module docstring for the formula. ``mask`` (one bool
+    per snapshot row) is a pre-filter: only the rows it keeps are scored and returned."""
     t0 = time.perf_counter()
     query, k = check_query(query), check_k(k)
     if mode not in MODES:
@@ -340,22 +373,50 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
     it = I.explicit(intent) if intent else I.classify(query)
     w = choose_weights(parse_weights(weights), it, mode, options, tuned)
     qv = embed_query(query) if embed_query is not None and snap.vectors is not None and w.embedding > 0 else None
-    signals = signal_for_mode(compute_signals(snap, store, query, it.name, qv, options), mode)
-    notes = _notes(snap, signals, w, options)
+    signals = signal_for_mode(compute_signals(snap, store, query, it.name, qv, options, mask), mode)
+    notes, warnings = _notes(snap, signals, w, options), _warnings(snap, signals, w)
     w = effective_weights(w, signals)
-    total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w)
+    vectorless = vectorless_rows(snap, signals)
+    total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w, vectorless)
+    if mask is not None:
+        total = np.where(mask, total, np.float32(0))
     order = top_indices(total, max(k * 3, 30) if options.diversity else k)
-    if options.diversity and mode in ("hybrid", "fixed3", "fixed4"):
-        order = diversify(order, total, snap.graph.communities())
-    hits = make_hits(snap, store, order[:k], total, signals, mode)
+    communities = snap.graph.communities() if options.diversity and mode in DIVERSE_MODES else None
+    order, score, bonus = diversify(order, total, communities)
+    hits = make_hits(snap, store, order[:k], score[:k], bonus[:k], signals, mode)
+    if vectorless is not None and w.embedding > 0:
+        hits = _mark_vectorless(snap, hits, w)
     return SearchResult(query=query, intent=it, weights=w, results=hits, mode=mode, kg=snap.db_id,
-                        took_ms=(time.perf_counter() - t0) * 1000, notes=notes)
+                        took_ms=(time.perf_counter() - t0) * 1000, notes=notes, warnings=warnings)
+
+
+def _mark_vectorless(snap: Snapshot, hits: tuple[SearchHit, ...], w: Weights) -> tuple[SearchHit, ...]:
+    """Say on each hit without a vector that its score was reweighted (see ``combine``)."""
+    rest = w.text + w.graph + w.intent
+    if rest <= 0:
+        return hits
+    return tuple(replace(h, missing_signals=("embedding",)) if not snap.vector_rows[snap.index[h.node.id]] else h
+                 for h in hits)
 
 
 def _notes(snap: Snapshot, signals: Signals, w: Weights, options: SearchOptions) -> tuple[str, ...]:
     notes = []
-    if snap.vectors is None and w.embedding > 0:
-        notes.append("no node vectors for this KG: embedding signal off (run `kgos embed <kg>`)")
     if options.fts and signals.fts is None:
         notes.append("FTS5 channel unavailable for this KG: text = in-memory BM25 only")
     return tuple(notes)
+
+
+def _warnings(snap: Snapshot, signals: Signals, w: Weights) -> tuple[str, ...]:
+    """What makes this ranking weaker than the KG could give: missing vectors, all or some."""
+    if w.embedding <= 0:
+        return ()
+    if snap.vectors is None:
+        return (f"no node vectors for KG '{snap.db_id}': the embedding signal is off and its weight goes to "
+                f"text/graph/intent, which can rank below plain BM25; run `kgos embed {snap.db_id}` "
+                f"for search by meaning"),
+    missing = int(snap.n - np.count_nonzero(snap.vector_rows))
+    if missing and signals.embedding is not None:
+        return (f"{missing} of {snap.n} nodes of '{snap.db_id}' have no vector yet (written while embedding "
+                f"was unavailable or deferred): they are scored on their other signals, reweighted; "
+                f"`kgos embed {snap.db_id}` embeds them"),
+    return ()

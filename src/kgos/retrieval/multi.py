@@ -22,4 +22,5 @@ def merge_results(results: list[SearchResult], k: int) -> SearchResult:
     return replace(first, kg=",".join(r.kg or "" for r in results),
                    results=tuple(replace(h, rank=i) for i, h in enumerate(ranked, 1)),
                    took_ms=sum(r.took_ms for r in results),
-                   notes=tuple(dict.fromkeys(n for r in results for n in r.notes)))
+                   notes=tuple(dict.fromkeys(n for r in results for n in r.notes)),
+                   warnings=tuple(dict.fromkeys(w for r in results for w in r.warnings)))

@@ -68,11 +68,15 @@ class SearchHit:
     rank: int
     edge_annotations: tuple[EdgeAnnotation, ...] = ()
     source_kg: str | None = None
+    diversity_bonus: float = 0.0  # included in score: +5% for the first hit of a community (spec/001 1.8)
+    missing_signals: tuple[str, ...] = ()  # signals this node lacks (no vector yet): weights spread over the rest
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"rank": self.rank, "node": self.node.to_dict(), "score": round(self.score, 6),
                              "components": self.components.to_dict(), "method": self.method,
-                             "edge_annotations": [a.to_dict() for a in self.edge_annotations]}
+                             "edge_annotations": [a.to_dict() for a in self.edge_annotations],
+                             "diversity_bonus": round(self.diversity_bonus, 6),
+                             "missing_signals": list(self.missing_signals)}
         if self.source_kg is not None:
             d["source_kg"] = self.source_kg
         return d
@@ -88,8 +92,9 @@ class SearchResult:
     kg: str | None = None
     took_ms: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())  # why this ranking is weaker than it could be (e.g. no vectors)
 
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query, "kg": self.kg, "mode": self.mode, "intent": self.intent.to_dict(),
                 "weights": self.weights.to_dict(), "results": [h.to_dict() for h in self.results],
-                "took_ms": round(self.took_ms, 3), "notes": list(self.notes)}
+                "took_ms": round(self.took_ms, 3), "notes": list(self.notes), "warnings": list(self.warnings)}
