@@ -5,11 +5,21 @@ spec/002 rejects LLM entities containing ``@``, ``.com``, ``phone``, ``email`` o
 applies that list to every entity (deterministic ones too) and adds real patterns: e-mail addresses,
 phone-like digit runs, URLs, street addresses and UK/Canadian postcodes. ``mask`` blanks the same
 things out of a memory's text before extraction, so no pattern can capture a fragment of them.
+
+Secrets (API keys, access tokens, JWTs, private keys, ``password = ...`` assignments) are stricter:
+``redact_secrets`` replaces them in the memory text itself before it is stored, so a key pasted into
+a memory or a chat turn is neither kept nor made an entity. The shapes are the credential formats
+providers publish (OpenAI/Anthropic ``sk-``, AWS ``AKIA``/``ASIA``, GitHub ``ghp_``/``github_pat_``,
+Slack ``xox?-``, Google ``AIza``, Stripe ``sk_live_``, JWTs, PEM blocks) plus a generic rule for long
+random-looking tokens that mix upper case, lower case and digits (an ordinary word, a slug, a hex
+hash or a UUID does not).
 """
 
 from __future__ import annotations
 
+import math
 import re
+from itertools import pairwise
 
 # spec/002's list, verbatim.
 SPEC_MARKERS: tuple[str, ...] = ("@", ".com", "phone", "email", "address")
@@ -24,12 +34,36 @@ STREET_RE = re.compile(
     r"(?i:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|"
     r"Crescent|Close|Square|Sq|Highway|Hwy|Parkway|Pkwy|Strasse|Straße|Rue|Calle)\b\.?")
 POSTCODE_RE = re.compile(r"\b(?:[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}|[A-Z]\d[A-Z]\s?\d[A-Z]\d)\b")
-_MASKS = (EMAIL_RE, URL_RE, STREET_RE, PHONE_RE, POSTCODE_RE)
 MASK = "\x1f"  # control characters are stripped from memories, so this one never occurs naturally
+
+# -- secrets: (label, pattern); the label names the kind in the placeholder that replaces it ----------
+_KEY_NAMES = (r"(?:aws_?secret_?access_?key|secret_?access_?key|client_?secret|secret_?key|api_?key|apikey|"
+              r"access_?token|auth_?token|refresh_?token|bearer|password|passwd|pwd|secret|token)")
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("private-key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+                               r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*)", re.DOTALL)),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
+    ("api-key", re.compile(r"(?<![\w-])sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b")),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("slack-token", re.compile(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}")),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
+    ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    # "password = hunter2!", "api_key: abc..." and the like: the value goes, the key name stays.
+    ("secret", re.compile(rf"(?i)\b{_KEY_NAMES}\b[\"']?\s*[:=]\s*[\"']?(?P<value>[^\s\"',;]{{6,}})")),
+)
+# A long run of token characters; the generic rule then checks it looks random (see _random_token).
+_TOKEN_RE = re.compile(r"(?<![\w+/=-])[A-Za-z0-9][A-Za-z0-9_+/=-]{23,}")
+REDACTED = "[redacted {}]"
+_REDACTED_RE = re.compile(r"\[redacted [a-z-]+\]")
+_MASKS = (_REDACTED_RE, EMAIL_RE, URL_RE, STREET_RE, PHONE_RE, POSTCODE_RE)
 
 
 def pii_reason(name: str) -> str | None:
     """Why ``name`` must not be an entity, or None if it may be one."""
+    kind = secret_kind(name)
+    if kind is not None:
+        return f"looks like a secret ({kind})"
     lowered = name.lower()
     for marker in SPEC_MARKERS:
         if marker in lowered:
@@ -41,6 +75,65 @@ def pii_reason(name: str) -> str | None:
     if sum(c.isdigit() for c in name) >= 7:
         return "holds a long run of digits"
     return None
+
+
+def secret_kind(text: str) -> str | None:
+    """The kind of the first secret in ``text`` (e.g. ``api-key``), or None if it holds none."""
+    if _REDACTED_RE.search(text):
+        return "redacted"
+    for label, pattern in SECRET_PATTERNS:
+        if any(_is_secret(m) for m in pattern.finditer(text)):
+            return label
+    return "token" if any(_random_token(m.group()) for m in _TOKEN_RE.finditer(text)) else None
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every secret replaced by ``[redacted <kind>]`` (the text a memory stores)."""
+    for label, pattern in SECRET_PATTERNS:
+        text = pattern.sub(lambda m, label=label: _redacted(m, label), text)
+    return _TOKEN_RE.sub(lambda m: REDACTED.format("token") if _random_token(m.group()) else m.group(), text)
+
+
+def _is_secret(m: re.Match[str]) -> bool:
+    """Every match of a credential shape is one; an assigned value (``password: ...``) only if it
+    is not a plain short word ("token: pending" is prose, "password: hunter22" is not)."""
+    if "value" not in m.groupdict():
+        return True
+    value = m.group("value")
+    if ":" in value or value.lower().startswith(("your", "<", "$", "{", "%", "*")):
+        return False  # a format ("passwd:uid:gid"), a placeholder or a variable, not a value
+    return len(value) >= 12 or not value.isalpha()
+
+
+def _redacted(m: re.Match[str], label: str) -> str:
+    if not _is_secret(m):
+        return m.group()
+    if "value" not in m.groupdict():
+        return REDACTED.format(label)
+    start, end = m.span("value")
+    return m.string[m.start():start] + REDACTED.format(label) + m.string[end:m.end()]
+
+
+def _random_token(token: str) -> bool:
+    """A key is a long run of characters that mixes upper case, lower case and digits with few
+    repeats and frequent case changes. Judged on the longest part between separators, so an
+    identifier (snake_case, kebab-case, CamelCase words, a chemical name), a hex hash or a UUID is not."""
+    core = max(re.split(r"[_.+/=-]", token), key=len)
+    if len(core) < 16 or not (any(c.isupper() for c in core) and any(c.islower() for c in core)
+                              and sum(c.isdigit() for c in core) >= 2):
+        return False
+    return _entropy(core) >= min(4.0, math.log2(len(core)) - 0.5) and _case_flips(core) >= len(core) / 3
+
+
+def _entropy(text: str) -> float:
+    counts = [text.count(c) for c in set(text)]
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts)
+
+
+def _case_flips(text: str) -> int:
+    """How often the character class changes (upper/lower/digit): high in random text, low in words."""
+    kinds = ["u" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else "o" for c in text]
+    return sum(a != b for a, b in pairwise(kinds))
 
 
 def is_pii(name: str) -> bool:

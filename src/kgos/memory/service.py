@@ -34,6 +34,7 @@ from ..llm.base import ChatProvider
 from ..model import Neighbor, normalize_name
 from ..store.native import NativeStore
 from . import aliases as alias_mod
+from . import pii
 from .config import MemoryConfig
 from .context import ContextEdge, MemoryContext, ScoredEntity, count_edges, expand, render, search_entities
 from .enrich import LLMEnricher
@@ -186,7 +187,7 @@ class MemoryService:
         whose ``metadata["role"]`` is not "user" (e.g. an assistant turn) adds no ``user`` edges.
         Raises InvalidArgument for empty, oversized or binary content; never for enrichment failures.
         """
-        text = clean_content(content, self.config.max_chars)
+        text = pii.redact_secrets(clean_content(content, self.config.max_chars))  # keys are never stored
         meta = clean_metadata(metadata)
         stamp = None if created_at is None else iso(created_at if isinstance(created_at, datetime)
                                                     else parse_iso(created_at))
