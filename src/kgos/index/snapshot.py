@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import pickle
 import shutil
+import tempfile
 import time
+import uuid
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..errors import IndexDamaged
 from ..model import Node
+from ..store.arrays import GraphArrays
 from ..store.base import GraphStore
 from ..store.native import NativeStore
 from .graph import GraphIndex
@@ -24,7 +31,7 @@ from .text import TextConfig, TextIndex
 from .vectors import load_vectors
 
 TEXT_PROPERTIES = ("aliases", "keywords", "tags", "synonyms")
-FORMAT = "snapshot/1"
+FORMAT = "snapshot/2"  # 2: built from one read transaction; folders of 1 may mix two versions
 
 
 def extra_text(properties: dict[str, Any]) -> str:
@@ -77,84 +84,206 @@ class Snapshot:
 
 def build(store: GraphStore, config: TextConfig, embedder: str | None = None,
           cache_root: Path | None = None) -> Snapshot:
-    """Load the snapshot of the store's current version from the cache, or build (and save) it."""
-    version = store.version()
-    folder = _folder(cache_root, store.db_id, version, config) if cache_root else None
-    if folder is not None and (folder / "meta.json").exists():
-        try:
-            snap = _load(folder, store, config, version)
-            return _with_vectors(snap, store, embedder, cache_root)
-        except (OSError, ValueError, KeyError):
-            shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is rebuilt, never trusted
+    """The snapshot of the store's current version: loaded from that version's cache folder when a
+    process saved one, else built from one read transaction of the store (and saved for the next)."""
+    if cache_root is not None:
+        cached = _load_cached(store, config, embedder, cache_root, store.version())
+        if cached is not None:
+            return cached
     t0 = time.perf_counter()
-    snap = _build(store, config, version)
+    snap = _build(_read(store, embedder, cache_root), store.db_id, config, embedder)
     snap.build_seconds = time.perf_counter() - t0
-    if folder is not None:
-        _save(snap, folder, cache_root / store.db_id)  # type: ignore[operator]
-    return _with_vectors(snap, store, embedder, cache_root)
-
-
-def _with_vectors(snap: Snapshot, store: GraphStore, embedder: str | None, cache_root: Path | None) -> Snapshot:
-    """Attach the node vectors: memory-mapped from the snapshot folder when cached (vectors are written
-    through the store, so a new vector bumps the version and lands in a new folder), else from SQLite."""
-    if not embedder:
-        return snap
-    # Only native KGs: an attached KG's vectors live in a sidecar whose writes leave its version alone.
-    folder = (_folder(cache_root, store.db_id, snap.version, snap.text.config)
-              if cache_root and isinstance(store, NativeStore) else None)
-    cached = folder / f"vectors-{_safe(embedder)}.npy" if folder is not None else None
-    if cached is not None and cached.exists():
-        snap.vectors = np.load(cached, mmap_mode="r")
-    else:
-        snap.vectors = load_vectors(store, embedder, snap.node_ids, cache_root)
-        if cached is not None and snap.vectors is not None and folder.exists():  # type: ignore[union-attr]
-            tmp = cached.with_suffix(".tmp.npy")
-            np.save(tmp, snap.vectors)
-            tmp.rename(cached)
-    snap.embedder = embedder if snap.vectors is not None else None
+    if cache_root is not None:
+        _save(snap, _folder(cache_root, store.db_id, snap.version, config), _caches_vectors(store))
     return snap
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """What a snapshot is made of, all read in one transaction."""
+
+    version: str
+    arrays: GraphArrays
+    fields: dict[str, tuple[str, str, str, str]]
+    rowids: np.ndarray | None
+    vectors: np.ndarray | None
+
+
+def _read(store: GraphStore, embedder: str | None, cache_root: Path | None) -> _Rows:
+    # One transaction: read one by one, a write committed in between by another process gave edges
+    # to nodes the node list lacked and rowids or vectors of another length than the ids.
+    with store.read_transaction():
+        version = store.version()  # first: see ForeignStore.read_transaction
+        arrays = store.graph_arrays()
+        fields = {n.id: node_fields(n) for n in store.iter_nodes()}
+        rowids = store.node_rowids() if hasattr(store, "node_rowids") else None
+        vectors = load_vectors(store, embedder, arrays.node_ids, cache_root) if embedder else None
+    return _Rows(version, arrays, fields, rowids, vectors)
+
+
+def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None) -> Snapshot:
+    docs = [rows.fields[nid] for nid in rows.arrays.node_ids]
+    snap = Snapshot(db_id=db_id, version=rows.version, node_ids=rows.arrays.node_ids,
+                    names=[d[0] for d in docs], text=TextIndex.build(docs, config),
+                    graph=GraphIndex.build(rows.arrays).precompute(), rowids=rows.rowids)
+    return _with_vectors(snap, rows.vectors, embedder)
+
+
+def _with_vectors(snap: Snapshot, vectors: np.ndarray | None, embedder: str | None) -> Snapshot:
+    if vectors is not None and vectors.shape[0] != snap.n:
+        raise IndexDamaged(f"{vectors.shape[0]} vectors for {snap.n} nodes (a damaged cache; it is rebuilt)")
+    snap.vectors = vectors
+    snap.embedder = embedder if vectors is not None else None
+    return snap
+
+
+def _caches_vectors(store: GraphStore) -> bool:
+    # Only native KGs: an attached KG's vectors live in a sidecar whose writes leave its version alone,
+    # so a cached copy under that version could go stale.
+    return isinstance(store, NativeStore)
 
 
 def _safe(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
-def _build(store: GraphStore, config: TextConfig, version: str) -> Snapshot:
-    arrays = store.graph_arrays()
-    fields = {n.id: node_fields(n) for n in store.iter_nodes()}
-    docs = [fields[nid] for nid in arrays.node_ids]
-    rowids = store.node_rowids() if hasattr(store, "node_rowids") else None
-    return Snapshot(db_id=store.db_id, version=version, node_ids=arrays.node_ids,
-                    names=[d[0] for d in docs], text=TextIndex.build(docs, config),
-                    graph=GraphIndex.build(arrays).precompute(), rowids=rowids)
-
-
 def _folder(root: Path, db_id: str, version: str, config: TextConfig) -> Path:
     return root / db_id / "snapshots" / _safe(f"{version}-{config.key()}")
 
 
-def _save(snap: Snapshot, folder: Path, kg_cache: Path) -> None:
-    # Older versions of this KG are dead weight once a newer one is built.
-    shutil.rmtree(kg_cache / "snapshots", ignore_errors=True)
-    tmp = folder.with_name(folder.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
+def _vectors_file(folder: Path, embedder: str) -> Path:
+    return folder / f"vectors-{_safe(embedder)}.npy"
+
+
+# -- the cache folder: published whole by a rename, pruned with care ---------------------------------
+# A process loading a folder that another prunes meanwhile finds files missing and builds from the KG
+# instead; the grace period only makes that rare.
+PRUNE_AFTER_SECONDS = 30.0
+TMP_SUFFIX = ".tmp"  # folders being written (by any process) end so; never loaded
+TMP_MAX_AGE_SECONDS = 3600.0  # a temp folder this old belongs to a build that died
+LOAD_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError)
+
+
+class _VersionMoved(Exception):
+    """The KG changed between finding a cache folder and reading what it lacks: build instead."""
+
+
+def _load_cached(store: GraphStore, config: TextConfig, embedder: str | None, cache_root: Path,
+                 version: str) -> Snapshot | None:
+    """The cached snapshot of ``version``, or None when there is none, it is damaged, or it went away
+    (pruned by another process) while being read."""
+    folder = _folder(cache_root, store.db_id, version, config)
+    if not (folder / "meta.json").exists():
+        return None
+    try:
+        snap = _load(folder, store, config, version)
+        return _with_vectors(snap, _cached_vectors(folder, store, embedder, cache_root, snap), embedder)
+    except _VersionMoved:
+        return None
+    except LOAD_ERRORS:
+        _discard(folder)  # a damaged folder is rebuilt, never trusted (and one already gone stays gone)
+        return None
+
+
+def _cached_vectors(folder: Path, store: GraphStore, embedder: str | None, cache_root: Path,
+                    snap: Snapshot) -> np.ndarray | None:
+    """The vectors of ``snap``: memory-mapped from its folder, else read from the store in a transaction
+    that still sees the snapshot's version (and saved into the folder for the next process)."""
+    if not embedder:
+        return None
+    if not _caches_vectors(store):
+        return load_vectors(store, embedder, snap.node_ids, cache_root)
+    path = _vectors_file(folder, embedder)
+    if path.exists():
+        return np.load(path, mmap_mode="r")
+    with store.read_transaction():
+        if store.version() != snap.version:
+            raise _VersionMoved
+        vectors = load_vectors(store, embedder, snap.node_ids, cache_root)
+    if vectors is not None:
+        _publish_array(path, vectors)
+    return vectors
+
+
+def _publish_array(path: Path, array: np.ndarray) -> None:
+    """Write ``path`` whole or not at all (unique temp file + rename), so a reader never maps half of it."""
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{uuid.uuid4().hex}.npy")
+    try:
+        np.save(tmp, array)
+        os.replace(tmp, path)
+    except OSError:  # the folder was pruned meanwhile, or no space: the next process reads the store
+        tmp.unlink(missing_ok=True)
+
+
+def _save(snap: Snapshot, folder: Path, with_vectors: bool) -> None:
+    """Publish the snapshot under ``folder``: written into a temp folder of this process and renamed
+    into place (atomic; when several processes build one version the first rename wins), then older
+    versions pruned. Caching only saves time: a folder that cannot be written is skipped."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=TMP_SUFFIX, dir=folder.parent))
+    except OSError:
+        return
+    try:
+        _write(snap, tmp, with_vectors)
+        os.rename(tmp, folder)  # fails when another process published this version first
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    _prune(folder.parent, keep=folder)
+
+
+def _write(snap: Snapshot, tmp: Path, with_vectors: bool) -> None:
     np.save(tmp / "node_ids.npy", np.array(snap.node_ids, dtype=object), allow_pickle=True)
     np.save(tmp / "names.npy", np.array(snap.names, dtype=object), allow_pickle=True)
     if snap.rowids is not None:
         np.save(tmp / "rowids.npy", snap.rowids)
+    if with_vectors and snap.vectors is not None and snap.embedder:
+        np.save(_vectors_file(tmp, snap.embedder), snap.vectors)
     snap.text.save(tmp)
     snap.graph.save(tmp / "graph")
     (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": snap.version}))
-    tmp.rename(folder)
+
+
+def _prune(parent: Path, keep: Path) -> None:
+    """Remove the folders of other versions once no process is likely to be loading them still, and
+    temp folders left by builds that died."""
+    now = time.time()
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            age = now - entry.stat().st_mtime
+        except OSError:
+            continue
+        limit = TMP_MAX_AGE_SECONDS if entry.name.endswith(TMP_SUFFIX) else PRUNE_AFTER_SECONDS
+        if entry != keep and age > limit:
+            _discard(entry)
+
+
+def _discard(folder: Path) -> None:
+    """Remove a folder at once for every process (renamed aside first, then deleted at leisure)."""
+    trash = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.trash{TMP_SUFFIX}")
+    try:
+        os.rename(folder, trash)
+    except OSError:
+        return  # gone already (another process discarded it)
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def _load(folder: Path, store: GraphStore, config: TextConfig, version: str) -> Snapshot:
     meta = json.loads((folder / "meta.json").read_text())
-    if meta.get("format") != FORMAT or meta.get("version") != version:
-        raise ValueError("stale snapshot")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != version:
+        raise IndexDamaged(f"stale or damaged snapshot in {folder}")
     rowids = np.load(folder / "rowids.npy") if (folder / "rowids.npy").exists() else None
-    return Snapshot(db_id=store.db_id, version=version,
+    snap = Snapshot(db_id=store.db_id, version=version,
                     node_ids=tuple(np.load(folder / "node_ids.npy", allow_pickle=True).tolist()),
                     names=np.load(folder / "names.npy", allow_pickle=True).tolist(),
                     text=TextIndex.load(folder, config), graph=GraphIndex.load(folder / "graph"),
                     rowids=rowids)
+    sizes = {len(snap.names), snap.text.matrix.shape[0], snap.graph.n, len(rowids) if rowids is not None else snap.n}
+    if sizes != {snap.n}:
+        raise IndexDamaged(f"the arrays in {folder} do not fit together (a damaged cache; it is rebuilt)")
+    return snap

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidArgument
 from ..model import Node
 from ..store.base import GraphStore
 from ..store.native import NativeStore
@@ -78,10 +79,13 @@ def _table(store: GraphStore, cache_root: Path | None) -> _VectorTable:
     if isinstance(store, NativeStore) and not store.read_only:
         return _VectorTable(store.conn, native=True)
     if cache_root is None:
-        raise ValueError("a read-only KG keeps its vectors in the workspace cache; no cache folder given")
+        raise InvalidArgument("a read-only KG keeps its vectors in the workspace cache: open it through a "
+                              "Workspace (or pass cache_root)")
     folder = cache_root / store.db_id
     folder.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(folder / "vectors.db", isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA journal_mode = WAL")  # readers in other processes never wait for an embedding run
     conn.execute(SIDECAR_SCHEMA)
     return _VectorTable(conn, native=False)
 
@@ -90,9 +94,14 @@ def load_vectors(store: GraphStore, model: str, node_ids: tuple[str, ...],
                  cache_root: Path | None = None) -> np.ndarray | None:
     """The (n, dims) matrix aligned with ``node_ids`` (zero rows for nodes without a vector), or None."""
     try:
-        rows = _table(store, cache_root).rows(model, with_vectors=True)
-    except ValueError:
+        table = _table(store, cache_root)
+    except InvalidArgument:  # a read-only KG without a cache folder has no vectors to load
         return None
+    try:
+        rows = table.rows(model, with_vectors=True)
+    finally:
+        if not table.native:
+            table.conn.close()  # the sidecar connection was opened for this read only
     if not rows:
         return None
     dims = next(iter(rows.values()))[2]

@@ -63,6 +63,7 @@ from ..store.stats import KGStats, kg_stats
 from ..store.validation import ValidationReport, validate
 
 if TYPE_CHECKING:
+    from ..index.snapshot import Snapshot
     from ..store.foreign import ForeignStore
     from .workspace import Workspace
 
@@ -187,9 +188,15 @@ class KG:
             self._engine.tuned = self.workspace.setting(self.db_id, "weight_profiles")
         return self._engine
 
-    def view(self) -> GraphView:
-        """What the query methods read of the current KG version (built once per version)."""
-        return self._views.view(self.store, self.engine.snapshot())
+    def view(self, snap: Snapshot | None = None) -> GraphView:
+        """What the query methods read of ``snap`` (default: the current KG version's; built once per
+        snapshot). A method that needs both takes the snapshot once and its view from it: two
+        acquisitions could straddle another process's write and pair arrays of different lengths."""
+        return self._views.view(self.store, snap if snap is not None else self.engine.snapshot())
+
+    def _view_and_snapshot(self) -> tuple[GraphView, Snapshot]:
+        snap = self.engine.snapshot()
+        return self.view(snap), snap
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
                mode: str = "hybrid", filters: Mapping[str, Any] | None = None) -> SearchResult:
@@ -248,16 +255,16 @@ class KG:
 
     def want_to(self, goal: str, k: int = 10) -> WantToResult:
         """Nodes that serve a goal: keywords (intent verbs x5), then goal edges (method 2)."""
-        return goals.want_to(self.view(), self.engine.snapshot(), self.store, check_text(goal, "goal"), check_k(k))
+        return goals.want_to(*self._view_and_snapshot(), self.store, check_text(goal, "goal"), check_k(k))
 
     def can_it(self, capability: str) -> CapabilityResult:
         """yes / yes_with_limitations / no / unknown, with limitations and workarounds (method 3)."""
-        return capabilities.can_it(self.view(), self.engine.snapshot(), self.store,
+        return capabilities.can_it(*self._view_and_snapshot(), self.store,
                                    check_text(capability, "capability"))
 
     def compose_for(self, goal: str, max_tools: int = 5) -> CompositionPlan:
         """A plan of steps validated by feeds_into / requires / conflicts_with edges (method 4)."""
-        return compose.compose(self.view(), self.engine.snapshot(), self.store, check_text(goal, "goal"),
+        return compose.compose(*self._view_and_snapshot(), self.store, check_text(goal, "goal"),
                                check_k(max_tools, "max_tools", compose.MAX_TOOLS_CAP))
 
     def why_not(self, node: str) -> BlockerReport:

@@ -31,7 +31,7 @@ from . import capability, compose, dimensions, goal, structure
 from .intent import CATEGORIES, ROUTE_ORDER, classify_intent
 from .language import goal_keywords
 from .results import IntentHit, IntentSearchResult, NodeRef, ResultEdge, SimilarResult
-from .view import GraphView, check_k, view_of
+from .view import GraphView, check_k
 
 if TYPE_CHECKING:
     from .source import KGSource
@@ -99,7 +99,8 @@ def intent_search(kg: KGSource, query: str, config: Any = None) -> IntentSearchR
     prefilter = dimensions.prefilter(kg.store, cfg.dimension_filters) if cfg.dimension_filters else None
     hybrid = kg.engine.search(cls.query, k=max(cfg.k * 3, 30), weights=cfg.weights, intent=cfg.intent,
                               prefilter=prefilter)
-    view, snap = view_of(kg), kg.engine.snapshot()
+    snap = kg.engine.snapshot()
+    view = kg.view(snap)  # of this very snapshot: a write may land between two acquisitions
     target = _target(view, snap, kg.store, cls, hybrid)
     subs, scores, notes = _run_routes(kg, view, snap, cls.query, routes, target, cfg)
     hits = _merge(kg, view, hybrid, scores, cfg)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..index.snapshot import Snapshot
     from ..model import Node
     from ..retrieval.engine import SearchEngine
     from ..retrieval.results import SearchResult
@@ -24,8 +25,8 @@ class KGSource(Protocol):
     @property
     def engine(self) -> SearchEngine: ...
 
-    def view(self) -> GraphView:
-        """The methods' view of the current KG version."""
+    def view(self, snap: Snapshot | None = None) -> GraphView:
+        """The methods' view of ``snap`` (default: the current KG version's snapshot)."""
         ...
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,

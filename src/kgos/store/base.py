@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import difflib
 import json
+import sqlite3
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -38,11 +41,35 @@ def load_json_object(text: str | None, what: str) -> dict[str, Any]:
     return value
 
 
+@contextmanager
+def sqlite_read(conn: sqlite3.Connection, lock: threading.RLock) -> Iterator[None]:
+    """One SQLite read transaction on ``conn``: every statement inside sees the same state of the file.
+
+    Writers in other processes go on meanwhile (WAL) or wait for it to end (rollback journal), so
+    several reads can be combined without seeing half of another process's write. Re-entrant: inside
+    a transaction already open on ``conn`` it adds nothing."""
+    with lock:  # the connection is shared by the threads of this process
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")  # deferred: the read snapshot starts at the first SELECT
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+
 class GraphStore(ABC):
     """Read access to one KG. Writes raise ``ReadOnlyKG`` unless a subclass allows them."""
 
     db_id: str
     read_only: bool = True
+
+    @contextmanager
+    def read_transaction(self) -> Iterator[None]:
+        """Reads inside see one consistent state of the KG (stores backed by SQLite override this)."""
+        yield
 
     # -- metadata -------------------------------------------------------------------------
     @abstractmethod

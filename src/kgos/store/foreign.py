@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InvalidArgument, KGNotFound
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
-from .base import GraphStore
+from .base import GraphStore, sqlite_read
 from .migrations import now_iso
 
 # The native store's argument checks, so both stores refuse the same input with the same message.
@@ -233,6 +233,12 @@ class ForeignStore(GraphStore):
         stamp = f"{_file_stamp(self.path)}|{_change_counter(self.path)}|{_file_stamp(wal)}"
         return hashlib.sha1(stamp.encode()).hexdigest()[:16]
 
+    def read_transaction(self) -> AbstractContextManager[None]:
+        """Several reads as one state of the file (rollback-journal files hold writers back until it
+        ends; WAL files do not). Call ``version()`` first inside it: the fingerprint is read from the
+        file, outside SQLite, so it must not be newer than the data the first SELECT pins."""
+        return sqlite_read(self.conn, self._lock)
+
     # -- counts --------------------------------------------------------------------------------
     def node_count(self) -> int:
         return self.conn.execute(f"SELECT count(*) {self.sql.node_rows}").fetchone()[0]
@@ -346,9 +352,10 @@ class ForeignStore(GraphStore):
         """Two queries: the nodes, and the edges joined to them (so dangling edges drop out and the
         endpoints come back spelled exactly as the node ids); positions by one dict over the ids."""
         s = self.sql
-        nodes = self.conn.execute(f"SELECT {s.node_id('n')}, {s.node_type('n')} {s.node_rows}").fetchall()
-        edges = self.conn.execute(
-            f"SELECT {s.node_id('s')}, {s.node_id('t')}, {s.edge_type()}, {s.weight()} {s.joined}").fetchall()
+        with self.read_transaction():  # nodes and edges of one state: no edge to a node not yet listed
+            nodes = self.conn.execute(f"SELECT {s.node_id('n')}, {s.node_type('n')} {s.node_rows}").fetchall()
+            edges = self.conn.execute(
+                f"SELECT {s.node_id('s')}, {s.node_id('t')}, {s.edge_type()}, {s.weight()} {s.joined}").fetchall()
         node_ids = tuple(map(itemgetter(0), nodes))
         position = dict(zip(node_ids, range(len(node_ids)))).__getitem__
         ntype, ntype_names = codes(list(map(itemgetter(1), nodes)))

@@ -11,7 +11,7 @@ import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InvalidArgument, KGOSError
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
-from .base import GraphStore, load_json_object
+from .base import GraphStore, load_json_object, sqlite_read
 from .limits import check_properties
 from .migrations import migrate, now_iso
 
@@ -107,6 +107,11 @@ class NativeStore(GraphStore):
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
+
+    def read_transaction(self) -> AbstractContextManager[None]:
+        """Several reads as one: the version, graph arrays, nodes, rowids and vectors of one state
+        (the file is in WAL mode, so writers in other processes are not held up)."""
+        return sqlite_read(self.conn, self._lock)
 
     def meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM kg_meta"))
@@ -207,16 +212,10 @@ class NativeStore(GraphStore):
                 for r in self.conn.execute(sql, args)]
 
     def graph_arrays(self) -> GraphArrays:
-        rows = self.conn.execute("SELECT rowid, id, type FROM nodes ORDER BY rowid").fetchall()
+        with self.read_transaction():  # nodes and edges of one state: no edge to a node not yet listed
+            rows, edges = self._graph_rows()
         rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         ntype, ntype_names = codes([r[2] for r in rows])
-        # Only edges whose both ends exist (a native file enforces it; a hand-edited one may not).
-        # (Not "source IN (SELECT rowid FROM nodes)": SQLite may drive that from the node side and
-        # probe every (source, target) pair of rowids, which is quadratic.)
-        edges = self.conn.execute(
-            "SELECT e.source, e.target, e.type, e.weight FROM edges e "
-            "WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.rowid = e.source) "
-            "AND EXISTS (SELECT 1 FROM nodes n WHERE n.rowid = e.target) ORDER BY e.rowid").fetchall()
         n = len(edges)
         src = np.searchsorted(rowids, np.fromiter((e[0] for e in edges), np.int64, n)).astype(np.int32)
         dst = np.searchsorted(rowids, np.fromiter((e[1] for e in edges), np.int64, n)).astype(np.int32)
@@ -224,6 +223,17 @@ class NativeStore(GraphStore):
         return GraphArrays(node_ids=tuple(r[1] for r in rows), node_types=ntype, node_type_names=ntype_names,
                            src=src, dst=dst, type_code=etype, types=etype_names,
                            weight=np.fromiter((e[3] for e in edges), np.float32, n))
+
+    def _graph_rows(self) -> tuple[list[Any], list[Any]]:
+        nodes = self.conn.execute("SELECT rowid, id, type FROM nodes ORDER BY rowid").fetchall()
+        # Only edges whose both ends exist (a native file enforces it; a hand-edited one may not).
+        # (Not "source IN (SELECT rowid FROM nodes)": SQLite may drive that from the node side and
+        # probe every (source, target) pair of rowids, which is quadratic.)
+        edges = self.conn.execute(
+            "SELECT e.source, e.target, e.type, e.weight FROM edges e "
+            "WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.rowid = e.source) "
+            "AND EXISTS (SELECT 1 FROM nodes n WHERE n.rowid = e.target) ORDER BY e.rowid").fetchall()
+        return nodes, edges
 
     def rowid(self, node_id: str) -> int:
         row = self.conn.execute("SELECT rowid FROM nodes WHERE id = ?", (node_id,)).fetchone()

@@ -76,11 +76,12 @@ class KGStats:
 
 def kg_stats(store: GraphStore) -> KGStats:
     """Compute ``KGStats`` for ``store``."""
-    a = load_arrays(store)
+    with store.read_transaction():  # the arrays and the edge count of one state of the KG
+        a = load_arrays(store)
+        edges = store.edge_count()  # every stored edge, even one rule 3 would flag
     in_deg = np.bincount(a.dst, minlength=a.n_nodes)
     out_deg = np.bincount(a.src, minlength=a.n_nodes)
     n_components, largest = weak_components(a)
-    edges = store.edge_count()  # every stored edge, even one rule 3 would flag
     return KGStats(
         db_id=store.db_id, nodes=a.n_nodes, edges=edges,
         node_types=type_counts(a.node_types, a.node_type_names),
