@@ -57,9 +57,21 @@ def attach_readonly(ws: kgos.Workspace, folder: Path, db_id: str = "mem") -> Non
     ws.attach(db_id, path)
 
 
-def client(ws: kgos.Workspace | Path | str, token: str | None = None, **settings: Any) -> TestClient:
-    """A TestClient over ``create_app`` (server errors are raised in the test, not turned into 500s)."""
-    return TestClient(create_app(ws, ServerSettings(token=token, **settings)))
+BASE_URL = "http://127.0.0.1:8765"
+"""Where test clients send requests: a Host the loopback server answers (TestClient's default,
+``testserver``, is refused by the Host check)."""
+
+
+SCRIPT = {"X-KGOS-Client": "test"}
+"""The header a script sends with a multipart upload (a POST without a JSON body) to a server
+without a token: it shows the request is no cross-site form (``kgos.api.origin``)."""
+
+
+def client(ws: kgos.Workspace | Path | str, token: str | None = None, headers: dict[str, str] | None = None,
+           **settings: Any) -> TestClient:
+    """A TestClient over ``create_app`` (server errors are raised in the test, not turned into 500s),
+    sending ``headers`` with every request."""
+    return TestClient(create_app(ws, ServerSettings(token=token, **settings)), base_url=BASE_URL, headers=headers)
 
 
 def error(response: Any, status: int, kind: str | None = None) -> dict[str, Any]:

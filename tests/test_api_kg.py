@@ -9,7 +9,7 @@ import json
 import zipfile
 
 import pytest
-from api_helpers import add_tiny, attach_readonly, client, error
+from api_helpers import SCRIPT, add_tiny, attach_readonly, client, error
 
 import kgos
 from kgos.data import load_demo
@@ -33,7 +33,7 @@ def fresh(tmp_path):
     ws = kgos.Workspace(tmp_path / "home")
     add_tiny(ws, tmp_path)
     attach_readonly(ws, tmp_path)
-    yield client(ws)
+    yield client(ws, headers=SCRIPT)
     ws.close()
 
 

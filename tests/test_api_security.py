@@ -9,7 +9,7 @@ import re
 import zipfile
 
 import pytest
-from api_helpers import add_tiny, client, error
+from api_helpers import SCRIPT, add_tiny, client, error
 
 import kgos
 from kgos.api.app import create_app
@@ -104,7 +104,7 @@ def test_streamed_body_over_limit(ws):
 
 
 def test_upload_has_its_own_limit(ws):
-    c = client(ws, max_body_bytes=100, max_upload_bytes=5000)
+    c = client(ws, max_body_bytes=100, max_upload_bytes=5000, headers=SCRIPT)
     nodes = [{"id": f"n{i}", "name": f"Node {i}"} for i in range(10)]
     small = json.dumps({"nodes": nodes, "edges": []}).encode()
     assert 100 < len(small) < 5000
@@ -122,7 +122,7 @@ def test_upload_has_its_own_limit(ws):
 
 
 def test_zip_upload_is_capped_once_unpacked(ws):
-    c = client(ws, max_upload_bytes=5000)
+    c = client(ws, max_upload_bytes=5000, headers=SCRIPT)
     packed = io.BytesIO()
     with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("kg/nodes.csv", "id,name\n" + "".join(f"n{i},{'x' * 50}\n" for i in range(200)))
@@ -151,3 +151,122 @@ def test_cors_when_configured(ws):
     assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == STUDIO
     other = c.get("/api/kg", headers={"Origin": "http://evil.local", "Authorization": f"Bearer {TOKEN}"})
     assert "access-control-allow-origin" not in other.headers
+
+
+# --- Host and Origin checks (origin.SiteGuard): DNS rebinding and cross-site writes --------------
+
+OWN = "http://127.0.0.1:8765"  # the origin of api_helpers.BASE_URL
+EVIL = "http://evil.example"
+UPLOAD = json.dumps({"nodes": [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}], "edges": []}).encode()
+
+
+def node_count(ws, db_id: str = "tiny") -> int:
+    with ws.lock:
+        return ws.kg(db_id).stats().nodes
+
+
+def replace_upload(c, **headers: str):
+    return c.post("/api/kg/tiny/import?mode=replace", files={"file": ("x.json", UPLOAD)}, headers=headers)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8765", "localhost:8765", "[::1]:8765", "LOCALHOST", "localhost:9000"])
+def test_loopback_names_are_answered(ws, host):
+    assert client(ws).get("/api/kg", headers={"Host": host}).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["evil.example:8765", "evil.example", "127.0.0.1.nip.io:8765", "localhost.evil.example",
+                                  "192.168.1.10:8765", "[::1", "localhost:99999", "", "testserver"])
+def test_foreign_host_is_refused_before_anything_else(ws, host):
+    for c, auth in ((client(ws), {}), (client(ws, token=TOKEN), {"Authorization": f"Bearer {TOKEN}"})):
+        body = error(c.get("/api/kg", headers={"Host": host, **auth}), 400, "HostNotAllowed")
+        assert "--allowed-host" in body["detail"] and "KGOS_ALLOWED_HOSTS" in body["detail"]
+        error(c.post("/api/kg/tiny/nodes", json={"name": "X"}, headers={"Host": host, **auth}), 400, "HostNotAllowed")
+    assert node_count(ws) == 6
+
+
+def test_configured_hosts(ws, monkeypatch):
+    c = client(ws, allowed_hosts=("kg.example.com", "lan-box:9000"))
+    assert c.get("/api/kg", headers={"Host": "kg.example.com"}).status_code == 200
+    assert c.get("/api/kg", headers={"Host": "KG.example.com:443"}).status_code == 200
+    assert c.get("/api/kg", headers={"Host": "lan-box:9000"}).status_code == 200
+    error(c.get("/api/kg", headers={"Host": "lan-box:8765"}), 400, "HostNotAllowed")  # pinned to its port
+    error(c.get("/api/kg", headers={"Host": "other.example.com"}), 400, "HostNotAllowed")
+    monkeypatch.setenv("KGOS_ALLOWED_HOSTS", "a.example, b.example:81")
+    assert ServerSettings.from_env().allowed_hosts == ("a.example", "b.example:81")
+    for bad in ("http://kg.example.com", "kg.example.com/x", "a:b", "[zz]"):
+        with pytest.raises(InvalidArgument, match="NAME:PORT"):
+            ServerSettings(allowed_hosts=(bad,)).checked()
+
+
+def test_wildcard_bind_answers_ip_literals_and_this_machine(ws):
+    import socket
+    c = client(ws, token=TOKEN, host="0.0.0.0", allowed_hosts=("kg.lan",))
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for host in ("192.168.1.10:8765", "[fe80::1]:8765", "localhost:8765", socket.gethostname(), "kg.lan:8765"):
+        assert c.get("/api/kg", headers={"Host": host, **auth}).status_code == 200, host
+    error(c.get("/api/kg", headers={"Host": "evil.example", **auth}), 400, "HostNotAllowed")
+    bound = client(ws, token=TOKEN, host="192.168.1.10")
+    assert bound.get("/api/kg", headers={"Host": "192.168.1.10:8765", **auth}).status_code == 200
+    error(bound.get("/api/kg", headers={"Host": "10.0.0.1:8765", **auth}), 400, "HostNotAllowed")
+
+
+@pytest.mark.parametrize("signal", [{"Origin": EVIL}, {"Origin": "null"}, {"Origin": "http://127.0.0.1:9999"},
+                                    {"Origin": "http://localhost:8765"}, {"Sec-Fetch-Site": "cross-site"},
+                                    {"Sec-Fetch-Site": "same-site"}, {"Referer": f"{EVIL}/page.html"},
+                                    {"Origin": EVIL, "X-KGOS-Client": "x"}])
+def test_writes_from_another_origin_change_nothing(ws, signal):
+    c = client(ws)
+    body = error(replace_upload(c, **signal), 403, "OriginNotAllowed")
+    assert "--cors-origin" in body["detail"]
+    error(c.post("/api/kg/tiny/nodes", json={"name": "Injected"}, headers=signal), 403, "OriginNotAllowed")
+    error(c.delete("/api/kg/tiny/nodes/lonely", headers=signal), 403, "OriginNotAllowed")
+    error(c.delete("/api/kg/tiny", headers=signal), 403, "OriginNotAllowed")
+    assert node_count(ws) == 6 and c.get("/api/kg/tiny/nodes/lonely").status_code == 200
+    assert c.get("/api/kg/tiny", headers=signal).status_code == 200  # reads: the browser keeps the answer from the page
+
+
+def test_writes_from_the_own_origin_pass(ws):
+    c = client(ws)
+    for signal in ({"Origin": OWN}, {"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"},
+                   {"Referer": f"{OWN}/docs"}):
+        assert c.post("/api/kg/tiny/nodes", json={"name": f"N {signal}"}, headers=signal).status_code == 201
+    assert replace_upload(c, Origin=OWN).json()["nodes"] == 2  # the studio's multipart upload, no extra header
+    assert node_count(ws) == 2
+
+
+def test_configured_cors_origin_may_write(ws):
+    c = client(ws, cors_origins=(STUDIO,))
+    assert c.post("/api/kg/tiny/nodes", json={"name": "From studio"}, headers={"Origin": STUDIO}).status_code == 201
+    error(c.post("/api/kg/tiny/nodes", json={"name": "X"}, headers={"Origin": EVIL}), 403, "OriginNotAllowed")
+    assert node_count(ws) == 7
+    with pytest.raises(InvalidArgument, match="KGOS_API_TOKEN"):
+        ServerSettings(cors_origins=("*",)).checked()
+    with pytest.raises(InvalidArgument, match="without a path"):
+        ServerSettings(cors_origins=("http://studio.local/app",)).checked()
+    anyone = client(ws, token=TOKEN, cors_origins=("*",))
+    r = anyone.post("/api/kg/tiny/nodes", json={"name": "Y"}, headers={"Origin": EVIL, "Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 201
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
+                                          "multipart/form-data; boundary=x", "Text/Plain; charset=utf-8", None])
+def test_post_without_origin_needs_a_non_simple_request(ws, content_type):
+    """What an old browser (no Origin, no Sec-Fetch-Site, no Referer) could send cross-site is refused."""
+    c = client(ws)
+    headers = {"content-type": content_type} if content_type else {}
+    body = error(c.post("/api/kg/tiny/search", content=b'{"query": "caching"}', headers=headers), 403, "HeaderRequired")
+    assert "X-KGOS-Client" in body["detail"]
+    error(replace_upload(c), 403, "HeaderRequired")
+    assert node_count(ws) == 6
+
+
+def test_what_curl_and_scripts_send(ws):
+    c = client(ws)
+    assert c.post("/api/kg/tiny/search", json={"query": "caching"}).status_code == 200  # JSON: no extra header
+    assert c.post("/api/kg/tiny/nodes", json={"name": "Curl node"}).status_code == 201
+    assert c.delete("/api/kg/tiny/nodes/lonely").status_code == 200  # DELETE/PUT always preflight cross-site
+    assert replace_upload(c, **{"X-KGOS-Client": "curl"}).json()["nodes"] == 2
+    assert node_count(ws) == 2
+    t = client(ws, token=TOKEN)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert t.post("/api/kg/up/import", files={"file": ("x.json", UPLOAD)}, headers=auth).json()["nodes"] == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from api_helpers import BASE_URL
 from click.testing import CliRunner
 from expert_helpers import parse_sse
 from fastapi.testclient import TestClient
@@ -55,7 +56,7 @@ def fake_openai(monkeypatch):
 
 def test_api_chat_goes_through_the_openai_compatible_server(ws: kgos.Workspace, fake_openai):
     load_demo(ws, embedder="hash")
-    api = TestClient(create_app(ws))
+    api = TestClient(create_app(ws), base_url=BASE_URL)
     events = parse_sse(api.post("/api/experts/demo/chat", json={"query": "How do I reduce my API costs?"}).text)
     assert "".join(e["content"] for e in events if e["type"] == "token") == "".join(ANSWER)
     done = events[-1]

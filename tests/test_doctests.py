@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["kgos", "kgos.kg.workspace", "kgos.retrieval.intents", "kgos.experts.config", "kgos.experts.service",
-           "kgos.experts.citations"]
+           "kgos.experts.citations", "kgos.api.origin"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -99,3 +99,33 @@ def test_serve_refuses_public_bind_without_token(home):
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.startswith("Error: refusing to serve on 0.0.0.0 without a token") and "KGOS_API_TOKEN" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_loopback_server_refuses_cross_site_attacks(home, tmp_path):
+    """The issue's attack on a real server without a token: a cross-origin multipart upload that
+    replaced a KG, and a DNS-rebinding read with a foreign Host. Both refused, the KG unchanged;
+    the same upload from the server's own origin, or from a script with X-KGOS-Client, works."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    upload = {"file": ("x.json", b'{"nodes": [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}], "edges": []}')}
+    proc = subprocess.Popen([sys.executable, "-m", "kgos", "serve", "--port", str(port), "--log-level", "warning",
+                             "--allowed-host", "kg.example.test"],
+                            env=environment(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_ready(proc, f"{base}/api/health", {})
+        attack = httpx.post(f"{base}/api/kg/tiny/import?mode=replace", files=upload, headers={"Origin": "http://evil.example"})
+        assert attack.status_code == 403 and attack.json()["error"] == "OriginNotAllowed"
+        assert httpx.post(f"{base}/api/kg/tiny/import?mode=replace", files=upload).json()["error"] == "HeaderRequired"
+        rebound = httpx.get(f"{base}/api/kg", headers={"Host": f"evil.example:{port}"})
+        assert rebound.status_code == 400 and rebound.json()["error"] == "HostNotAllowed"
+        assert httpx.get(f"{base}/api/kg/tiny").json()["nodes"] == 6
+        assert httpx.get(f"{base}/api/kg", headers={"Host": "kg.example.test"}).status_code == 200
+        assert httpx.get(f"http://localhost:{port}/api/kg").status_code == 200
+        own = httpx.post(f"{base}/api/kg/tiny/import?mode=replace", files=upload, headers={"Origin": base})
+        assert own.status_code == 200 and httpx.get(f"{base}/api/kg/tiny").json()["nodes"] == 2
+        script = httpx.post(f"{base}/api/kg/copy/import", files=upload, headers={"X-KGOS-Client": "test"})
+        assert script.status_code == 200 and script.json()["nodes"] == 2
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err

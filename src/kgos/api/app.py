@@ -2,7 +2,7 @@
 
 >>> import tempfile
 >>> from fastapi.testclient import TestClient
->>> client = TestClient(create_app(tempfile.mkdtemp()))
+>>> client = TestClient(create_app(tempfile.mkdtemp()), base_url="http://127.0.0.1:8765")
 >>> client.get("/api/health").json()["kgs"]
 0
 """

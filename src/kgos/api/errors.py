@@ -13,6 +13,7 @@ plus ``suggestions`` (close node ids), ``candidates`` (ids an ambiguous name mat
 
 from __future__ import annotations
 
+import json
 import logging
 from http import HTTPStatus
 from typing import Any
@@ -21,13 +22,16 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError, ResponseValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Send
 
 from ..errors import KGOSError
 from .models import ErrorBody
 
 log = logging.getLogger("kgos.api")
 
-_ERRORS = {400: "Bad request", 401: "Missing or invalid bearer token", 404: "Unknown KG, node or route",
+_ERRORS = {400: "Bad request (or a Host this server does not answer to)", 401: "Missing or invalid bearer token",
+           403: "Cross-site request refused: a foreign Origin, or a non-JSON POST without the X-KGOS-Client header",
+           404: "Unknown KG, node or route",
            409: "Conflict: exists already, ambiguous name or read-only KG", 413: "Request body too large",
            422: "Invalid request: the fields named in detail/errors"}
 RESPONSES: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody, "description": text}
@@ -39,6 +43,16 @@ def error_body(status: int, detail: str, error: str, **extra: Any) -> JSONRespon
     """A JSON error response; ``extra`` fields that are None are left out."""
     body = {"detail": detail, "error": error, **{k: v for k, v in extra.items() if v is not None}}
     return JSONResponse(body, status_code=status)
+
+
+async def send_error(send: Send, status: int, detail: str, error: str,
+                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Send a complete JSON error response in the API's error shape from ASGI middleware."""
+    body = json.dumps({"detail": detail, "error": error}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _phrase(status: int) -> str:

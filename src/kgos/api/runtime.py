@@ -8,7 +8,6 @@ streaming happens outside the lock, so one slow model does not stall the other r
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import threading
 from collections.abc import Callable
@@ -18,26 +17,18 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request  # at runtime: FastAPI reads the annotation of ``runtime(request)``
 
 from ..errors import InvalidArgument
+from .origin import is_loopback, origin_of, split_host
 
 if TYPE_CHECKING:
-    from ..llm.base import ChatProvider
     from ..kg import Workspace
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and ``localhost``: the only binds that may run without a token."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    from ..llm.base import ChatProvider
 
 
 @dataclass(frozen=True)
 class ServerSettings:
     """How ``kgos serve`` runs. ``token``: bearer token every route requires (mandatory off loopback,
-    from ``KGOS_API_TOKEN``); ``cors_origins``: allowed origins (none = CORS off); body limits in
+    from ``KGOS_API_TOKEN``); ``cors_origins``: allowed origins (none = CORS off); ``allowed_hosts``:
+    Host names answered besides the bound ones (``origin.HostPolicy``, ``KGOS_ALLOWED_HOSTS``); body limits in
     bytes for JSON requests and for KG uploads; ``provider``/``model``: the default LLM (None:
     ``KGOS_LLM_PROVIDER``, else an OpenAI-compatible base URL if one is set, else offline)."""
 
@@ -45,6 +36,7 @@ class ServerSettings:
     port: int = 8765
     token: str | None = None
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = 1_000_000
     max_upload_bytes: int = 512 * 1024 * 1024
     provider: str | None = None
@@ -56,7 +48,8 @@ class ServerSettings:
         env = os.environ
         values: dict[str, Any] = {
             "token": env.get("KGOS_API_TOKEN") or None,
-            "cors_origins": tuple(o.strip() for o in env.get("KGOS_CORS_ORIGINS", "").split(",") if o.strip()),
+            "cors_origins": env_list("KGOS_CORS_ORIGINS"),
+            "allowed_hosts": env_list("KGOS_ALLOWED_HOSTS"),
             "provider": env.get("KGOS_LLM_PROVIDER") or None,
             "model": env.get("KGOS_LLM_MODEL") or None,
         }
@@ -72,7 +65,26 @@ class ServerSettings:
             raise InvalidArgument(f"port must be 1-65535, not {self.port}")
         if self.max_body_bytes <= 0 or self.max_upload_bytes <= 0:
             raise InvalidArgument("body size limits must be positive")
+        self.check_names()
         return self
+
+    def check_names(self) -> None:
+        """Allowed hosts are ``name`` or ``name:port``; CORS origins ``scheme://host[:port]``, and
+        ``*`` (any origin) only with a token."""
+        for name in self.allowed_hosts:
+            if split_host(name) is None:
+                raise InvalidArgument(f"allowed host {name!r} is not a host name: give NAME or NAME:PORT "
+                                      "(e.g. kg.example.com or 192.168.1.10:8765), without a scheme")
+        for origin in self.cors_origins:
+            if origin == "*" and not self.token:
+                raise InvalidArgument("CORS origin '*' lets every web page use the API: it needs KGOS_API_TOKEN")
+            if origin != "*" and origin_of(origin) != origin.rstrip("/").lower():
+                raise InvalidArgument(f"CORS origin {origin!r} must look like http://host:port, without a path")
+
+
+def env_list(name: str) -> tuple[str, ...]:
+    """A comma-separated environment variable as a tuple (empty entries dropped)."""
+    return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())
 
 
 @dataclass

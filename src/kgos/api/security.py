@@ -1,5 +1,5 @@
-"""Bearer token, request size limits and CORS, as pure ASGI middleware (so they also cover
-streaming responses and never buffer a body).
+"""Bearer token, request size limits, CORS and the Host/Origin checks (``origin.py``), as pure
+ASGI middleware (so they also cover streaming responses and never buffer a body).
 
 - **Token.** With ``settings.token`` set, every request needs ``Authorization: Bearer <token>``
   (compared in constant time); otherwise 401 with ``WWW-Authenticate: Bearer``. CORS preflights
@@ -15,30 +15,24 @@ streaming responses and never buffer a body).
 from __future__ import annotations
 
 import hmac
-import json
 import re
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .runtime import ServerSettings
+from .errors import send_error
+from .origin import HostPolicy, SiteGuard
+
+if TYPE_CHECKING:
+    from .runtime import ServerSettings
 
 UPLOAD_PATH = re.compile(r"^/api/kg/[^/]+/import/?$")
 
 
 class BodyTooLarge(Exception):
     """Raised from ``receive`` once a streamed body passes its limit."""
-
-
-async def send_error(send: Send, status: int, detail: str, error: str,
-                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    """Send a complete JSON error response in the API's error shape."""
-    body = json.dumps({"detail": detail, "error": error}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(headers or [])]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def bearer_token(scope: Scope) -> str | None:
@@ -143,8 +137,12 @@ class LimitedRequest:
 
 
 def install(app: FastAPI, settings: ServerSettings) -> None:
-    """Add the middleware: security inside, CORS (when configured) outside it."""
+    """Add the middleware: security inside, CORS (when configured) outside it, and the Host and
+    Origin checks of ``origin.SiteGuard`` outermost (a refused request reaches nothing)."""
+    origins = [o if o == "*" else o.rstrip("/").lower() for o in settings.cors_origins]
     app.add_middleware(SecurityMiddleware, settings=settings)
-    if settings.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_credentials=False,
+    if origins:
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_credentials=False,
                            allow_methods=["*"], allow_headers=["*"], max_age=600)
+    app.add_middleware(SiteGuard, hosts=HostPolicy.for_bind(settings.host, settings.allowed_hosts),
+                       cors_origins=origins, token_required=bool(settings.token))

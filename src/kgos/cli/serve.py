@@ -22,6 +22,9 @@ def url_host(host: str) -> str:
 @click.option("--port", default=8765, show_default=True, type=int, help="Port to listen on.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="Allow browser requests from ORIGIN (repeatable; default: CORS off, or $KGOS_CORS_ORIGINS).")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME[:PORT]",
+              help="Also answer requests whose Host is NAME (repeatable; default: only the bound names, "
+                   "or $KGOS_ALLOWED_HOSTS). For a reverse proxy or a LAN name.")
 @click.option("--provider", help="Default LLM provider of expert chat (default: $KGOS_LLM_PROVIDER, else offline).")
 @click.option("--model", help="Default LLM model (default: $KGOS_LLM_MODEL or the provider's).")
 @click.option("--max-body", type=click.IntRange(min=1), metavar="BYTES",
@@ -31,19 +34,23 @@ def url_host(host: str) -> str:
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
               default="info", show_default=True, help="uvicorn's log level.")
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...], provider: str | None,
-          model: str | None, max_body: int | None, max_upload: int | None, log_level: str) -> None:
+def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...], allowed_hosts: tuple[str, ...],
+          provider: str | None, model: str | None, max_body: int | None, max_upload: int | None,
+          log_level: str) -> None:
     """Serve the HTTP API: KGs, search and query methods under /api/kg, the spec's /api/kgos and
     /api/experts routes, OpenAPI at /openapi.json and interactive docs at /docs.
 
     Set KGOS_API_TOKEN to require 'Authorization: Bearer <token>' on every request (mandatory
-    when --host is not a loopback address).
+    when --host is not a loopback address). Requests must name this server in Host (the bound
+    address, localhost, or an --allowed-host); writes from another web origin are refused, and a
+    POST that is not JSON (a multipart upload) needs the header 'X-KGOS-Client: <anything>'.
     """
     import uvicorn
 
     from ..api.app import create_app
     from ..api.runtime import ServerSettings
     settings = ServerSettings.from_env(host=host, port=port, cors_origins=tuple(cors_origins) or None,
+                                       allowed_hosts=tuple(allowed_hosts) or None,
                                        provider=provider, model=model, max_body_bytes=max_body,
                                        max_upload_bytes=max_upload)
     app = create_app(workspace(ctx), settings)
