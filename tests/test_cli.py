@@ -127,3 +127,50 @@ def test_a_damaged_index_cache_is_rebuilt_not_a_traceback(run, tmp_path, tiny_gr
     meta.write_text(damage)
     again = json.loads(run("search", "t", "prompt caching", "--json").stdout)
     assert [h["node"]["id"] for h in again["results"]] == [h["node"]["id"] for h in first["results"]]
+
+
+def test_plain_header_row_names_the_columns(run, tmp_path, tiny_graph):
+    run("kg", "import", "t", str(write_nodelink(tmp_path / "g.json", *tiny_graph)))
+    assert run("kg", "list", "--plain").stdout.splitlines() == ["t\tnative\tnative\t3\t2"]
+    expected = ["db_id\tkind\tprofile\tnodes\tedges", "t\tnative\tnative\t3\t2"]
+    assert run("kg", "list", "--plain", "--header").stdout.splitlines() == expected
+    assert run("--plain", "--header", "kg", "list").stdout.splitlines() == expected
+    assert run("--header", "kg", "list", "--plain", "--no-header").stdout.splitlines() == expected[1:]
+    assert json.loads(run("kg", "list", "--json", "--header").stdout)[0]["db_id"] == "t"  # JSON: no effect
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory) -> str:
+    home = str(tmp_path_factory.mktemp("demo") / "home")
+    result = CliRunner().invoke(cli, ["--home", home, "demo", "--embedder", "hash", "--plain"])
+    assert result.exit_code == 0, result.output
+    return home
+
+
+@pytest.mark.parametrize("args", [
+    ("demo", "--embedder", "none"), ("kg", "stats", "demo"), ("kg", "validate", "demo"),
+    ("search", "demo", "reduce costs"), ("embed", "demo", "--model", "hash"),
+    ("want-to", "demo", "reduce costs"), ("can-it", "demo", "stream responses"), ("compose", "demo", "reduce costs"),
+    ("similar", "demo", "feature:batch_api"), ("alternatives", "demo", "feature:batch_api"),
+    ("why-not", "demo", "feature:batch_api"), ("impact", "demo", "feature:batch_api"),
+    ("trace", "demo", "feature:batch_api", "feature:prompt_caching"), ("explore", "demo", "feature:batch_api"),
+    ("intent", "how do I reduce costs"), ("intent", "how do I reduce costs", "--kg", "demo"),
+    ("analyze", "critical", "demo"), ("analyze", "bottlenecks", "demo"), ("analyze", "communities", "demo"),
+    ("analyze", "gaps", "demo"), ("dims", "list"), ("dims", "show", "demo", "feature:batch_api"),
+    ("dims", "filter", "demo", "pricing_tier<0.5"), ("expert", "list"), ("expert", "show", "demo"),
+    ("memory", "add", "I use Python for the chatbot"), ("memory", "search", "Python"), ("memory", "stats"),
+    ("memory", "recall", "Python"), ("memory", "neighbors", "user"), ("memory", "recent"),
+], ids=" ".join)
+def test_every_plain_header_is_as_wide_as_its_rows(demo_home, args):
+    result = CliRunner().invoke(cli, ["--home", demo_home, "--plain", "--header", *args])
+    assert result.exit_code in (0, 1), result.output  # validate exits 1 on issues
+    header, *rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert all(header) and len(set(header)) == len(header), header
+    assert all(len(row) == len(header) for row in rows), (header, rows[:3])
+
+
+@pytest.mark.parametrize("path", [p for p in all_commands(cli) if not isinstance(cli.get_command(None, p[0]), click.Group)
+                                  or len(p) > 1], ids=" ".join)
+def test_every_command_with_plain_output_takes_header(path):
+    help_text = CliRunner().invoke(cli, [*path, "--help"]).output
+    assert ("--plain" in help_text) == ("--header / --no-header" in help_text), path

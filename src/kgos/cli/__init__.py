@@ -34,15 +34,25 @@ def _describe(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
+def _set_header(ctx: click.Context, _param: click.Parameter, value: bool | None) -> None:
+    if value is not None:  # given after the command: overrides the one before it
+        ctx.find_root().obj["header"] = value
+
+
+HEADER_HELP = "With --plain: a first row naming the columns (default: no header, rows only)."
+
+
 def output_options(f: Any) -> Any:
-    """``--json`` / ``--plain`` on every command (they may also be given before the command)."""
+    """``--json`` / ``--plain`` / ``--header`` on every command (they may also be given before the command)."""
+    f = click.option("--header/--no-header", default=None, expose_value=False, callback=_set_header,
+                     help=HEADER_HELP)(f)
     f = click.option("--plain", "plain_", is_flag=True, help="Tab-separated output for pipes.")(f)
     return click.option("--json", "json_", is_flag=True, help="One JSON document on stdout.")(f)
 
 
 def out(ctx: click.Context, json_: bool = False, plain_: bool = False) -> Output:
     root = ctx.find_root().obj
-    return Output(json=json_ or root["json"], plain=plain_ or root["plain"])
+    return Output(json=json_ or root["json"], plain=plain_ or root["plain"], header=root.get("header", False))
 
 
 def workspace(ctx: click.Context) -> Any:
@@ -59,14 +69,15 @@ def workspace(ctx: click.Context) -> Any:
               help="Workspace folder (default: $KGOS_HOME or ~/.kgos).")
 @click.option("--json", "json_", is_flag=True, help="Machine output: one JSON document on stdout.")
 @click.option("--plain", "plain_", is_flag=True, help="Plain tab-separated output for pipes.")
+@click.option("--header/--no-header", default=False, help=HEADER_HELP)
 @click.version_option(package_name="kgos")
 @click.pass_context
-def cli(ctx: click.Context, home: str | None, json_: bool, plain_: bool) -> None:
+def cli(ctx: click.Context, home: str | None, json_: bool, plain_: bool, header: bool) -> None:
     """KG-OS: knowledge graphs in SQLite, queried by intent.
 
     Start with `kgos demo`, then try the commands it prints.
     """
-    ctx.obj = {"home": home, "json": json_, "plain": plain_}
+    ctx.obj = {"home": home, "json": json_, "plain": plain_, "header": header}
 
 
 def main() -> None:

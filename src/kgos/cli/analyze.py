@@ -38,7 +38,7 @@ def critical(ctx: click.Context, db_id: str, metric: str, k: int, json_: bool, p
     """The most central nodes: what to test and protect first."""
     r = workspace(ctx).kg(db_id).centrality(metric, k=k)
     out(ctx, json_, plain_).emit(r, lambda c: _ranking(c, r, f"Critical components by {metric}"),
-                                 lambda: [(x.rank, f"{x.score:.6f}", x.node.id) for x in r.results])
+                                 lambda: [(x.rank, f"{x.score:.6f}", x.node.id) for x in r.results], columns=("rank", "score", "id"))
 
 
 @analyze_group.command("bottlenecks")
@@ -50,7 +50,7 @@ def bottlenecks(ctx: click.Context, db_id: str, k: int, json_: bool, plain_: boo
     """Cut vertices (removing one disconnects part of the graph), by betweenness."""
     r = workspace(ctx).kg(db_id).bottlenecks(k=k)
     out(ctx, json_, plain_).emit(r, lambda c: _ranking(c, r, "Bottlenecks"),
-                                 lambda: [(x.rank, f"{x.betweenness:.6f}", x.node.id) for x in r.results])
+                                 lambda: [(x.rank, f"{x.betweenness:.6f}", x.node.id) for x in r.results], columns=("rank", "betweenness", "id"))
 
 
 @analyze_group.command("communities")
@@ -67,7 +67,7 @@ def communities(ctx: click.Context, db_id: str, k: int, json_: bool, plain_: boo
     def human(c: Console) -> None:
         c.print(f"{r.count} communities, modularity {r.modularity:.3f}")
         c.print(table(None, ["id", "size", "inside", "leaving", "top nodes", "types"], rows))
-    out(ctx, json_, plain_).emit(r, human, lambda: [(x.id, x.size, x.top[0].id if x.top else "") for x in r.communities])
+    out(ctx, json_, plain_).emit(r, human, lambda: [(x.id, x.size, x.top[0].id if x.top else "") for x in r.communities], columns=("community", "size", "top_node"))
 
 
 @analyze_group.command("gaps")
@@ -92,4 +92,4 @@ def gaps(ctx: click.Context, db_id: str, limit: int, json_: bool, plain_: bool) 
         c.print(f"nodes without a description: [bold]{r.without_description_count}[/]")
     out(ctx, json_, plain_).emit(r, human, lambda: [("orphan", n.id) for n in r.orphans]
                                  + [("unmitigated_limitation", n.id) for n in r.unmitigated_limitations]
-                                 + [("without_dimensions", n.id) for n in r.without_dimensions])
+                                 + [("without_dimensions", n.id) for n in r.without_dimensions], columns=("gap", "id"))

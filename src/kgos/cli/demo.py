@@ -34,4 +34,4 @@ def demo(ctx: click.Context, embedder: str, json_: bool, plain_: bool) -> None:
         c.print(table("Loaded demo KGs", ["db_id", "nodes", "edges"], rows))  # type: ignore[attr-defined]
         c.print(table("Try next", ["command", "shows"], NEXT_STEPS))  # type: ignore[attr-defined]
     out(ctx, json_, plain_).emit({"loaded": reports, "next": [cmd for cmd, _ in NEXT_STEPS]}, human,
-                                 lambda: [(r.db_id, r.nodes, r.edges) for r in reports])
+                                 lambda: [(r.db_id, r.nodes, r.edges) for r in reports], columns=("db_id", "nodes", "edges"))

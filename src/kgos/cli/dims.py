@@ -30,7 +30,7 @@ def list_(ctx: click.Context, category: str | None, json_: bool, plain_: bool) -
     dims = [d for d in CATALOG if category is None or d.category == category]
     rows = [(d.name, d.category, d.description, d.low, d.high) for d in dims]
     out(ctx, json_, plain_).emit(dims, lambda c: c.print(table(f"{len(dims)} dimensions",
-                                 ["name", "category", "description", "0.0", "1.0"], rows)), lambda: rows)
+                                 ["name", "category", "description", "0.0", "1.0"], rows)), lambda: rows, columns=("name", "category", "description", "low", "high"))
 
 
 @dims_group.command("show")
@@ -46,7 +46,7 @@ def show(ctx: click.Context, db_id: str, node: str, json_: bool, plain_: bool) -
     def human(c: Console) -> None:
         c.print(f"[bold]{escape(r.node.name)}[/] [dim]{escape(r.node.id)}[/]")
         c.print(table(None, ["dimension", "value", "category", "source"], rows) if rows else "No dimension values.")
-    out(ctx, json_, plain_).emit(r, human, lambda: rows)
+    out(ctx, json_, plain_).emit(r, human, lambda: rows, columns=("dimension", "value", "category", "source"))
 
 
 @dims_group.command("filter")
@@ -68,7 +68,7 @@ def filter_(ctx: click.Context, db_id: str, exprs: tuple[str, ...], limit: int, 
             c.print(table(None, ["node", "type", *names], rows))
         for note in r.notes:
             c.print(f"[dim]note: {escape(note)}[/]")
-    out(ctx, json_, plain_).emit(r, human, lambda: rows)
+    out(ctx, json_, plain_).emit(r, human, lambda: rows, columns=("node", "type", *names))
 
 
 @dims_group.command("set")
@@ -89,7 +89,7 @@ def set_(ctx: click.Context, db_id: str, node: str, assignments: tuple[str, ...]
         values[name.strip()] = value.strip()
     r = workspace(ctx).kg(db_id).set_dimensions(node, values, custom=custom)
     out(ctx, json_, plain_).emit(r, lambda c: c.print(f"Set {', '.join(values)} on [bold]{escape(r.node.id)}[/]"),
-                                 lambda: [(v.name, v.value) for v in r.values if v.name in values])
+                                 lambda: [(v.name, v.value) for v in r.values if v.name in values], columns=("dimension", "value"))
 
 
 @dims_group.command("auto")
@@ -112,4 +112,4 @@ def auto(ctx: click.Context, db_id: str, only: tuple[str, ...], dry_run: bool, j
                 f"kept {r.kept_human} value(s) a person set")
         if counts:
             c.print(table(None, ["dimension", "values"], sorted(counts.items())))
-    out(ctx, json_, plain_).emit(r, human, lambda: [(v.node, v.dimension, v.value, v.rule) for v in r.inferred])
+    out(ctx, json_, plain_).emit(r, human, lambda: [(v.node, v.dimension, v.value, v.rule) for v in r.inferred], columns=("node", "dimension", "value", "rule"))

@@ -43,15 +43,16 @@ def eval_(ctx: click.Context, db_id: str, probes: Path, k: int, ablation: bool, 
     if ablation:
         reports = run_ablation(kg, probe_list, k, cfg)
         o.emit({"db_id": db_id, "probes": str(probes), "configs": [r.to_dict(per_probe) for r in reports]},
-               lambda c: _print_ablation(c, reports), lambda: [_plain_row(r) for r in reports])
+               lambda c: _print_ablation(c, reports), lambda: [_plain_row(r) for r in reports], columns=PLAIN_COLUMNS)
         warn(dict.fromkeys(w for r in reports for w in r.warnings))
         return
     report = evaluate_config(kg, probe_list, cfg, k)
-    o.emit(report.to_dict(per_probe), lambda c: _print_report(c, db_id, report), lambda: [_plain_row(report)])
+    o.emit(report.to_dict(per_probe), lambda c: _print_report(c, db_id, report), lambda: [_plain_row(report)], columns=PLAIN_COLUMNS)
     warn(report.warnings)
 
 
 METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+PLAIN_COLUMNS = ("configuration", "probes", *METRICS, "lenient_recall@10", "p50_ms")
 
 
 def _plain_row(r: Any) -> tuple[Any, ...]:
@@ -96,7 +97,7 @@ def tune(ctx: click.Context, db_id: str, probes: Path, folds: int, step: float, 
         kg.save_weight_profiles(None)
     report = tune_weights(kg, probes, folds=folds, step=step, save=save, force=force)
     out(ctx, json_, plain_).emit(report, lambda c: _print_tune(c, db_id, report, save),
-                                 lambda: [(k, *v) for k, v in report.weights.items()])
+                                 lambda: [(k, *v) for k, v in report.weights.items()], columns=("intent", "alpha", "beta", "gamma", "delta"))
 
 
 def _print_tune(c: Console, db_id: str, r: Any, saved: bool) -> None:

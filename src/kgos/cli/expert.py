@@ -114,7 +114,7 @@ def create(ctx: click.Context, name: str, kgs: tuple[str, ...], expert_id: str |
         patch.update({"kg_db_id": kgs[0], "kg_db_ids": list(kgs) if len(kgs) > 1 else []})
     e = service(ctx).create(merge_patch(base, patch), expert_id)
     out(ctx, json_, plain_).emit(e, lambda c: c.print(f"Created expert [bold]{escape(e.id)}[/] over "
-                                                    f"{', '.join(e.config.kgs)}"), lambda: [(e.id, e.config.name)])
+                                                    f"{', '.join(e.config.kgs)}"), lambda: [(e.id, e.config.name)], columns=("id", "name"))
 
 
 @expert_group.command("list")
@@ -125,7 +125,7 @@ def list_(ctx: click.Context, json_: bool, plain_: bool) -> None:
     rows = service(ctx).list()
     data = [(r.id, r.name, ",".join(r.kg_db_ids), r.conversation_count, r.last_active or "") for r in rows]
     out(ctx, json_, plain_).emit(rows, lambda c: c.print(table("Experts", ["id", "name", "KGs", "conversations",
-                                                                           "last active"], data)), lambda: data)
+                                                                           "last active"], data)), lambda: data, columns=("id", "name", "kgs", "conversations", "last_active"))
 
 
 @expert_group.command("show")
@@ -136,7 +136,7 @@ def show(ctx: click.Context, expert_id: str, json_: bool, plain_: bool) -> None:
     """An expert's full configuration."""
     e = service(ctx).get(expert_id)
     out(ctx, json_, plain_).emit(e, lambda c: c.print_json(json.dumps(e.to_dict())),
-                                 lambda: [(k, json.dumps(v)) for k, v in e.to_dict().items()])
+                                 lambda: [(k, json.dumps(v)) for k, v in e.to_dict().items()], columns=("field", "value"))
 
 
 @expert_group.command("update")
@@ -151,7 +151,7 @@ def update(ctx: click.Context, expert_id: str, sets: tuple[str, ...], file_: str
     if not patch:
         raise click.UsageError("nothing to change: give --set PATH=VALUE or --file PATCH.json")
     e = service(ctx).update(expert_id, patch)
-    out(ctx, json_, plain_).emit(e, lambda c: c.print(f"Updated [bold]{escape(e.id)}[/]"), lambda: [(e.id, e.updated_at)])
+    out(ctx, json_, plain_).emit(e, lambda c: c.print(f"Updated [bold]{escape(e.id)}[/]"), lambda: [(e.id, e.updated_at)], columns=("id", "updated_at"))
 
 
 @expert_group.command("delete")
@@ -164,7 +164,7 @@ def delete(ctx: click.Context, expert_id: str, conversations: bool, json_: bool,
     r = service(ctx).delete(expert_id, conversations)
     out(ctx, json_, plain_).emit(r, lambda c: c.print(f"Deleted {escape(expert_id)} "
                                                     f"({r['conversations_deleted']} conversations deleted)"),
-                                 lambda: [(expert_id, r["conversations_deleted"])])
+                                 lambda: [(expert_id, r["conversations_deleted"])], columns=("id", "conversations_deleted"))
 
 
 @expert_group.command("duplicate")
@@ -177,7 +177,7 @@ def duplicate(ctx: click.Context, expert_id: str, new_name: str | None, sets: tu
               plain_: bool) -> None:
     """Copy an expert under a new id, with overrides."""
     e = service(ctx).duplicate(expert_id, new_name, _assignments(sets))
-    out(ctx, json_, plain_).emit(e, lambda c: c.print(f"Created [bold]{escape(e.id)}[/]"), lambda: [(e.id, e.config.name)])
+    out(ctx, json_, plain_).emit(e, lambda c: c.print(f"Created [bold]{escape(e.id)}[/]"), lambda: [(e.id, e.config.name)], columns=("id", "name"))
 
 
 @expert_group.command("export")
@@ -203,7 +203,7 @@ def export(ctx: click.Context, expert_id: str, path: str) -> None:
 def import_(ctx: click.Context, path: str, expert_id: str | None, replace: bool, json_: bool, plain_: bool) -> None:
     """Create an expert from an exported JSON file ('-' reads standard input)."""
     e = service(ctx).import_(_json_file(path), expert_id, replace)
-    out(ctx, json_, plain_).emit(e, lambda c: c.print(f"Imported [bold]{escape(e.id)}[/]"), lambda: [(e.id, e.config.name)])
+    out(ctx, json_, plain_).emit(e, lambda c: c.print(f"Imported [bold]{escape(e.id)}[/]"), lambda: [(e.id, e.config.name)], columns=("id", "name"))
 
 
 @expert_group.command("conversations")
@@ -219,13 +219,13 @@ def conversations(ctx: click.Context, expert_id: str, conversation_id: str | Non
     if conversation_id:
         conv = svc.conversation(expert_id, conversation_id)
         out(ctx, json_, plain_).emit(conv, lambda c: _print_conversation(c, conv),
-                                     lambda: [(m.role, m.timestamp, m.content) for m in conv.messages])
+                                     lambda: [(m.role, m.timestamp, m.content) for m in conv.messages], columns=("role", "timestamp", "content"))
         return
     page = svc.conversations(expert_id, limit)
     rows = [(c["id"], c["message_count"], c["last_message_at"], c["preview"]) for c in page["conversations"]]
     out(ctx, json_, plain_).emit(page, lambda c: c.print(table(f"Conversations of {expert_id} ({page['total']})",
                                                                ["id", "messages", "last message", "preview"], rows)),
-                                 lambda: rows)
+                                 lambda: rows, columns=("id", "messages", "last_message_at", "preview"))
 
 
 def _print_conversation(c: Console, conv: Any) -> None:

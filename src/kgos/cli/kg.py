@@ -28,7 +28,7 @@ def create(ctx: click.Context, db_id: str, name: str | None, description: str, j
     kg = workspace(ctx).create(db_id, name=name, description=description)
     info = workspace(ctx).info(kg.db_id)
     out(ctx, json_, plain_).emit(info, lambda c: c.print(f"Created KG [bold]{db_id}[/] at {info.path}"),
-                                 lambda: [(info.db_id, info.path)])
+                                 lambda: [(info.db_id, info.path)], columns=("db_id", "path"))
 
 
 @kg_group.command("import")
@@ -53,7 +53,7 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
     o = out(ctx, json_, plain_)
     with o.progress(f"import {db_id}") as progress:
         report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress)
-    o.emit(report, lambda c: _print_import(c, report), lambda: [(report.db_id, report.nodes, report.edges)])
+    o.emit(report, lambda c: _print_import(c, report), lambda: [(report.db_id, report.nodes, report.edges)], columns=("db_id", "nodes", "edges"))
 
 
 def _print_import(c: Console, r: Any) -> None:
@@ -79,7 +79,7 @@ def export(ctx: click.Context, db_id: str, path: Path, fmt: str | None, json_: b
     with o.progress(f"export {db_id}") as progress:
         written = workspace(ctx).export(db_id, path, fmt, progress)
     o.emit({"db_id": db_id, "path": str(written)}, lambda c: c.print(f"Exported [bold]{db_id}[/] to {written}"),
-           lambda: [(db_id, written)])
+           lambda: [(db_id, written)], columns=("db_id", "path"))
 
 
 @kg_group.command("attach")
@@ -98,7 +98,7 @@ def attach(ctx: click.Context, db_id: str, path: Path, profile: str | None, writ
     mode = "read-only" if info.read_only else "writable"
     out(ctx, json_, plain_).emit(info, lambda c: c.print(
         f"Attached [bold]{db_id}[/] ({info.profile} profile, {mode}): {info.nodes:,} nodes, {info.edges:,} edges"),
-        lambda: [(db_id, info.profile, info.nodes, info.edges)])
+        lambda: [(db_id, info.profile, info.nodes, info.edges)], columns=("db_id", "profile", "nodes", "edges"))
 
 
 @kg_group.command("list")
@@ -111,7 +111,7 @@ def list_(ctx: click.Context, json_: bool, plain_: bool) -> None:
     o = out(ctx, json_, plain_)
     o.emit(infos, lambda c: c.print(table(None, ["db_id", "kind", "profile", "nodes", "edges", "name"], rows)
                                     if infos else "No KGs yet. Try: kgos demo"),
-           lambda: [(i.db_id, i.kind, i.profile, i.nodes, i.edges) for i in infos])
+           lambda: [(i.db_id, i.kind, i.profile, i.nodes, i.edges) for i in infos], columns=("db_id", "kind", "profile", "nodes", "edges"))
 
 
 @kg_group.command("stats")
@@ -123,7 +123,7 @@ def stats(ctx: click.Context, db_id: str, json_: bool, plain_: bool) -> None:
     s = workspace(ctx).kg(db_id).stats()
     d = s.to_dict()
     out(ctx, json_, plain_).emit(s, lambda c: _print_stats(c, db_id, d),
-                                 lambda: [(k, v) for k, v in d.items() if not isinstance(v, dict)])
+                                 lambda: [(k, v) for k, v in d.items() if not isinstance(v, dict)], columns=("measure", "value"))
 
 
 def _print_stats(c: Console, db_id: str, d: dict[str, Any]) -> None:
@@ -147,7 +147,7 @@ def validate(ctx: click.Context, db_id: str, max_examples: int, json_: bool, pla
     """Check DB_ID against the 12 validation rules; exit 1 if any ERROR is found."""
     report = workspace(ctx).kg(db_id).validate(max_examples=max_examples)
     out(ctx, json_, plain_).emit(report, lambda c: _print_report(c, report),
-                                 lambda: [(i.rule, i.severity, i.count, i.title) for i in report.issues])
+                                 lambda: [(i.rule, i.severity, i.count, i.title) for i in report.issues], columns=("rule", "severity", "count", "check"))
     if report.errors:
         ctx.exit(1)
 
@@ -174,4 +174,4 @@ def delete(ctx: click.Context, db_id: str, yes: bool, json_: bool, plain_: bool)
         raise click.Abort()
     what = ws.delete(db_id)
     out(ctx, json_, plain_).emit({"db_id": db_id, "result": what},
-                                 lambda c: c.print(f"KG [bold]{db_id}[/] {what}."), lambda: [(db_id, what)])
+                                 lambda c: c.print(f"KG [bold]{db_id}[/] {what}."), lambda: [(db_id, what)], columns=("db_id", "result"))

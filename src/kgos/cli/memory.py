@@ -49,7 +49,7 @@ def add(ctx: click.Context, text: str, tags: tuple[str, ...], expert_id: str | N
     r = service(ctx).add(text, tags, expert_id=expert_id, conversation_id=conversation_id,
                          metadata=_meta(meta))
     out(ctx, json_, plain_).emit(r, lambda c: _print_added(c, r),
-                                 lambda: [(r.id, r.memory.kg_status, len(r.entities), len(r.relations))])
+                                 lambda: [(r.id, r.memory.kg_status, len(r.entities), len(r.relations))], columns=("id", "kg_status", "entities", "relations"))
 
 
 def _meta(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -79,7 +79,8 @@ def _print_added(c: Console, r: Any) -> None:
 def get(ctx: click.Context, memory_id: str, json_: bool, plain_: bool) -> None:
     """Show one memory."""
     m = service(ctx).get(memory_id)
-    out(ctx, json_, plain_).emit(m, lambda c: _print_memories(c, [m]), lambda: [_memory_row(m)])
+    out(ctx, json_, plain_).emit(m, lambda c: _print_memories(c, [m]), lambda: [_memory_row(m)],
+                                 columns=MEMORY_COLUMNS)
 
 
 @memory_group.command("delete")
@@ -95,7 +96,7 @@ def delete(ctx: click.Context, memory_id: str, rebuild: bool, json_: bool, plain
     report = mem.rebuild() if rebuild else None
     data = {"id": memory_id, "deleted": deleted, "rebuild": report}
     out(ctx, json_, plain_).emit(data, lambda c: c.print(f"Deleted {memory_id}" + (" and rebuilt the KG" if report else "")),
-                                 lambda: [(memory_id, "deleted")])
+                                 lambda: [(memory_id, "deleted")], columns=("id", "result"))
 
 
 @memory_group.command("recall")
@@ -111,7 +112,11 @@ def recall(ctx: click.Context, query: str, limit: int, tags: tuple[str, ...], ex
     """Full-text search over memories (bm25), with filters: what the chat loop recalls."""
     hits = service(ctx).recall(query, limit, tags=tags, expert_id=expert_id, conversation_id=conversation_id)
     out(ctx, json_, plain_).emit(hits, lambda c: _print_memories(c, [h.memory for h in hits]),
-                                 lambda: [(*_memory_row(h.memory), round(h.score, 3)) for h in hits])
+                                 lambda: [(*_memory_row(h.memory), round(h.score, 3)) for h in hits],
+                                 columns=(*MEMORY_COLUMNS, "score"))
+
+
+MEMORY_COLUMNS = ("id", "created_at", "tags", "content")
 
 
 def _memory_row(m: Any) -> tuple[Any, ...]:
@@ -141,7 +146,7 @@ def search(ctx: click.Context, query: str, type_: str | None, limit: int, json_:
     out(ctx, json_, plain_).emit(data, lambda c: c.print(
         table(f"{len(entities)} of {total} entities", ["score", "type", "name", "id"],
               [(e.score, e.type, escape(e.name), e.id) for e in entities])),
-        lambda: [(e.score, e.type, e.name, e.id) for e in entities])
+        lambda: [(e.score, e.type, e.name, e.id) for e in entities], columns=("score", "type", "name", "id"))
 
 
 @memory_group.command("neighbors")
@@ -158,7 +163,7 @@ def neighbors(ctx: click.Context, entity: str, direction: str, limit: int | None
              n.edge.properties.get("evidence_count", "")) for n in found]
     out(ctx, json_, plain_).emit(found, lambda c: c.print(
         table(None, ["direction", "predicate", "type", "name", "weight", "evidence"], rows)
-        if rows else "No relationships."), lambda: rows)
+        if rows else "No relationships."), lambda: rows, columns=("direction", "predicate", "type", "name", "weight", "evidence"))
 
 
 @memory_group.command("context")
@@ -175,7 +180,7 @@ def context(ctx: click.Context, query: str, expert_id: str | None, max_edges: in
     result = service(ctx).context(query, expert_id, max_edges=max_edges, max_chars=max_chars,
                                   half_life_days=half_life)
     text = result.text or "(no knowledge-graph context for this query)"
-    out(ctx, json_, plain_).emit(result, lambda c: click.echo(text), lambda: [(line,) for line in text.splitlines()])
+    out(ctx, json_, plain_).emit(result, lambda c: click.echo(text), lambda: [(line,) for line in text.splitlines()], columns=("line",))
 
 
 @memory_group.command("stats")
@@ -186,7 +191,7 @@ def stats(ctx: click.Context, json_: bool, plain_: bool) -> None:
     s = service(ctx).stats()
     d = s.to_dict()
     out(ctx, json_, plain_).emit(s, lambda c: _print_stats(c, d),
-                                 lambda: [(k, v) for k, v in d.items() if not isinstance(v, dict)])
+                                 lambda: [(k, v) for k, v in d.items() if not isinstance(v, dict)], columns=("measure", "value"))
 
 
 def _print_stats(c: Console, d: dict[str, Any]) -> None:
@@ -205,7 +210,7 @@ def export(ctx: click.Context, path: Path, json_: bool, plain_: bool) -> None:
     """Write the memory KG as a spec/002 snapshot (.json or .json.gz)."""
     r = service(ctx).export(path)
     out(ctx, json_, plain_).emit(r, lambda c: c.print(f"Exported {r.entities:,} entities and {r.edges:,} edges "
-                                                     f"to {r.path}"), lambda: [(r.path, r.entities, r.edges)])
+                                                     f"to {r.path}"), lambda: [(r.path, r.entities, r.edges)], columns=("path", "entities", "edges"))
 
 
 @memory_group.command("import")
@@ -218,7 +223,7 @@ def import_(ctx: click.Context, path: Path, merge: bool, json_: bool, plain_: bo
     r = service(ctx).import_snapshot(path, merge=merge)
     verb = "Merged" if merge else "Replaced the memory KG with"
     out(ctx, json_, plain_).emit(r, lambda c: c.print(f"{verb} {r.entities:,} entities and {r.edges:,} edges "
-                                                     f"from {r.path}"), lambda: [(r.path, r.mode, r.entities, r.edges)])
+                                                     f"from {r.path}"), lambda: [(r.path, r.mode, r.entities, r.edges)], columns=("path", "mode", "entities", "edges"))
 
 
 @memory_group.command("rebuild")
@@ -233,7 +238,7 @@ def rebuild(ctx: click.Context, dry_run: bool, json_: bool, plain_: bool) -> Non
     out(ctx, json_, plain_).emit(r, lambda c: c.print(
         f"{verb} [bold]{r.db_id}[/] from {r.memories:,} memories: {r.entities:,} entities, {r.edges:,} edges "
         f"(was {r.entities_before:,} / {r.edges_before:,}{dropped}) in {r.seconds:.2f} s"),
-        lambda: [(r.db_id, r.memories, r.entities, r.edges, r.dry_run)])
+        lambda: [(r.db_id, r.memories, r.entities, r.edges, r.dry_run)], columns=("db_id", "memories", "entities", "edges", "dry_run"))
 
 
 # -- beyond the spec: time, aliases, decay ------------------------------------------------------------
@@ -258,7 +263,7 @@ def recent(ctx: click.Context, when: str, predicate: str | None, expert_id: str 
     memories = mem.recent(timeline.range, limit, expert_id=expert_id)
     data = {"timeline": timeline, "memories": memories}
     out(ctx, json_, plain_).emit(data, lambda c: _print_timeline(c, timeline, memories),
-                                 lambda: [(i.predicate, i.type, i.name, i.mentions, i.last_seen) for i in timeline.items])
+                                 lambda: [(i.predicate, i.type, i.name, i.mentions, i.last_seen) for i in timeline.items], columns=("predicate", "type", "name", "mentions", "last_seen"))
 
 
 def _is_range(text: str) -> bool:
@@ -340,7 +345,7 @@ def _emit_aliases(ctx: click.Context, proposals: list[Any], json_: bool, plain_:
     rows = [(p.id, p.status, p.type, p.alias_name, p.canonical_name, p.reason, p.score) for p in proposals]
     out(ctx, json_, plain_).emit(proposals, lambda c: c.print(
         table(None, ["#", "status", "type", "alias", "canonical", "reason", "score"],
-              [tuple(escape(str(v)) for v in r) for r in rows]) if rows else "No alias proposals."), lambda: rows)
+              [tuple(escape(str(v)) for v in r) for r in rows]) if rows else "No alias proposals."), lambda: rows, columns=("id", "status", "type", "alias", "canonical", "reason", "score"))
 
 
 @memory_group.command("decay")
@@ -355,4 +360,4 @@ def decay(ctx: click.Context, half_life: float, write: bool, json_: bool, plain_
     out(ctx, json_, plain_).emit(r, lambda c: c.print(f"{verb} {r.changed:,} of {r.edges:,} edges "
                                                      f"(half-life {half_life:g} days)"),
                                  lambda: [(d["source"], d["type"], d["target"], d["weight"], d["decayed"])
-                                          for d in r.most_decayed])
+                                          for d in r.most_decayed], columns=("source", "type", "target", "weight", "decayed"))

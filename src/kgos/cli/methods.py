@@ -61,7 +61,7 @@ def want_to(ctx: click.Context, db_id: str, goal: str, k: int, json_: bool, plai
         rows = [(i, f"{h.score:.3f}", h.node.id, h.node.type, _plain_path(h.path[1:])) for i, h in enumerate(r.results, 1)]
         c.print(table(None, ["#", "score", "node", "type", "via"], rows) if rows else "No results.")
         _notes(c, r.notes)
-    out(ctx, json_, plain_).emit(r, human, lambda: [(f"{h.score:.4f}", h.node.id, h.node.name) for h in r.results])
+    out(ctx, json_, plain_).emit(r, human, lambda: [(f"{h.score:.4f}", h.node.id, h.node.name) for h in r.results], columns=("score", "id", "name"))
 
 
 def _plain_path(steps: Any) -> str:
@@ -95,7 +95,7 @@ def can_it(ctx: click.Context, db_id: str, capability: str, json_: bool, plain_:
     out(ctx, json_, plain_).emit(r, human, lambda: [(r.status, r.node.id if r.node else "")]
                                  + [("limitation", l.node.id) for l in r.limitations]
                                  + [("workaround", w.id) for w in r.workarounds]
-                                 + [("prerequisite", p.id) for p in r.prerequisites])
+                                 + [("prerequisite", p.id) for p in r.prerequisites], columns=("kind", "id"))
 
 
 @cli.command("compose")
@@ -126,7 +126,7 @@ def compose(ctx: click.Context, db_id: str, goal: str, max_tools: int, json_: bo
             c.print(f"  [green]alternative[/] {_name(a.node)} [dim]instead of {escape(a.for_step)}[/]")
         for w in r.warnings:
             c.print(f"  [yellow]warning[/] {escape(w)}")
-    out(ctx, json_, plain_).emit(r, human, lambda: [(s.index, s.node.id, s.sub_goal) for s in r.steps])
+    out(ctx, json_, plain_).emit(r, human, lambda: [(s.index, s.node.id, s.sub_goal) for s in r.steps], columns=("step", "id", "sub_goal"))
 
 
 # -- similar, alternatives, why-not -------------------------------------------------------------------------
@@ -145,7 +145,7 @@ def similar(ctx: click.Context, db_id: str, node: str, k: int, json_: bool, plai
     def human(c: Console) -> None:
         c.print(f"Similar to {_name(r.node)}")
         c.print(table(None, ["#", "score", "jaccard", "type", "name", "node"], rows) if rows else "No results.")
-    out(ctx, json_, plain_).emit(r, human, lambda: [(f"{x.score:.4f}", x.node.id) for x in r.results])
+    out(ctx, json_, plain_).emit(r, human, lambda: [(f"{x.score:.4f}", x.node.id) for x in r.results], columns=("score", "id"))
 
 
 @cli.command("alternatives")
@@ -167,7 +167,7 @@ def alternatives(ctx: click.Context, db_id: str, node: str, k: int, json_: bool,
         for x in r.conflicts:
             c.print(f"  [red]conflicts with[/] {_name(x)}")
     out(ctx, json_, plain_).emit(r, human, lambda: [(a.edge_type, a.node.id) for a in r.explicit]
-                                 + [("similar", x.node.id) for x in r.structural])
+                                 + [("similar", x.node.id) for x in r.structural], columns=("relation", "id"))
 
 
 @cli.command("why-not")
@@ -192,7 +192,7 @@ def why_not(ctx: click.Context, db_id: str, node: str, json_: bool, plain_: bool
             c.print(f"  [red]conflicts with[/] {escape(x.id)}")
         for x in r.alternatives:
             c.print(f"  [green]alternative[/] {escape(x.id)}")
-    out(ctx, json_, plain_).emit(r, human, lambda: [("reason", x) for x in r.reasons])
+    out(ctx, json_, plain_).emit(r, human, lambda: [("reason", x) for x in r.reasons], columns=("kind", "text"))
 
 
 # -- impact, trace, explore -------------------------------------------------------------------------------------
@@ -222,7 +222,7 @@ def impact(ctx: click.Context, db_id: str, node: str, direction: str, max_depth:
         c.print("edge types: " + ", ".join(f"{t} {n}" for t, n in r.edge_types_traversed.items()))
         _notes(c, r.notes)
     out(ctx, json_, plain_).emit(r, human, lambda: [(x.depth, f"{x.risk:.4f}", x.node.id)
-                                                    for level in r.risk_by_depth.values() for x in level])
+                                                    for level in r.risk_by_depth.values() for x in level], columns=("depth", "risk", "id"))
 
 
 @cli.command("trace")
@@ -248,7 +248,7 @@ def trace(ctx: click.Context, db_id: str, node_a: str, node_b: str, max_depth: i
                 c.print(f"  {_name(step.node)} [dim]({escape(step.node.type)})[/]")
         _notes(c, [n for n in r.notes if not n.startswith("no path")])
     line = f"{r.path[0].node.id} {_plain_path(r.path[1:])}".strip() if r.path else ""
-    out(ctx, json_, plain_).emit(r, human, lambda: [(r.found, "" if r.length is None else r.length, line)])
+    out(ctx, json_, plain_).emit(r, human, lambda: [(r.found, "" if r.length is None else r.length, line)], columns=("found", "length", "path"))
 
 
 @cli.command("explore")
@@ -263,7 +263,7 @@ def explore(ctx: click.Context, db_id: str, node: str, depth: int, per_level: in
     r = workspace(ctx).kg(db_id).explore_smart(node, depth=depth, per_level=per_level)
     out(ctx, json_, plain_).emit(r, lambda c: c.print(_tree(r)),
                                  lambda: [(n.depth, f"{n.rank_score:.3f}", n.node.id, "hub" if n.is_hub else "")
-                                          for level in r.levels for n in level.nodes])
+                                          for level in r.levels for n in level.nodes], columns=("depth", "rank_score", "id", "hub"))
 
 
 def _tree(r: Any) -> Tree:
@@ -292,11 +292,11 @@ def intent(ctx: click.Context, query: str, db_id: str | None, k: int, json_: boo
     from ..methods import classify_intent
     if db_id is None:
         r = classify_intent(query)
-        out(ctx, json_, plain_).emit(r, lambda c: _print_intents(c, r), lambda: [(m.category, m.score) for m in r.intents])
+        out(ctx, json_, plain_).emit(r, lambda c: _print_intents(c, r), lambda: [(m.category, m.score) for m in r.intents], columns=("intent", "score"))
         return
     res = workspace(ctx).kg(db_id).intent_search(query, {"k": k})
     out(ctx, json_, plain_).emit(res, lambda c: _print_search(c, res),
-                                 lambda: [(h.rank, f"{h.score:.4f}", h.node.id, h.method) for h in res.nodes])
+                                 lambda: [(h.rank, f"{h.score:.4f}", h.node.id, h.method) for h in res.nodes], columns=("rank", "score", "id", "method"))
 
 
 def _print_intents(c: Console, r: Any) -> None:

@@ -32,6 +32,7 @@ def to_jsonable(value: Any) -> Any:
 class Output:
     json: bool = False
     plain: bool = False
+    header: bool = False  # --plain only: a first row naming the columns
     out: Console = field(default_factory=lambda: Console(soft_wrap=True))
     err: Console = field(default_factory=lambda: Console(stderr=True))
 
@@ -40,13 +41,16 @@ class Output:
         return not (self.json or self.plain)
 
     def emit(self, data: Any, human: Callable[[Console], None] | None = None,
-             plain: Callable[[], Sequence[Sequence[Any]]] | None = None) -> None:
-        """Print ``data`` as JSON, as plain rows, or through the rich renderer."""
+             plain: Callable[[], Sequence[Sequence[Any]]] | None = None,
+             columns: Sequence[str] | None = None) -> None:
+        """Print ``data`` as JSON, as plain rows (``columns`` names them for ``--header``), or through
+        the rich renderer."""
         if self.json:
             click.echo(json.dumps(to_jsonable(data), ensure_ascii=False, indent=2))
         elif self.plain and plain is not None:
-            for row in plain():
-                click.echo("\t".join("" if v is None else str(v) for v in row))
+            rows = plain()
+            for row in ([columns] if self.header and columns else []) + list(rows):
+                click.echo("\t".join("" if v is None else _cell(v) for v in row))
         elif human is not None:
             human(self.out)
         else:
@@ -73,6 +77,11 @@ class Output:
                     tasks[phase] = bar.add_task(f"{label}: {phase}", total=None)
                 bar.update(tasks[phase], completed=count)
             yield update
+
+
+def _cell(value: Any) -> str:
+    # A tab or newline inside a value would split it into two columns or two rows.
+    return str(value).replace("\t", " ").replace("\n", " ")
 
 
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:

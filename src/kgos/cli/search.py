@@ -32,7 +32,7 @@ def search(ctx: click.Context, db_ids: str, query: str, k: int, intent: str | No
     options: dict[str, Any] = {"weights": weights, "intent": intent, "mode": mode}
     result = ws.kg(ids[0]).search(query, k=k, **options) if len(ids) == 1 else ws.search(ids, query, k=k, **options)
     out(ctx, json_, plain_).emit(result, lambda c: _print(c, result, explain),
-                                 lambda: [(h.rank, f"{h.score:.4f}", h.node.id, h.node.name) for h in result.results])
+                                 lambda: [(h.rank, f"{h.score:.4f}", h.node.id, h.node.name) for h in result.results], columns=("rank", "score", "id", "name"))
     warn(result.warnings)
 
 
@@ -83,7 +83,7 @@ def embed(ctx: click.Context, db_id: str, model: str, batch_size: int, json_: bo
         report = kg.embed(model, batch_size=batch_size, progress=counter if progress else None)
     o.emit(report, lambda c: c.print(
         f"Embedded {report.embedded:,} of {report.nodes:,} nodes of [bold]{db_id}[/] with {report.model} "
-        f"({report.unchanged:,} unchanged) in {report.seconds:.1f} s"), lambda: [(db_id, report.model, report.embedded)])
+        f"({report.unchanged:,} unchanged) in {report.seconds:.1f} s"), lambda: [(db_id, report.model, report.embedded)], columns=("db_id", "model", "embedded"))
 
 
 class _Counter:
