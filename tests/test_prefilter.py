@@ -75,3 +75,34 @@ def test_expert_with_a_filter_finds_matching_context(demo_ws):
     cfg = svc.update("demo", {"dimension_filters": BATCH}).config
     ctx = retrieve(demo_ws, cfg, STREAM)
     assert ctx.nodes and {n.id for n in ctx.nodes} <= matching(demo_ws.kg("demo"), BATCH)
+
+
+def test_http_search_takes_filters_and_says_why_results_may_be_weak(demo_ws):
+    from api_helpers import client
+    with client(demo_ws) as api:
+        res = api.post("/api/kg/demo/search", json={"query": STREAM, "k": 20, "filters": BATCH})
+        assert res.status_code == 200, res.text
+        body = res.json()
+        assert body["results"] and {h["node"]["id"] for h in body["results"]} <= matching(demo_ws.kg("demo"), BATCH)
+        assert body["warnings"] == [] and all("diversity_bonus" in h for h in body["results"])
+        scores = [h["score"] for h in body["results"]]
+        assert scores == sorted(scores, reverse=True)
+        bad = api.post("/api/kg/demo/search", json={"query": STREAM, "filters": {"pricing_tier": {"above": 1}}})
+        assert bad.status_code == 422
+        hits = api.post("/api/kg/demo/intent-search", json={"query": STREAM, "config": {"dimension_filters": BATCH}})
+        assert hits.status_code == 200 and hits.json()["nodes"]
+
+
+def test_cli_search_filter_option(demo_ws):
+    import json
+
+    from click.testing import CliRunner
+
+    from kgos.cli import cli
+    run = CliRunner().invoke(cli, ["--home", str(demo_ws.home), "search", "demo", STREAM, "-k", "20",
+                                   "--filter", "batch_suitability>=0.7", "--json"])
+    assert run.exit_code == 0, run.output
+    ids = {h["node"]["id"] for h in json.loads(run.stdout)["results"]}
+    assert ids and ids <= matching(demo_ws.kg("demo"), BATCH)
+    bad = CliRunner().invoke(cli, ["--home", str(demo_ws.home), "search", "demo", STREAM, "--filter", "Bad<1"])
+    assert bad.exit_code != 0 and "invalid dimension name" in bad.output

@@ -157,6 +157,8 @@ class SearchIn(Strict):
     intent: Intent | None = Field(None, description="Force a retrieval intent (default: classified)")
     mode: Mode = "hybrid"
     explain: bool = Field(True, description="Include each hit's signal components and edge annotations")
+    filters: DimensionFilters | None = Field(None, description="Dimension pre-filter: only nodes meeting every "
+                                             "constraint are scored, e.g. {\"pricing_tier\": {\"max\": 0.3}}")
 
 
 class MultiSearchIn(SearchIn):
