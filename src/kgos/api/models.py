@@ -505,6 +505,9 @@ class SearchHit(BaseModel):
     components: Components | None = Field(None, description="null when explain is false")
     edge_annotations: list[EdgeAnnotation] | None = Field(None, description="null when explain is false")
     source_kg: str | None = None
+    diversity_bonus: float = Field(0.0, description="Included in score: +5% for the first hit of a community")
+    missing_signals: list[str] = Field([], description="Signals the node lacks (no vector yet): weights spread "
+                                       "over its other signals")
 
 
 class SearchOut(BaseModel):
@@ -516,6 +519,7 @@ class SearchOut(BaseModel):
     results: list[SearchHit]
     took_ms: float
     notes: list[str]
+    warnings: list[str] = Field([], description="Why this ranking is weaker than it could be (e.g. no vectors)")
 
 
 # -- responses: query methods ------------------------------------------------------------------------------
@@ -877,6 +881,7 @@ class IntentSearchOut(BaseModel):
     exploration: ExplorationOut | None
     took_ms: float
     notes: list[str]
+    warnings: list[str] = []
 
 
 # -- responses: /api/kgos (spec/000 section 10) ------------------------------------------------------------
