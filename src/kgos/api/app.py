@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
 from ..kg import Workspace
-from . import errors, experts, kg, kgos, security
+from . import errors, experts, kg, kgos, pages, security
 from .models import ErrorBody, Health
 from .runtime import Runtime, ServerSettings, runtime
 
@@ -52,7 +52,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
                 ws.close()
 
     app = FastAPI(title="KG-OS", version=__version__, description=DESCRIPTION, openapi_url="/openapi.json",
-                  docs_url="/docs", redoc_url=None, lifespan=lifespan)
+                  docs_url=None, redoc_url=None, lifespan=lifespan)  # /docs: pages.py, offline
     app.state.runtime = Runtime(workspace=ws, settings=settings, provider_factory=provider_factory)
     errors.install(app)
     app.include_router(kg.router)
@@ -60,6 +60,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(experts.router)
     app.add_api_route("/api/health", health, methods=["GET"], response_model=Health, tags=["server"],
                       responses=errors.RESPONSES)
+    pages.install(app)
     security.install(app, settings)
     app.openapi = lambda: openapi(app, bearer=bool(settings.token))  # type: ignore[method-assign]
     return app
