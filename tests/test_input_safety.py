@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 from api_helpers import client, error
+from conftest import write_nodelink
 
-from kgos.errors import ImportFailed, InvalidArgument, PropertiesTooLarge
+import kgos
+from kgos.errors import ImportFailed, InvalidArgument, InvalidName, PropertiesTooLarge
 from kgos.store.limits import MAX_PROPERTY_BYTES, MAX_PROPERTY_DEPTH, check_properties
 
 
@@ -252,3 +254,119 @@ def test_merge_import_checks_properties_once_merged(ws, kg, tmp_path):
     with pytest.raises(ImportFailed, match="once merged"):
         ws.import_file("t", path, mode="merge")
     assert kg.store.version() == before and set(kg.node("a").properties) == {"half"}
+
+
+# -- paths and names (point 5) ----------------------------------------------------------------------
+@pytest.mark.parametrize("odd", ["hash#home", "query?home", "pct%41home", "all #?%20 of them"])
+def test_a_home_with_uri_characters_keeps_every_file_inside_it(tmp_path, odd):
+    home = tmp_path / odd
+    with kgos.Workspace(home) as ws:
+        ws.create("t").add_node("Alpha")
+        assert ws.kg("t").store.node_count() == 1
+    assert (home / "kgs" / "t.db").is_file() and (home / "workspace.db").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [odd], "nothing written beside the home"
+    with kgos.Workspace(home) as again:
+        assert again.kg("t").store.node_count() == 1
+
+
+def test_kgos_home_from_the_environment_with_a_hash(tmp_path, monkeypatch):
+    home = tmp_path / "a#b"
+    monkeypatch.setenv("KGOS_HOME", str(home))
+    with kgos.Workspace() as ws:
+        ws.create("t")
+    assert (home / "kgs" / "t.db").is_file() and not (tmp_path / "a").exists()
+
+
+LOOK_ALIKES = ["kg\n", "kg\r\n", "\nkg", "kg ", "kg\t"]
+
+
+@pytest.mark.parametrize("name", LOOK_ALIKES)
+def test_kg_names_with_trailing_newlines_are_refused(ws, tmp_path, name):
+    from kgos.kg.workspace import check_db_id
+    with pytest.raises(InvalidName):
+        check_db_id(name)
+    with pytest.raises(InvalidName):
+        ws.create(name)
+    path = write_nodelink(tmp_path / "k.json", [{"id": "a", "name": "A"}], [])
+    with pytest.raises(InvalidName):
+        ws.import_file(name, path)
+    assert ws.list() == []
+    c = client(ws)
+    assert c.post("/api/kg", json={"db_id": name}).status_code == 422
+    assert c.get("/api/kg").json() == []
+
+
+@pytest.mark.parametrize("check", ["expert id", "dimension", "playbook", "metadata key", "config name"])
+def test_every_name_validator_refuses_a_trailing_newline(check, tmp_path):
+    from pydantic import ValidationError
+
+    from kgos.experts.config import Retrieval
+    from kgos.experts.playbooks import PlaybookLibrary
+    from kgos.experts.store import check_id
+    from kgos.memory.store import MemoryFilter
+    from kgos.methods.dimensions import check_name
+    calls = {"expert id": (lambda v: check_id(v, "expert id"), InvalidArgument),
+             "dimension": (check_name, InvalidName),
+             "playbook": (PlaybookLibrary(tmp_path).path, InvalidArgument),
+             "metadata key": (lambda v: MemoryFilter(metadata={v: 1}).where(), InvalidArgument),
+             "config name": (lambda v: Retrieval(boost_types=[v]), ValidationError)}
+    fn, error_type = calls[check]
+    with pytest.raises(error_type):
+        fn("cost\n")
+
+
+def test_export_into_a_missing_folder_creates_it(tmp_path):
+    from click.testing import CliRunner
+
+    from kgos.cli import cli
+    home = tmp_path / "home"
+    with kgos.Workspace(home) as ws:
+        ws.create("t").add_node("Alpha")
+    target = tmp_path / "not" / "yet" / "there.json"
+    result = CliRunner().invoke(cli, ["--home", str(home), "kg", "export", "t", str(target)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(target.read_text())["nodes"][0]["name"] == "Alpha"
+
+
+def test_export_to_an_unwritable_place_is_a_clean_error(tmp_path):
+    from click.testing import CliRunner
+
+    from kgos.cli import cli
+    home = tmp_path / "home"
+    with kgos.Workspace(home) as ws:
+        ws.create("t")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = CliRunner().invoke(cli, ["--home", str(home), "kg", "export", "t", str(blocker / "kg.json")])
+    assert result.exit_code != 0 and isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output and "cannot write" in result.output
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_temp_files_of_killed_imports_are_swept_when_the_workspace_opens(tmp_path):
+    import os
+    import subprocess
+    import sys
+    kgs = tmp_path / "home" / "kgs"
+    kgs.mkdir(parents=True)
+    dead = _dead_pid()
+    stale = [kgs / f".big.db.importing-{dead}", kgs / f".big.db.importing-{dead}-wal",
+             kgs / f".big.db.importing-{dead}-shm"]
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = [kgs / f".other.db.importing-{sleeper.pid}", kgs / f".mine.db.importing-{os.getpid()}"]
+        for p in stale + live:
+            p.write_bytes(b"x" * 1024)
+        kgos.Workspace(tmp_path / "home").close()
+        assert [p for p in stale if p.exists()] == []
+        assert all(p.exists() for p in live), "a temp file a live process may be writing is kept"
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -63,7 +63,7 @@ def split_host(value: str) -> tuple[str, int | None] | None:
         port = port_text if colon else None
     if not name or (port is not None and not (port.isdigit() and 0 < int(port) < 65536)):
         return None
-    if not (is_ip(name) if name.startswith("[") else HOST_NAME.match(name)):
+    if not (is_ip(name) if name.startswith("[") else HOST_NAME.fullmatch(name)):
         return None
     return name, int(port) if port is not None else None
 

@@ -35,7 +35,7 @@ SKILL_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # playbook file stems
 
 
 def _names(values: list[str], pattern: re.Pattern[str], what: str) -> list[str]:
-    bad = [v for v in values if not pattern.match(v)]
+    bad = [v for v in values if not pattern.fullmatch(v)]
     if bad:
         raise ValueError(f"invalid {what} {bad[0]!r}: use lowercase letters, digits and '_' (pattern {pattern.pattern})")
     return list(dict.fromkeys(values))

@@ -72,10 +72,10 @@ class PlaybookLibrary:
 
     def names(self) -> list[str]:
         return sorted({p.stem for folder in self.folders if folder.is_dir() for p in folder.glob("*.md")
-                       if SKILL_RE.match(p.stem)})
+                       if SKILL_RE.fullmatch(p.stem)})
 
     def path(self, name: str) -> Path:
-        if not isinstance(name, str) or not SKILL_RE.match(name):
+        if not isinstance(name, str) or not SKILL_RE.fullmatch(name):
             raise InvalidArgument(f"invalid playbook name {name!r}: use lowercase letters, digits, '-' and '_'")
         for folder in self.folders:
             candidate = folder / f"{name}.md"

@@ -26,7 +26,7 @@ ROLES = ("user", "assistant", "system", "tool")
 
 def check_id(value: Any, what: str) -> str:
     """Expert and conversation ids: 1-128 letters, digits, '_', '-', '.'; they appear in URLs."""
-    if not isinstance(value, str) or not ID_RE.match(value):
+    if not isinstance(value, str) or not ID_RE.fullmatch(value):
         raise InvalidArgument(f"invalid {what} {value!r}: use 1-128 letters, digits, '_', '-' or '.', "
                               "starting with a letter or digit")
     return value

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ IMPORT_MODES = ("create", "merge", "replace")
 
 def check_db_id(db_id: Any) -> str:
     """A db_id is 1-64 of lowercase letters, digits, ``-`` and ``_``, starting with a letter or digit."""
-    if not isinstance(db_id, str) or not DB_ID_RE.match(db_id):
+    if not isinstance(db_id, str) or not DB_ID_RE.fullmatch(db_id):
         raise InvalidName(f"invalid KG name {db_id!r}: use 1-64 lowercase letters, digits, '-' or '_', "
                           "starting with a letter or digit (e.g. 'my-kg')")
     return db_id
@@ -72,6 +73,7 @@ class Workspace:
         self.kgs_dir = self.home / "kgs"
         self.cache_dir = self.home / "cache"
         self.kgs_dir.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temps(self.kgs_dir)
         self.db = open_workspace_db(self.home / "workspace.db")
         self.registry = Registry(self.db)
         self._open: dict[str, KG] = {}
@@ -99,7 +101,7 @@ class Workspace:
         return self.native_path(db_id).exists() or self.registry.get(db_id) is not None
 
     def db_ids(self) -> list[str]:
-        native = [p.stem for p in self.kgs_dir.glob("*.db") if DB_ID_RE.match(p.stem)]
+        native = [p.stem for p in self.kgs_dir.glob("*.db") if DB_ID_RE.fullmatch(p.stem)]
         return sorted(set(native) | {row[0] for row in self.registry.all()})
 
     # -- opening -----------------------------------------------------------------------------------
@@ -225,6 +227,7 @@ class Workspace:
         final = self.native_path(db_id)
         _remove_stale_temps(self.kgs_dir)
         temp = final.with_name(f".{final.name}.importing-{os.getpid()}")
+        temp.unlink(missing_ok=True)
         try:
             report = replace(bulk_load(temp, source, db_id, skip_dangling, progress), mode=mode)
             self._forget(db_id)
@@ -237,16 +240,36 @@ class Workspace:
 
     def export(self, db_id: str, path: str | Path, format: str | None = None,
                progress: Progress | None = None) -> Path:
+        """Write the KG to ``path``, creating missing folders; InvalidArgument if it cannot be written."""
         path = Path(path)
-        writer_for(path, format)(self.kg(db_id).store, path, progress=progress)
+        write, store = writer_for(path, format), self.kg(db_id).store
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write(store, path, progress=progress)
+        except OSError as exc:
+            raise InvalidArgument(f"cannot write {path}: {exc.strerror or exc}; choose a path in a folder "
+                                  "you can write to") from None
         return path
 
 
+TEMP_RE = re.compile(r"\..+\.importing-(\d+)(?:-wal|-shm|-journal)?")
+STALE_TEMP_SECONDS = 6 * 3600  # an import writes its file all along; one untouched this long is dead
+
+
 def _remove_stale_temps(folder: Path) -> None:
-    """Delete half-built files left by imports whose process died (e.g. killed with SIGKILL)."""
+    """Delete half-built files (and their -wal/-shm) left by imports whose process died, e.g. killed
+    with SIGKILL: those whose pid is no longer running, or that nothing has written for hours (the
+    pid may have been reused). A file a live import may still be writing is left alone."""
+    now = time.time()
     for temp in folder.glob(".*.importing-*"):
-        pid = temp.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+        m = TEMP_RE.fullmatch(temp.name)
+        if m is None:
+            continue
+        try:
+            idle = now - temp.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if not _alive(int(m.group(1))) or idle > STALE_TEMP_SECONDS:
             temp.unlink(missing_ok=True)
 
 

@@ -100,7 +100,7 @@ class MemoryFilter:
 
 
 def _key(key: str) -> str:
-    if not isinstance(key, str) or not _KEY_RE.match(key):
+    if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
         raise InvalidArgument(f"metadata filter key {key!r} must be a plain identifier (letters, digits, _)")
     return key
 

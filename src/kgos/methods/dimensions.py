@@ -42,7 +42,7 @@ MAX_LIMIT = 1000
 
 def check_name(name: Any) -> str:
     """A valid dimension name, or ``InvalidName`` that says what is allowed (and suggests one)."""
-    if isinstance(name, str) and NAME_RE.match(name):
+    if isinstance(name, str) and NAME_RE.fullmatch(name):
         return name
     close = difflib.get_close_matches(str(name).lower(), list(DIMENSIONS), n=1)
     hint = f"; did you mean {close[0]}?" if close else ""
@@ -206,7 +206,7 @@ def node_dimensions(node: Any, include_custom: bool = True) -> NodeDimensions:
     inferred = inferred if isinstance(inferred, Mapping) else {}
     values = []
     for name, value in node.properties.items():
-        if not _is_value(value) or not NAME_RE.match(name) or (name not in DIMENSIONS and not include_custom):
+        if not _is_value(value) or not NAME_RE.fullmatch(name) or (name not in DIMENSIONS and not include_custom):
             continue
         dim = DIMENSIONS.get(name)
         values.append(DimensionValue(name, float(value), dim.category if dim else None, inferred.get(name)))

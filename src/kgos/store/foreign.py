@@ -20,7 +20,6 @@ from contextlib import AbstractContextManager, contextmanager
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 
@@ -31,7 +30,7 @@ from .base import GraphStore, sqlite_read
 from .migrations import now_iso
 
 # The native store's argument checks, so both stores refuse the same input with the same message.
-from .native import check_node_fields, check_weight, dumps, merge_properties
+from .native import check_node_fields, check_weight, dumps, merge_properties, sqlite_uri
 from .profiles import Profile, profile_for, quote_ident
 
 DEFAULT_EDGE_TYPE = "relates_to"  # for rows whose type cell is NULL
@@ -44,7 +43,7 @@ _CHUNK = 250
 
 def connect_foreign(path: Path, read_only: bool) -> sqlite3.Connection:
     """An autocommit connection; ``mode=ro`` when read-only, and never creates the file."""
-    uri = f"file:{quote(path.resolve().as_posix(), safe='/:')}?mode={'ro' if read_only else 'rw'}"
+    uri = sqlite_uri(path.resolve(), "ro" if read_only else "rw")
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.create_function("kgos_norm", 1, _norm, deterministic=True)

@@ -31,7 +31,7 @@ EDGE_SELECT = ("SELECT s.id, t.id, e.type, e.weight, e.properties, e.id, e.creat
 
 def connect(path: Path | str, read_only: bool = False) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, foreign keys on."""
-    uri = f"file:{Path(path).as_posix()}?mode={'ro' if read_only else 'rwc'}"
+    uri = sqlite_uri(Path(path), "ro" if read_only else "rwc")
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 5000")
@@ -39,6 +39,12 @@ def connect(path: Path | str, read_only: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+def sqlite_uri(path: Path, mode: str) -> str:
+    """A SQLite ``file:`` URI for ``path``, percent-encoded: unescaped, a '#', '?' or '%' in a folder
+    name would end or alter the path and the database would land somewhere else."""
+    return f"{path.absolute().as_uri()}?mode={mode}"
 
 
 def dumps(value: dict[str, Any], what: str = "properties") -> str:
