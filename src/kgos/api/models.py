@@ -1,6 +1,8 @@
 """Pydantic models of the /api/kg and /api/kgos routes: request bodies (validated before any library
 call: bounded counts, finite non-negative weights, non-blank text) and response shapes (mirroring
 the library's ``to_dict()`` documents, so ``/openapi.json`` describes what the routes really send).
+Response models of library results are derived from the result types (``kgos.api.schemas``), so
+each shape has one definition; only shapes the API composes itself are written out here.
 
 Request models forbid unknown keys, so a typo (``"limt"``) is a 422 naming it, not a silent default.
 """
@@ -12,11 +14,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from ..kg import KGInfo, check_db_id
+from ..methods import results as R
 from ..methods.compose import MAX_TOOLS_CAP
 from ..methods.view import MAX_DEPTH
+from ..model import Edge, Neighbor, Node
+from ..retrieval import results as RR
 from ..retrieval.hybrid import MAX_K, MODES
 from ..retrieval.intents import INTENTS
-from ..kg import check_db_id
+from ..retrieval.intents import Intent as ClassifiedIntent
+from ..retrieval.results import Weights
+from ..store.importer import ImportReport
+from ..store.stats import DegreeSummary, KGStats
+from ..store.validation import Issue, RuleResult, ValidationReport
+from .schemas import DROP, DerivedModel, is_none, json_type, omitted_when_none, register, response_model
 
 MAX_TEXT = 10_000  # characters of a query, goal or capability
 MAX_REF = 2_000  # characters of a node id or name
@@ -308,39 +319,14 @@ class ErrorBody(BaseModel):
 
 
 # -- responses: graph values ------------------------------------------------------------------------
-class NodeRef(BaseModel):
-    id: str
-    name: str
-    type: str
-    description: str | None = None
-
-
-class NodeOut(BaseModel):
-    id: str
-    name: str
-    type: str
-    description: str
-    properties: Properties
-
-
-class NodeDetail(NodeOut):
-    created_at: str | None
-    updated_at: str | None
-
-
-class EdgeOut(BaseModel):
-    source: str
-    target: str
-    type: str
-    weight: float
-    properties: Properties
-    id: str | None = None
-
-
-class NeighborOut(BaseModel):
-    node: NodeOut
-    edge: EdgeOut
-    direction: Literal["outgoing", "incoming"]
+# Derived from the library's result types (``kgos.api.schemas``): one definition of each shape. The
+# order matters: a record derived (and registered) first is the model its later uses nest.
+NodeRef = response_model(R.NodeRef, description=omitted_when_none(str, "Only when the node has one"))
+NodeOut = response_model(Node, "NodeOut", created_at=DROP, updated_at=DROP)
+NodeDetail = response_model(Node, "NodeDetail", register=False)
+EdgeOut = response_model(Edge, "EdgeOut", id=omitted_when_none(str, "Only where the store keeps edge ids"),
+                         created_at=DROP)
+NeighborOut = response_model(Neighbor, "NeighborOut")
 
 
 class NeighborsOut(BaseModel):
@@ -375,45 +361,10 @@ class EdgeDeleted(BaseModel):
 
 
 # -- responses: KGs -----------------------------------------------------------------------------------------
-class KGInfoOut(BaseModel):
-    db_id: str
-    kind: Literal["native", "attached"]
-    path: str
-    profile: str
-    read_only: bool
-    name: str
-    description: str
-    nodes: int
-    edges: int
-
-
-class DegreeSummaryOut(BaseModel):
-    min: int
-    max: int
-    mean: float
-    median: float
-    p90: float
-    p99: float
-
-
-class KGStatsOut(BaseModel):
-    db_id: str
-    nodes: int
-    edges: int
-    node_types: dict[str, int]
-    edge_types: dict[str, int]
-    in_degree: DegreeSummaryOut
-    out_degree: DegreeSummaryOut
-    total_degree: DegreeSummaryOut
-    orphans: int
-    self_loops: int
-    components: int
-    largest_component: int
-    density: float
-
-
-class KGDetail(KGInfoOut):
-    stats: KGStatsOut
+KGInfoOut = response_model(KGInfo, "KGInfoOut", kind=Literal["native", "attached"])
+DegreeSummaryOut = response_model(DegreeSummary, "DegreeSummaryOut")
+KGStatsOut = response_model(KGStats, "KGStatsOut")
+KGDetail = response_model(KGInfo, "KGDetail", register=False, kind=Literal["native", "attached"], stats=KGStatsOut)
 
 
 class KGDeleted(BaseModel):
@@ -421,43 +372,10 @@ class KGDeleted(BaseModel):
     result: Literal["deleted", "detached"]
 
 
-class IssueOut(BaseModel):
-    rule: int
-    severity: str
-    title: str
-    count: int
-    examples: list[str]
-
-
-class RuleOut(BaseModel):
-    rule: int
-    severity: str
-    check: str
-    passed: bool
-    count: int
-
-
-class ValidationOut(BaseModel):
-    db_id: str
-    ok: bool
-    errors: int
-    warnings: int
-    infos: int
-    nodes: int
-    edges: int
-    issues: list[IssueOut]
-    rules: list[RuleOut]
-
-
-class ImportOut(BaseModel):
-    db_id: str
-    format: str
-    mode: str
-    nodes: int
-    edges: int
-    skipped_dangling: int
-    duplicate_edges: int
-    seconds: float
+IssueOut = response_model(Issue, "IssueOut")
+RuleOut = response_model(RuleResult, "RuleOut")
+ValidationOut = response_model(ValidationReport, "ValidationOut")
+ImportOut = response_model(ImportReport, "ImportOut")
 
 
 class Health(BaseModel):
@@ -467,13 +385,18 @@ class Health(BaseModel):
 
 
 # -- responses: search ---------------------------------------------------------------------------------
-class SearchIntent(BaseModel):
+class SearchIntent(DerivedModel):
+    """The retrieval intent that chose the weights (``source``: pattern, length, default or explicit)."""
+
     category: str
     score: float
     source: str
 
 
-class WeightsOut(BaseModel):
+class WeightsOut(DerivedModel):
+    """The four weights used (alpha embedding, beta text, gamma graph, delta intent) and where they came
+    from."""
+
     alpha: float
     beta: float
     gamma: float
@@ -481,273 +404,47 @@ class WeightsOut(BaseModel):
     source: str
 
 
-class Components(BaseModel):
-    embedding: float
-    text: float
-    graph: float
-    intent: float
-
-
-class EdgeAnnotation(BaseModel):
-    source: str
-    target: str
-    type: str
-    direction: str
-    other: str
-    other_name: str
-
-
-class SearchHit(BaseModel):
-    rank: int
-    node: NodeOut
-    score: float
-    method: str
-    components: Components | None = Field(None, description="null when explain is false")
-    edge_annotations: list[EdgeAnnotation] | None = Field(None, description="null when explain is false")
-    source_kg: str | None = None
-    diversity_bonus: float = Field(0.0, description="Included in score: +5% for the first hit of a community")
-    missing_signals: list[str] = Field([], description="Signals the node lacks (no vector yet): weights spread "
-                                       "over its other signals")
-
-
-class SearchOut(BaseModel):
-    query: str
-    kg: str | None
-    mode: str
-    intent: SearchIntent
-    weights: WeightsOut
-    results: list[SearchHit]
-    took_ms: float
-    notes: list[str]
-    warnings: list[str] = Field([], description="Why this ranking is weaker than it could be (e.g. no vectors)")
+Components = response_model(RR.Components)
+EdgeAnnotation = response_model(RR.EdgeAnnotation)
+register(ClassifiedIntent, SearchIntent)
+register(Weights, WeightsOut)
+SearchHit = response_model(
+    RR.SearchHit, components=(Components | None, Field(description="null when explain is false")),
+    edge_annotations=(list[EdgeAnnotation] | None, Field(description="null when explain is false")),
+    source_kg=omitted_when_none(str, "The KG a hit comes from, in a search over several KGs"))
+SearchOut = response_model(RR.SearchResult, "SearchOut")
 
 
 # -- responses: query methods ------------------------------------------------------------------------------
-class IntentMatch(BaseModel):
-    category: str
-    score: float
-    phrases: list[str]
-    keywords: list[str]
-
-
-class Classification(BaseModel):
-    query: str
-    intent: IntentMatch | None
-    intents: list[IntentMatch]
-    retrieval_intent: str
-    routes: list[str]
+IntentMatch = response_model(R.IntentMatch)
+Classification = response_model(R.IntentClassification, "Classification", intent=IntentMatch | None)
 
 
 class PathElement(BaseModel):
     """One element of a path: a node (``node``, ``name``, ``type``) or the edge between two nodes
     (``edge``, ``direction``), alternating (spec/000 method 9)."""
 
-    node: str | None = None
-    name: str | None = None
-    type: str | None = None
-    edge: str | None = None
-    direction: str | None = None
+    node: str | None = Field(None, exclude_if=is_none)
+    name: str | None = Field(None, exclude_if=is_none)
+    type: str | None = Field(None, exclude_if=is_none)
+    edge: str | None = Field(None, exclude_if=is_none)
+    direction: str | None = Field(None, exclude_if=is_none)
 
 
-class PathOut(BaseModel):
-    found: bool
-    length: int | None
-    source: NodeRef
-    target: NodeRef
-    max_depth: int
-    path: list[PathElement]
-    notes: list[str]
-
-
-class GoalHit(BaseModel):
-    node: NodeRef
-    score: float
-    text_score: float
-    graph_score: float
-    path: list[PathElement]
-
-
-class WantToOut(BaseModel):
-    goal: str
-    keywords: list[str]
-    intent_keywords: list[str]
-    results: list[GoalHit]
-    notes: list[str]
-
-
-class LimitationOut(BaseModel):
-    node: NodeRef
-    workarounds: list[NodeRef]
-    blocking: bool
-
-
-class CandidateStatus(BaseModel):
-    node: NodeRef
-    status: str
-    score: float
-
-
-class CapabilityOut(BaseModel):
-    query: str
-    capability: str
-    status: Literal["yes", "yes_with_limitations", "no", "unknown"]
-    node: NodeRef | None
-    match_score: float
-    limitations: list[LimitationOut]
-    workarounds: list[NodeRef]
-    prerequisites: list[NodeRef]
-    candidates: list[CandidateStatus]
-    explanation: str
-    notes: list[str]
-
-
-class BlockedPrerequisite(BaseModel):
-    node: NodeRef
-    depth: int
-    blocking_limitations: list[NodeRef]
-
-
-class WhyNotOut(BaseModel):
-    node: NodeRef
-    status: str
-    limitations: list[LimitationOut]
-    workarounds: list[NodeRef]
-    prerequisites: list[BlockedPrerequisite]
-    conflicts: list[NodeRef]
-    alternatives: list[NodeRef]
-    reasons: list[str]
-
-
-class PlanStep(BaseModel):
-    index: int
-    sub_goal: str
-    node: NodeRef
-    score: float
-    candidates: list[NodeRef]
-
-
-class PlanEdge(BaseModel):
-    source: str
-    target: str
-    type: str
-    status: str
-    via: list[str]
-
-
-class PrerequisiteOut(BaseModel):
-    node: NodeRef
-    needed_by: list[str]
-    depth: int
-
-
-class AlternativeOut(BaseModel):
-    for_step: str
-    node: NodeRef
-    reason: str
-
-
-class CompositionOut(BaseModel):
-    goal: str
-    sub_goals: list[str]
-    steps: list[PlanStep]
-    edges: list[PlanEdge]
-    prerequisites: list[PrerequisiteOut]
-    conflicts: list[PlanEdge]
-    warnings: list[str]
-    alternatives: list[AlternativeOut]
-    valid: bool
-    notes: list[str]
-
-
-class SimilarRow(BaseModel):
-    node: NodeRef
-    score: float
-    jaccard: float
-    type_match: float
-    name_overlap: float
-
-
-class SimilarOut(BaseModel):
-    node: NodeRef
-    results: list[SimilarRow]
-
-
-class ExplicitAlternative(BaseModel):
-    node: NodeRef
-    edge_type: str
-    direction: str
-
-
-class AlternativesOut(BaseModel):
-    node: NodeRef
-    explicit: list[ExplicitAlternative]
-    structural: list[SimilarRow]
-    conflicts: list[NodeRef]
-
-
-class ImpactedNode(BaseModel):
-    node: NodeRef
-    depth: int
-    risk: float
-    parent: str
-    edge_type: str
-    direction: str
-    weight: float
-    criticality: float
-
-
-class ImpactOut(BaseModel):
-    node: NodeRef
-    direction: str
-    max_depth: int
-    total_impacted: int
-    counts_by_depth: dict[str, int]
-    risk_by_depth: dict[str, list[ImpactedNode]]
-    critical_path: list[NodeRef]
-    edge_types_traversed: dict[str, int]
-    truncated: bool
-    notes: list[str]
-
-
-class ExploredNode(BaseModel):
-    node: NodeRef
-    depth: int
-    parent: str | None
-    edge_type: str | None
-    direction: str | None
-    degree: int
-    degree_centrality: float
-    edge_diversity: int
-    rank_score: float
-    is_hub: bool
-
-
-class ExplorationLevel(BaseModel):
-    depth: int
-    count: int
-    mean_degree: float
-    nodes: list[ExploredNode]
-
-
-class ExplorationOut(BaseModel):
-    root: NodeRef
-    depth: int
-    levels: list[ExplorationLevel]
-    hubs: list[NodeRef]
-    truncated: bool
-    notes: list[str]
-
-
-class KeywordHit(BaseModel):
-    node: NodeRef
-    score: int
-    terms: list[str]
-
-
-class KeywordOut(BaseModel):
-    query: str
-    terms: list[str]
-    results: list[KeywordHit]
+PathOut = response_model(R.PathResult, "PathOut", path=list[PathElement])
+GoalHit = response_model(R.GoalHit, path=list[PathElement])
+WantToOut = response_model(R.WantToResult, "WantToOut")
+CapabilityOut = response_model(R.CapabilityResult, "CapabilityOut",
+                               status=Literal["yes", "yes_with_limitations", "no", "unknown"])
+WhyNotOut = response_model(R.BlockerReport, "WhyNotOut")
+CompositionOut = response_model(R.CompositionPlan, "CompositionOut")
+SimilarRow = response_model(R.SimilarRow)
+SimilarOut = response_model(R.SimilarResult, "SimilarOut")
+AlternativesOut = response_model(R.AlternativesResult, "AlternativesOut")
+ImpactedNode = response_model(R.ImpactedNode)
+ImpactOut = response_model(R.ImpactResult, "ImpactOut")
+ExplorationOut = response_model(R.ExplorationTree, "ExplorationOut")
+KeywordOut = response_model(R.KeywordMatchResult, "KeywordOut")
 
 
 class BoostScore(BaseModel):
@@ -755,203 +452,32 @@ class BoostScore(BaseModel):
     boost: float
 
 
-class BoostOut(BaseModel):
-    seeds: list[str]
-    boost_types: list[str] | None
-    scores: list[BoostScore]
+BoostOut = response_model(R.BoostResult, "BoostOut", scores=list[BoostScore])
+DimensionFilterOut = response_model(R.DimensionFilterResult, "DimensionFilterOut")
+NodeDimensionsOut = response_model(R.NodeDimensions, "NodeDimensionsOut")
+InferOut = response_model(R.AutoDimensionsReport, "InferOut")
+CentralityOut = response_model(R.CentralityReport, "CentralityOut")
+CommunitiesOut = response_model(R.CommunityReport, "CommunitiesOut")
+GapsOut = response_model(R.GapReport, "GapsOut")
+ResultEdge = response_model(R.ResultEdge)
+IntentHit = response_model(R.IntentHit, components=Components)
+IntentSearchOut = response_model(R.IntentSearchResult, "IntentSearchOut")
 
 
-class DimensionMatch(BaseModel):
-    node: NodeRef
-    values: dict[str, float]
-
-
-class DimensionFilterOut(BaseModel):
-    filters: dict[str, dict[str, float]]
-    total: int
-    results: list[DimensionMatch]
-    custom_dimensions: list[str]
-    notes: list[str]
-
-
-class DimensionValue(BaseModel):
-    name: str
-    value: float
-    category: str | None
-    inferred: str | None
-
-
-class NodeDimensionsOut(BaseModel):
-    node: NodeRef
-    values: list[DimensionValue]
-
-
-class InferredValue(BaseModel):
-    node: str
-    dimension: str
-    value: float
-    rule: str
-    previous: float | None
-
-
-class InferOut(BaseModel):
-    nodes: int
-    inferred: list[InferredValue]
-    kept_human: int
-    nodes_written: int
-    dry_run: bool
-    rules: list[str]
-
-
-class RankedNode(BaseModel):
-    rank: int
-    node: NodeRef
-    score: float
-    degree: int
-    betweenness: float
-    pagerank: float
-    articulation: bool
-
-
-class CentralityOut(BaseModel):
-    metric: str
-    method: str
-    results: list[RankedNode]
-    notes: list[str]
-
-
-class CommunityOut(BaseModel):
-    id: int
-    size: int
-    top: list[NodeRef]
-    node_types: dict[str, int]
-    internal_edges: int
-    external_edges: int
-
-
-class CommunitiesOut(BaseModel):
-    count: int
-    modularity: float
-    communities: list[CommunityOut]
-
-
-class GapsOut(BaseModel):
-    orphans: list[NodeRef]
-    orphan_count: int
-    components: int
-    small_components: list[list[NodeRef]]
-    unmitigated_limitations: list[NodeRef]
-    without_dimensions: list[NodeRef]
-    without_dimensions_count: int
-    without_description_count: int
-
-
-class ResultEdge(BaseModel):
-    source: str
-    target: str
-    type: str
-    source_name: str
-    target_name: str
-
-
-class IntentHit(BaseModel):
-    rank: int
-    node: NodeRef
-    score: float
-    components: Components
-    method_scores: dict[str, float]
-    method: str
-    edge_annotations: list[ResultEdge]
-
-
-class IntentSearchOut(BaseModel):
-    query: str
-    intent: IntentMatch | None
-    intents: list[IntentMatch]
-    retrieval_intent: str
-    routes: list[str]
-    weights: dict[str, float]
-    nodes: list[IntentHit]
-    edges: list[ResultEdge]
-    composition: CompositionOut | None
-    capability: CapabilityOut | None
-    goal: WantToOut | None
-    impact: ImpactOut | None
-    similar: SimilarOut | None
-    exploration: ExplorationOut | None
-    took_ms: float
-    notes: list[str]
-    warnings: list[str] = []
-
-
-# -- responses: /api/kgos (spec/000 section 10) ------------------------------------------------------------
+# -- responses: /api/kgos (spec/000 section 10): the library's documents, reshaped as the spec shows -----
 class SpecIntent(BaseModel):
     category: str
     score: float
 
 
-class SpecNode(BaseModel):
-    id: str
-    name: str
-    type: str
-    description: str | None = None
-    properties: Properties
-
-
-class SpecHit(BaseModel):
-    node: SpecNode
-    score: float
-    method: str
-    edge_annotations: list[ResultEdge]
-    components: Components
-    method_scores: dict[str, float]
-    rank: int
-
-
-class SpecQueryOut(BaseModel):
-    intent: SpecIntent | None
-    results: list[SpecHit]
-    total: int
-    query: str
-    composition_plan: CompositionOut | None
-    intents: list[IntentMatch]
-    retrieval_intent: str
-    routes: list[str]
-    weights: dict[str, float]
-    edges: list[ResultEdge]
-    capability: CapabilityOut | None
-    goal: WantToOut | None
-    impact: ImpactOut | None
-    similar: SimilarOut | None
-    exploration: ExplorationOut | None
-    took_ms: float
-    notes: list[str]
-
-
-class SpecRisk(BaseModel):
-    node: NodeRef
-    risk: float
-    depth: int
-    parent: str
-    edge_type: str
-    direction: str
-    weight: float
-    criticality: float
-
-
-class SpecImpactOut(BaseModel):
-    node_id: str
-    node: NodeRef
-    direction: str
-    max_depth: int
-    total_impacted: int
-    counts_by_depth: dict[str, int]
-    risk_by_depth: dict[str, list[SpecRisk]]
-    critical_path: list[str]
-    critical_path_nodes: list[NodeRef]
-    edge_types_traversed: dict[str, int]
-    truncated: bool
-    notes: list[str]
+SpecNode = response_model(R.NodeRef, "SpecNode", register=False, description=(str | None, None),
+                          properties=Properties)
+SpecHit = response_model(R.IntentHit, "SpecHit", register=False, node=SpecNode, components=Components)
+SpecQueryOut = response_model(R.IntentSearchResult, "SpecQueryOut", register=False, intent=SpecIntent | None,
+                              nodes=DROP, composition=DROP, results=list[SpecHit], total=int,
+                              composition_plan=CompositionOut | None)
+SpecImpactOut = response_model(R.ImpactResult, "SpecImpactOut", register=False, node_id=str,
+                               critical_path=list[str], critical_path_nodes=list[NodeRef])
 
 
 class SpecStep(BaseModel):
@@ -964,43 +490,33 @@ class SpecStep(BaseModel):
     candidates: list[NodeRef]
 
 
-class SpecPlanEdge(BaseModel):
+class _ByName(DerivedModel):
     model_config = ConfigDict(populate_by_name=True)
 
-    from_: str = Field(alias="from")
-    to: str
-    type: str
-    validated: bool
-    status: str
-    source: str
-    target: str
-    via: list[str]
+
+SpecPlanEdge = response_model(R.PlanEdge, "SpecPlanEdge", register=False, base=_ByName,
+                              from_=(str, Field(alias="from")), to=str, validated=bool)
+
+
+PlanEdge, Prerequisite, Alternative = json_type(R.PlanEdge), json_type(R.Prerequisite), json_type(R.Alternative)
 
 
 class SpecComposeOut(BaseModel):
     goal: str
     steps: list[SpecStep]
     edges: list[SpecPlanEdge]
-    prerequisites: list[PrerequisiteOut]
+    prerequisites: list[Prerequisite]
     warnings: list[str]
     is_valid: bool
     sub_goals: list[str]
     conflicts: list[PlanEdge]
-    alternatives: list[AlternativeOut]
+    alternatives: list[Alternative]
     notes: list[str]
-
-
-class SpecSimilarRow(BaseModel):
-    node: NodeRef
-    score: float
-    jaccard: float
-    type_match: float
-    name_overlap: float
 
 
 class SpecSimilarOut(BaseModel):
     source_node: NodeRef
-    similar: list[SpecSimilarRow]
+    similar: list[SimilarRow]
 
 
 class DimensionOut(BaseModel):
@@ -1016,4 +532,3 @@ class DimensionsOut(BaseModel):
     dimensions: list[DimensionOut]
     total: int
     categories: dict[str, int]
-
