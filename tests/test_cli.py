@@ -9,10 +9,9 @@ import sys
 import click
 import pytest
 from click.testing import CliRunner
+from conftest import write_nodelink
 
 from kgos.cli import cli
-
-from conftest import write_nodelink
 
 
 def all_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -99,7 +98,7 @@ def test_validate_exits_nonzero_on_errors(run, tmp_path):
 
 def test_console_script_runs(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kgos", "--home", str(tmp_path), "--json", "kg", "list"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
 
@@ -174,3 +173,31 @@ def test_every_plain_header_is_as_wide_as_its_rows(demo_home, args):
 def test_every_command_with_plain_output_takes_header(path):
     help_text = CliRunner().invoke(cli, [*path, "--help"]).output
     assert ("--plain" in help_text) == ("--header / --no-header" in help_text), path
+
+
+def _nodes(run, tmp_path, n: int) -> None:
+    nodes = [{"id": f"n{i}", "name": f"Node {i}", "description": f"thing number {i}"} for i in range(n)]
+    run("kg", "import", "t", str(write_nodelink(tmp_path / "g.json", nodes, [])))
+
+
+def test_embed_progress_without_a_terminal_is_periodic_lines_with_total_and_eta(run, tmp_path, monkeypatch):
+    from kgos.cli.output import _LineMeter
+    _nodes(run, tmp_path, 2500)
+    monkeypatch.setattr(_LineMeter, "every", 0.0)  # a line per batch (1,024 texts) instead of one every 5 s
+    result = run("--plain", "embed", "t", "--model", "hash")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("embed t: ")]
+    assert [line.split(": ")[1].split("/")[0] for line in lines] == ["0", "1,024", "2,048", "2,500"]
+    assert lines[0].startswith("embed t: 0/2,500 nodes (0%)") and lines[1].startswith("embed t: 1,024/2,500 nodes (41%)")
+    assert lines[-1].startswith("embed t: 2,500/2,500 nodes (100%)")
+    assert "ETA" in lines[1] and "ETA" not in lines[-1]
+    assert result.stdout == "t\thash-512\t2500\n"
+    again = run("--plain", "embed", "t", "--model", "hash")  # nothing changed: nothing to show
+    assert "embed t:" not in again.stderr and again.stdout == "t\thash-512\t0\n"
+    assert run("--json", "embed", "t", "--model", "hash:64").stderr == ""  # JSON: stdout only
+
+
+def test_embed_progress_in_a_terminal_is_a_bar_with_count_percentage_and_eta(run, tmp_path, monkeypatch):
+    _nodes(run, tmp_path, 40)
+    monkeypatch.setattr("kgos.cli.output.stderr_is_terminal", lambda: True)
+    err = run("embed", "t", "--model", "hash").stderr
+    assert "embed t" in err and "40/40" in err and "100%" in err and "ETA" in err

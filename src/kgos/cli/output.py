@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,8 +15,21 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+
+
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
 
 
 def to_jsonable(value: Any) -> Any:
@@ -64,7 +78,7 @@ class Output:
     @contextmanager
     def progress(self, label: str) -> Iterator[Callable[[str, int], None] | None]:
         """A live counter per phase (nodes, edges, indexes...) on stderr, for people only."""
-        if not self.human or not sys.stderr.isatty():
+        if not self.human or not stderr_is_terminal():
             yield None
             return
         columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(bar_width=None),
@@ -77,6 +91,89 @@ class Output:
                     tasks[phase] = bar.add_task(f"{label}: {phase}", total=None)
                 bar.update(tasks[phase], completed=count)
             yield update
+
+    @contextmanager
+    def meter(self, label: str, unit: str) -> Iterator[Meter]:
+        """Progress toward a known total on stderr: a bar with percentage and ETA in a terminal,
+        periodic lines without one, nothing with ``--json``."""
+        if self.json:
+            yield Meter()
+        elif self.human and stderr_is_terminal():
+            with Progress(*_BarMeter.columns(), console=self.err, transient=False) as bar:
+                yield _BarMeter(bar, label)
+        else:
+            lines = _LineMeter(label, unit)
+            yield lines
+            lines.finish()
+
+
+class Meter:
+    """Progress toward a total the command learns at run time (``total`` once, then ``advance``
+    increments). This base shows nothing: it is what ``--json`` gets."""
+
+    def total(self, n: int) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+class _BarMeter(Meter):
+    """A rich bar in a terminal: count, percentage, elapsed time and ETA."""
+
+    @staticmethod
+    def columns() -> tuple[Any, ...]:
+        return (TextColumn("[bold]{task.description}"), BarColumn(bar_width=None), MofNCompleteColumn(),
+                TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+
+    def __init__(self, bar: Progress, label: str) -> None:
+        self.bar, self.label, self.task = bar, label, None
+
+    def total(self, n: int) -> None:
+        if n:
+            self.task = self.bar.add_task(self.label, total=n)
+
+    def advance(self, n: int) -> None:
+        if self.task is not None:
+            self.bar.advance(self.task, n)
+
+
+class _LineMeter(Meter):
+    """Without a terminal (``--plain``, a pipe, a log file): ``label: done/total unit (pct%), elapsed,
+    ETA`` on stderr when the total is known, then at most every ``every`` seconds, and at the end."""
+
+    every = 5.0
+
+    def __init__(self, label: str, unit: str) -> None:
+        self.label, self.unit = label, unit
+        self.n: int | None = None
+        self.done, self.shown, self.t0, self.last = 0, -1, time.monotonic(), 0.0
+
+    def total(self, n: int) -> None:
+        self.n, self.t0 = n, time.monotonic()
+        if n:
+            self._line()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if time.monotonic() - self.last >= self.every:
+            self._line()
+
+    def finish(self) -> None:
+        if self.n and self.shown != self.done:
+            self._line()
+
+    def _line(self) -> None:
+        if not self.n:
+            return
+        self.last, self.shown = time.monotonic(), self.done
+        elapsed = self.last - self.t0
+        eta = f", ETA {elapsed / self.done * (self.n - self.done):.0f} s" if 0 < self.done < self.n else ""
+        click.echo(f"{self.label}: {self.done:,}/{self.n:,} {self.unit} ({100 * self.done / self.n:.0f}%), "
+                   f"{elapsed:.0f} s elapsed{eta}", err=True)
 
 
 def _cell(value: Any) -> str:

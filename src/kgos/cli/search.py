@@ -82,20 +82,8 @@ def embed(ctx: click.Context, db_id: str, model: str, batch_size: int, json_: bo
     """Embed DB_ID's nodes (only those whose text changed) so search can use the embedding signal."""
     o = out(ctx, json_, plain_)
     kg = workspace(ctx).kg(db_id)
-    with o.progress(f"embed {db_id}") as progress:
-        counter = _Counter(progress)
-        report = kg.embed(model, batch_size=batch_size, progress=counter if progress else None)
+    with o.meter(f"embed {db_id}", "nodes") as meter:
+        report = kg.embed(model, batch_size=batch_size, progress=meter.advance, total=meter.total)
     o.emit(report, lambda c: c.print(
         f"Embedded {report.embedded:,} of {report.nodes:,} nodes of [bold]{db_id}[/] with {report.model} "
         f"({report.unchanged:,} unchanged) in {report.seconds:.1f} s"), lambda: [(db_id, report.model, report.embedded)], columns=("db_id", "model", "embedded"))
-
-
-class _Counter:
-    """Adapts the embedders' increments to the progress display's running totals."""
-
-    def __init__(self, progress: Any) -> None:
-        self.progress, self.done = progress, 0
-
-    def __call__(self, n: int) -> None:
-        self.done += n
-        self.progress("nodes", self.done)

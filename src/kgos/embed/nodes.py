@@ -40,14 +40,18 @@ class EmbedReport:
 
 
 def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None = None, batch_size: int = 64,
-                progress: Callable[[int], None] | None = None) -> EmbedReport:
-    """Embed every node whose text changed since it was last embedded with this model."""
+                progress: Callable[[int], None] | None = None,
+                total: Callable[[int], None] | None = None) -> EmbedReport:
+    """Embed every node whose text changed since it was last embedded with this model. ``total`` is
+    told how many that is before the first ``progress`` increment (for a percentage and an ETA)."""
     t0 = time.perf_counter()
     table = _table(store, cache_root)
     known = table.rows(embedder.name)
     todo = [(n.id, t, content_hash(embedder.name, t)) for n in store.iter_nodes() for t in [embed_text(n)]]
     changed = [(nid, t, h) for nid, t, h in todo if known.get(nid) != h]
     stale = set(known) - {nid for nid, _, _ in todo}
+    if total is not None:
+        total(len(changed))
     for start in range(0, len(changed), WRITE_CHUNK):
         chunk = changed[start:start + WRITE_CHUNK]
         vectors = embedder.embed([t for _, t, _ in chunk], batch_size=batch_size, progress=progress)

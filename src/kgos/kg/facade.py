@@ -214,10 +214,12 @@ class KG:
         return result
 
     def embed(self, model: str = "default", batch_size: int = 64,
-              progress: Callable[[int], None] | None = None) -> EmbedReport:
-        """Embed the nodes whose text changed since the last run, and use that model for search."""
+              progress: Callable[[int], None] | None = None,
+              total: Callable[[int], None] | None = None) -> EmbedReport:
+        """Embed the nodes whose text changed since the last run, and use that model for search.
+        ``total`` learns how many nodes will be embedded, before the first ``progress`` increment."""
         embedder = get_embedder(model)
-        report = embed_store(self.store, embedder, self.workspace.cache_dir, batch_size, progress)
+        report = embed_store(self.store, embedder, self.workspace.cache_dir, batch_size, progress, total)
         if isinstance(self.store, NativeStore) and not self.store.read_only:
             if self.store.meta().get("embedder") != embedder.spec:
                 self.store.set_meta(embedder=embedder.spec)
