@@ -106,3 +106,16 @@ def test_cli_search_filter_option(demo_ws):
     assert ids and ids <= matching(demo_ws.kg("demo"), BATCH)
     bad = CliRunner().invoke(cli, ["--home", str(demo_ws.home), "search", "demo", STREAM, "--filter", "Bad<1"])
     assert bad.exit_code != 0 and "invalid dimension name" in bad.output
+
+
+def test_cli_intent_filter_option(demo_ws):
+    import json
+
+    from click.testing import CliRunner
+
+    from kgos.cli import cli
+    run = CliRunner().invoke(cli, ["--home", str(demo_ws.home), "intent", STREAM, "--kg", "demo",
+                                   "--filter", "batch_suitability>=0.7", "--json"])
+    assert run.exit_code == 0, run.output
+    ids = {h["node"]["id"] for h in json.loads(run.stdout)["nodes"]}
+    assert ids and ids <= matching(demo_ws.kg("demo"), BATCH)

@@ -284,19 +284,26 @@ def _tree(r: Any) -> Tree:
 @click.argument("query")
 @click.option("--kg", "db_id", help="Also run intent_search on this KG (classify, route, merge).")
 @click.option("-k", "k", default=10, show_default=True, help="Results of intent_search.")
+@click.option("--filter", "filters", multiple=True, metavar="NAME<0.3",
+              help="With --kg: dimension pre-filter (repeatable), only nodes meeting every one are considered.")
 @output_options
 @click.pass_context
-def intent(ctx: click.Context, query: str, db_id: str | None, k: int, json_: bool, plain_: bool) -> None:
+def intent(ctx: click.Context, query: str, db_id: str | None, k: int, filters: tuple[str, ...], json_: bool,
+           plain_: bool) -> None:
     """Classify QUERY into the 14 KG-OS intent categories and show the methods it routes to;
     with --kg, run the full intent_search."""
     from ..methods import classify_intent
+    from ..methods.dimensions import merge_filters
+    from .search import warn
     if db_id is None:
         r = classify_intent(query)
         out(ctx, json_, plain_).emit(r, lambda c: _print_intents(c, r), lambda: [(m.category, m.score) for m in r.intents], columns=("intent", "score"))
         return
-    res = workspace(ctx).kg(db_id).intent_search(query, {"k": k})
+    config = {"k": k, "dimension_filters": merge_filters(filters) if filters else None}
+    res = workspace(ctx).kg(db_id).intent_search(query, config)
     out(ctx, json_, plain_).emit(res, lambda c: _print_search(c, res),
                                  lambda: [(h.rank, f"{h.score:.4f}", h.node.id, h.method) for h in res.nodes], columns=("rank", "score", "id", "method"))
+    warn(res.warnings)
 
 
 def _print_intents(c: Console, r: Any) -> None:
