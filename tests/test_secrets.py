@@ -108,3 +108,19 @@ def test_entity_filter_refuses_secret_names_from_any_source():
     assert pii_reason("ghp_" + ALNUM[:36]) is not None
     assert pii_reason("[redacted token]") is not None
     assert pii_reason("PostgreSQL") is None and pii_reason("billing-service") is None
+
+
+def test_chat_turns_keep_no_secret_in_the_conversation_nor_in_memory(ws):
+    from kgos.data import load_demo
+    from kgos.experts import ExpertService
+    from kgos.experts.chat import ExpertChat
+    from kgos.llm.offline import OfflineProvider
+    load_demo(ws, embedder="hash")
+    key = SHAPES["github-classic"][1]
+    chat = ExpertChat(ws, OfflineProvider())
+    turn = chat.start("demo", f"How do I reduce API costs? My token is {key}")
+    list(chat.events(turn))
+    user, _ = ExpertService(ws).conversation("demo", turn.conversation_id).messages
+    assert key not in user.content and "[redacted github-token]" in user.content
+    remembered = MemoryService(ws).recall("reduce API costs", limit=5)
+    assert remembered and all(key not in h.memory.content for h in remembered)

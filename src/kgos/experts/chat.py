@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, KGNotFound, KGOSError
 from ..llm.base import ChatProvider, Message, ProviderError, ToolCall
+from ..memory.pii import redact_secrets
 from .citations import check_citations
 from .config import Expert
 from .context import TurnContext, assemble_prompt, retrieve
@@ -202,8 +203,9 @@ class ExpertChat:
         meta = _metadata(turn, answer, report.to_dict())
         try:
             with self.lock:
-                ids = self.experts.store.add_messages(turn.conversation_id, [("user", turn.query, {}),
-                                                                             ("assistant", text, meta)])
+                # API keys pasted into a chat are not kept in the transcript (nor, via memory, anywhere).
+                ids = self.experts.store.add_messages(turn.conversation_id, [
+                    ("user", redact_secrets(turn.query), {}), ("assistant", redact_secrets(text), meta)])
                 self._remember(turn)
         except (KGOSError, sqlite3.Error) as exc:
             log.error("could not save conversation %s: %s", turn.conversation_id, exc)
