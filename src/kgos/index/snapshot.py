@@ -79,7 +79,13 @@ class Snapshot:
         zero row.) Computed once per snapshot, after ``vectors`` is attached."""
         if self.vectors is None:
             return np.zeros(self.n, bool)
-        return np.asarray(np.any(self.vectors != 0, axis=1))
+        # squared row norms: unit rows 1, missing rows 0, with no (n, dims) temporary
+        return np.asarray(np.einsum("ij,ij->i", self.vectors, self.vectors) > 0)
+
+    @functools.cached_property
+    def vectorless(self) -> np.ndarray:
+        """The rows without a vector (empty when every node has one)."""
+        return np.flatnonzero(~self.vector_rows)
 
 
 def build(store: GraphStore, config: TextConfig, embedder: str | None = None,

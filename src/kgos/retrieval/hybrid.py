@@ -260,8 +260,7 @@ def vectorless_rows(snap: Snapshot, signals: Signals) -> np.ndarray | None:
     """Rows without a vector while the embedding signal is on (None when every row has one)."""
     if signals.embedding is None or snap.vectors is None:
         return None
-    rows = np.flatnonzero(~snap.vector_rows)
-    return rows if rows.size else None
+    return snap.vectorless if snap.vectorless.size else None
 
 
 def keyword_presence(snap: Snapshot, query: str) -> np.ndarray:
@@ -414,7 +413,7 @@ def _warnings(snap: Snapshot, signals: Signals, w: Weights) -> tuple[str, ...]:
         return (f"no node vectors for KG '{snap.db_id}': the embedding signal is off and its weight goes to "
                 f"text/graph/intent, which can rank below plain BM25; run `kgos embed {snap.db_id}` "
                 f"for search by meaning"),
-    missing = int(snap.n - np.count_nonzero(snap.vector_rows))
+    missing = int(snap.vectorless.size)
     if missing and signals.embedding is not None:
         return (f"{missing} of {snap.n} nodes of '{snap.db_id}' have no vector yet (written while embedding "
                 f"was unavailable or deferred): they are scored on their other signals, reweighted; "
