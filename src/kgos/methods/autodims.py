@@ -108,8 +108,9 @@ def infer(kg: KGSource, dims: Iterable[str] | None = None, dry_run: bool = False
             inferred += [InferredValue(node.id, d, v, r, _previous(node, d)) for d, (v, r) in found.items()
                          if d in changes]
     if not dry_run:
-        for node_id, changes in writes:
-            kg.update_node(node_id, properties=changes)
+        with kg.engine.deferred_embedding():  # property changes: one vector check at the end, not one per node
+            for node_id, changes in writes:
+                kg.update_node(node_id, properties=changes)
     return AutoDimensionsReport(nodes=kg.node_count(), inferred=tuple(inferred), kept_human=kept,
                                 nodes_written=0 if dry_run else len(writes), dry_run=dry_run, rules=tuple(chosen))
 
