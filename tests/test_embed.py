@@ -540,3 +540,23 @@ def test_a_read_only_kg_without_a_cache_folder_is_a_typed_error(ws, tiny_graph, 
         assert load_vectors(store, "hash", ("feature:prompt_caching",)) is None
     finally:
         store.close()
+
+
+def test_one_table_row_is_all_a_backend_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend described once (in ``BACKENDS``) is buildable by spec, listed with its extra and
+    dependencies, and named in the unknown-spec message; nothing else has to know about it."""
+    from kgos.embed import registry
+    from kgos.embed.hashing import HashingEmbedder
+
+    row = registry.Backend(kind="toy", target="kgos.embed.hashing:HashingEmbedder", arg="dims", arg_type=int,
+                           listed="toy:8", name="toy-8", dims=8, extra="toys",
+                           packages=(("not-installed-pkg", "kgos_not_installed_pkg"),),
+                           description="a made-up backend for this test")
+    monkeypatch.setitem(registry.BACKENDS, "toy", row)
+    built = get_embedder("toy:8", cache=False)
+    assert isinstance(built, HashingEmbedder) and built.dims == 8
+    listed = {r.spec: r for r in available_embedders()}["toy:8"]
+    assert (listed.extra, listed.installed, listed.missing) == ("toys", False, ["not-installed-pkg"])
+    with pytest.raises(InvalidArgument, match=r"toy\[:<dims>\]"):
+        get_embedder("nope", cache=False)
+    assert get_embedder("toy:8") is get_embedder("toy:8")  # local backends are cached

