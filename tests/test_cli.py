@@ -201,3 +201,32 @@ def test_embed_progress_in_a_terminal_is_a_bar_with_count_percentage_and_eta(run
     monkeypatch.setattr("kgos.cli.output.stderr_is_terminal", lambda: True)
     err = run("embed", "t", "--model", "hash").stderr
     assert "embed t" in err and "40/40" in err and "100%" in err and "ETA" in err
+
+
+def test_demo_rerun_keeps_changed_demo_kgs_unless_reset(run, tmp_path, monkeypatch):
+    import kgos
+
+    def nodes(db_id: str) -> int:
+        return json.loads(run("kg", "stats", db_id, "--json").stdout)["nodes"]
+
+    def add_node(db_id: str) -> None:
+        with kgos.Workspace(tmp_path / "home") as ws:
+            ws.kg(db_id).add_node("Zanzibar quokka", id="mine:quokka")
+
+    run("demo", "--embedder", "none")
+    original = {db_id: nodes(db_id) for db_id in ("demo", "finance")}
+    run("demo", "--embedder", "none")  # unchanged: loading again is fine
+    add_node("demo")
+    refused = run("demo", "--embedder", "none", code=1)  # no terminal to ask in: refused
+    assert "demo KG(s) demo changed" in refused.stderr and "--reset" in refused.stderr
+    assert "Traceback" not in refused.output and nodes("demo") == original["demo"] + 1
+    monkeypatch.setattr("kgos.cli.demo.stdin_is_terminal", lambda: True)
+    home = ["--home", str(tmp_path / "home"), "demo", "--embedder", "none"]
+    kept = CliRunner().invoke(cli, home, input="n\n")
+    assert kept.exit_code == 1 and "Replace them with the originals" in kept.stderr
+    assert nodes("demo") == original["demo"] + 1
+    run("demo", "--embedder", "none", "--reset")
+    assert nodes("demo") == original["demo"]
+    add_node("finance")
+    asked = CliRunner().invoke(cli, home, input="y\n")
+    assert asked.exit_code == 0 and "demo KG(s) finance" in asked.stderr and nodes("finance") == original["finance"]

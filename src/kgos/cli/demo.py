@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from . import cli, out, output_options, workspace
@@ -18,20 +20,33 @@ NEXT_STEPS = [
 ]
 
 
+def stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
 @cli.command("demo")
 @click.option("--embedder", default="default", show_default=True,
               help="Embedder for the demo KGs' vectors ('none' to skip).")
+@click.option("--reset", is_flag=True, help="Restore the original demo KGs even if you changed them.")
 @output_options
 @click.pass_context
-def demo(ctx: click.Context, embedder: str, json_: bool, plain_: bool) -> None:
+def demo(ctx: click.Context, embedder: str, reset: bool, json_: bool, plain_: bool) -> None:
     """Load the demo KGs `demo` (LLM API cookbook) and `finance`, and their experts, into the
-    workspace (idempotent; conversations are kept)."""
-    from ..data import load_demo
-    reports = load_demo(workspace(ctx), None if embedder == "none" else embedder)
+    workspace (safe to run again; conversations are kept). Demo KGs you changed are left alone:
+    in a terminal you are asked, otherwise it stops; --reset restores them."""
+    from ..data import changed_demo_kgs, load_demo
+    ws, o = workspace(ctx), out(ctx, json_, plain_)
+    changed = [] if reset else changed_demo_kgs(ws)
+    if changed and o.human and stdin_is_terminal():
+        reset = click.confirm(f"You changed the demo KG(s) {', '.join(changed)}. Replace them with the "
+                              "originals (your changes are lost)?", default=False, err=True)
+        if not reset:
+            raise click.ClickException("nothing was loaded; your demo KGs are unchanged")
+    reports = load_demo(ws, None if embedder == "none" else embedder, reset=reset)
     rows = [(r.db_id, f"{r.nodes:,}", f"{r.edges:,}") for r in reports]
 
     def human(c: object) -> None:
         c.print(table("Loaded demo KGs", ["db_id", "nodes", "edges"], rows))  # type: ignore[attr-defined]
         c.print(table("Try next", ["command", "shows"], NEXT_STEPS))  # type: ignore[attr-defined]
-    out(ctx, json_, plain_).emit({"loaded": reports, "next": [cmd for cmd, _ in NEXT_STEPS]}, human,
-                                 lambda: [(r.db_id, r.nodes, r.edges) for r in reports], columns=("db_id", "nodes", "edges"))
+    o.emit({"loaded": reports, "next": [cmd for cmd, _ in NEXT_STEPS]}, human,
+           lambda: [(r.db_id, r.nodes, r.edges) for r in reports], columns=("db_id", "nodes", "edges"))
