@@ -59,6 +59,8 @@ def test_pem_private_key_block_is_redacted_whole():
     ("export API_KEY='d41d8cd98f00b204e9800998ecf8427e'", "export API_KEY='[redacted secret]'"),
     ("the db password: hunter22 (rotate it)", "the db password: [redacted secret] (rotate it)"),
     ('{"client_secret": "qRt7-uvWx-9yZa"}', '{"client_secret": "[redacted secret]"}'),
+    ("curl -H 'Authorization: Bearer abc123def456ghi789jkl'",
+     "curl -H 'Authorization: Bearer [redacted secret]'"),
 ])
 def test_secret_assignments_lose_their_value_but_keep_the_name(text, expected):
     assert redact_secrets(text) == expected
@@ -74,6 +76,7 @@ def test_secret_assignments_lose_their_value_but_keep_the_name(text, expected):
     "ThisIsAVeryLongIdentifierName, Python3DevelopmentKit2024Edition, HTTPServer2RequestHandlerFactory",
     "O-1-alkyl-2-acyl-sn-glycero-3-phosphoethanolamine and RPAP3/R2TP/prefoldin-like complex",
     "see src/kgos/memory/pii.py and GO:0008150; skip the sk-learn docs; AKIA is a prefix",
+    "I read sk-learn-pipelines-and-models-explained and the bearer of bad news",
 ])
 def test_ordinary_text_and_ids_are_not_redacted(text):
     assert secret_kind(text) is None

@@ -43,7 +43,8 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private-key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
                                r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*)", re.DOTALL)),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
-    ("api-key", re.compile(r"(?<![\w-])sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    # (a key holds capitals or digits: "sk-learn-pipelines-and-models" is prose)
+    ("api-key", re.compile(r"(?<![\w-])sk-(?:ant-|proj-|svcacct-|admin-)?(?=[\w-]*[A-Z0-9])[A-Za-z0-9_-]{20,}")),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b")),
     ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
     ("slack-token", re.compile(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}")),
@@ -51,6 +52,7 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
     # "password = hunter2!", "api_key: abc..." and the like: the value goes, the key name stays.
     ("secret", re.compile(rf"(?i)\b{_KEY_NAMES}\b[\"']?\s*[:=]\s*[\"']?(?P<value>[^\s\"',;]{{6,}})")),
+    ("secret", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)")),  # Authorization header
 )
 # A long run of token characters; the generic rule then checks it looks random (see _random_token).
 _TOKEN_RE = re.compile(r"(?<![\w+/=-])[A-Za-z0-9][A-Za-z0-9_+/=-]{23,}")
