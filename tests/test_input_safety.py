@@ -139,6 +139,12 @@ def test_api_refuses_deep_properties_with_4xx_and_stays_readable(ws, kg, depth):
     listed = c.get("/api/kg/t/nodes")
     assert listed.status_code == 200 and listed.json()["total"] == 2
     assert c.get("/api/kg/t/edges").json()["edges"] == []
+    upload = {"file": ("deep.json", dumps({"nodes": [{"id": "x", "name": "X", "properties": Deep(depth)}],
+                                           "edges": []}).encode())}
+    for mode in ("create", "merge", "replace"):
+        error(c.post(f"/api/kg/{'t' if mode != 'create' else 'fresh'}/import", params={"mode": mode},
+                     files=upload, headers={"X-KGOS-Client": "test"}), 400, "ImportFailed")
+    assert [kg["db_id"] for kg in c.get("/api/kg").json()] == ["t"]
 
 
 # -- imports, every format --------------------------------------------------------------------------
