@@ -138,7 +138,7 @@ def _retrieve_one(ws: Workspace, db_id: str, cfg: ExpertConfig, query: str, goal
     props = kg.store.get_nodes([h.node.id for h in res.nodes])
     scores = {h.node.id: h.score for h in res.nodes}
     types = (goal.boost_types if goal and goal.boost_types else r.boost_types)
-    notes = list(res.notes)
+    notes = [*res.notes, *res.warnings]  # e.g. a KG without vectors: the expert's context is weaker
     if types and res.nodes:
         boost = kg.edge_type_boost([h.node.id for h in res.nodes[:10]], types, limit=200).as_dict()
         scores = {i: s + BOOST_WEIGHT * boost.get(i, 0.0) for i, s in scores.items()}
