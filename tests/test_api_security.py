@@ -270,3 +270,40 @@ def test_what_curl_and_scripts_send(ws):
     t = client(ws, token=TOKEN)
     auth = {"Authorization": f"Bearer {TOKEN}"}
     assert t.post("/api/kg/up/import", files={"file": ("x.json", UPLOAD)}, headers=auth).json()["nodes"] == 2
+
+
+def test_guard_wraps_any_asgi_app_websockets_too():
+    """SiteGuard is plain ASGI (the MCP server and the studio wrap their apps in it): HTTP and
+    WebSocket handshakes with a foreign Host or Origin never reach the app."""
+    from fastapi.testclient import TestClient
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route, WebSocketRoute
+    from starlette.websockets import WebSocketDisconnect
+
+    from kgos.api.origin import HostPolicy, SiteGuard
+
+    reached = []
+
+    async def hello(request):
+        reached.append(request.method)
+        return PlainTextResponse("hi")
+
+    async def greet(socket):
+        await socket.accept()
+        await socket.send_text("hi")
+        await socket.close()
+
+    inner = Starlette(routes=[Route("/", hello, methods=["GET", "POST"]), WebSocketRoute("/ws", greet)])
+    c = TestClient(SiteGuard(inner, HostPolicy.for_bind("127.0.0.1")), base_url="http://127.0.0.1:8765")
+    assert c.get("/").text == "hi" and c.post("/", json={}).text == "hi"
+    error(c.get("/", headers={"Host": "evil.example"}), 400, "HostNotAllowed")
+    error(c.post("/", json={}, headers={"Origin": EVIL}), 403, "OriginNotAllowed")
+    error(c.post("/", content=b"a=1", headers={"content-type": "application/x-www-form-urlencoded"}), 403, "HeaderRequired")
+    assert reached == ["GET", "POST"]
+    with c.websocket_connect("ws://127.0.0.1:8765/ws", headers={"Origin": OWN}) as socket:
+        assert socket.receive_text() == "hi"
+    for headers in ({"Host": "evil.example"}, {"Origin": EVIL}):
+        with pytest.raises(WebSocketDisconnect) as refused, c.websocket_connect("ws://127.0.0.1:8765/ws", headers=headers):
+            pass
+        assert refused.value.code == 1008

@@ -23,7 +23,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import send_error
-from .origin import HostPolicy, SiteGuard
+from .origin import HostPolicy, SiteGuard, header
 
 if TYPE_CHECKING:
     from .runtime import ServerSettings
@@ -37,22 +37,16 @@ class BodyTooLarge(Exception):
 
 def bearer_token(scope: Scope) -> str | None:
     """The token of an ``Authorization: Bearer ...`` header, if there is one."""
-    for key, value in scope.get("headers", ()):
-        if key == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" else None
-    return None
+    scheme, _, token = (header(scope, b"authorization") or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
 
 
 def declared_length(scope: Scope) -> int | None:
     """The request's Content-Length (None when absent or not a number)."""
-    for key, value in scope.get("headers", ()):
-        if key == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    try:
+        return int(header(scope, b"content-length") or "")
+    except ValueError:
+        return None
 
 
 class SecurityMiddleware:
