@@ -86,7 +86,9 @@ class MissingDependency(KGOSError, ImportError):
     status = 501
 
     def __init__(self, package: str, extra: str) -> None:
-        super().__init__(f"{package} is not installed: run  pip install 'kgos[{extra}]'")
+        # kgos is installed from a clone (not from PyPI), so the extra is installed the same way.
+        super().__init__(f"{package} is not installed: install the kgos[{extra}] extra, e.g. "
+                         f"pip install -e '.[{extra}]'  in the KG-OS folder")
         self.package = package
         self.extra = extra
 

@@ -120,7 +120,8 @@ class StaticEmbedder(Embedder):
         tok_file = folder / "tokenizer.json"
         if not tensors_file.is_file() or not tok_file.is_file():
             hint = (
-                "build it with  python -m kgos.embed build-static  (needs pip install 'kgos[distill]')"
+                "build it with  python -m kgos.embed build-static  (needs the distill extra: "
+                "pip install -e '.[distill]' in the KG-OS folder)"
                 if path is None
                 else "expected model.safetensors and tokenizer.json (a model2vec folder)"
             )
