@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, InvalidName, KGExists, KGNotFound, SchemaNotRecognized
 from ..store.base import GraphStore
@@ -34,6 +34,9 @@ from ..store.importer import ImportReport, Progress, bulk_load, merge_into
 from ..store.native import NativeStore
 from ..store.registry import Registry, open_workspace_db
 from .facade import KG
+
+if TYPE_CHECKING:
+    from ..retrieval.results import SearchResult
 
 DB_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 IMPORT_MODES = ("create", "merge", "replace")
@@ -177,7 +180,7 @@ class Workspace:
         return "deleted"
 
     # -- search across KGs -------------------------------------------------------------------------
-    def search(self, db_ids: list[str], query: str, k: int = 10, **options: Any) -> Any:
+    def search(self, db_ids: list[str], query: str, k: int = 10, **options: Any) -> SearchResult:
         """One query over several KGs: hits tagged with ``source_kg``, deduplicated by normalised
         name keeping the higher score (spec/000 section 8, multi-KG experts)."""
         from ..retrieval.multi import merge_results
@@ -211,7 +214,10 @@ class Workspace:
         if exists and self.registry.get(db_id) is not None:
             raise InvalidArgument(f"'{db_id}' is an attached foreign KG; import into a native KG instead")
         if mode == "merge" and exists:
-            merged = merge_into(self.kg(db_id).store, source, skip_dangling, progress)  # type: ignore[arg-type]
+            store = self.kg(db_id).store
+            if not isinstance(store, NativeStore):  # unreachable: attached KGs are refused above
+                raise InvalidArgument(f"'{db_id}' is not a native KG; import into a native KG instead")
+            merged = merge_into(store, source, skip_dangling, progress)
             self.kg(db_id).engine.embed_changed()  # an embedded KG stays searchable by meaning
             return merged
         if mode == "create" and exists:
