@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..embed import get_embedder
 from ..embed.nodes import EmbedReport, embed_store
@@ -65,11 +66,21 @@ from ..store.validation import ValidationReport, validate
 if TYPE_CHECKING:
     from ..index.snapshot import Snapshot
     from ..store.foreign import ForeignStore
-    from .workspace import Workspace
+
+
+class KGHome(Protocol):
+    """What a KG uses of the workspace that opened it (``kgos.Workspace`` is one): the cache folder,
+    and per-KG settings for KGs whose own file KG-OS does not write (attached KGs)."""
+
+    cache_dir: Path
+
+    def setting(self, db_id: str, key: str) -> str | None: ...
+
+    def set_setting(self, db_id: str, key: str, value: str) -> None: ...
 
 
 class KG:
-    def __init__(self, workspace: Workspace, db_id: str, store: GraphStore) -> None:
+    def __init__(self, workspace: KGHome, db_id: str, store: GraphStore) -> None:
         self.workspace = workspace
         self.db_id = db_id
         self.store = store

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from ..index.snapshot import Snapshot
     from ..model import Node
     from ..store.base import GraphStore
-    from .source import KGSource
 
 MAX_DEPTH = 10  # deeper BFS on a real KG reaches most of the graph and answers nothing specific
 DIRECTIONS = ("forward", "backward", "both")
@@ -158,7 +157,13 @@ class ViewCache:
         return view
 
 
-def view_of(kg: KGSource) -> GraphView:
+class HasView(Protocol):
+    """Anything that keeps a view of its current version (``KGSource``, the ``kgos.KG`` facade)."""
+
+    def view(self) -> GraphView: ...
+
+
+def view_of(kg: HasView) -> GraphView:
     """The view of the KG's current version (cached by the KG until the version changes)."""
     return kg.view()
 
