@@ -8,8 +8,10 @@ Results are cached for 300 s keyed by query, k, mode, intent and weights.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -30,6 +32,7 @@ from .results import SearchResult
 
 CACHE_TTL_SECONDS = 300.0
 CACHE_SIZE = 1024
+QUERY_VECTOR_CACHE_SIZE = 1024  # query vectors depend only on (model, text): kept across KG versions
 FITTED_ON = "_fitted_on"  # key of a tuned profile: the vector model it was fitted with (None: no vectors)
 
 
@@ -70,6 +73,12 @@ class QueryCache:
         return len(self._items)
 
 
+def query_text_key(text: str) -> str:
+    """A query as the vector cache keys it: Unicode NFC, runs of whitespace as one space, trimmed
+    (what no tokenizer tells apart; case is kept, as cased models embed it differently)."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
 @dataclass(frozen=True)
 class VectorCarry:
     """A replaced KG's embedder (spec and model name) and its vectors by content hash."""
@@ -89,6 +98,7 @@ class SearchEngine:
         self.embedder_spec = embedder
         self.tuned: str | None = None  # attached KGs keep their tuned profile in the workspace
         self.cache = QueryCache()
+        self.vector_cache = QueryCache(ttl=math.inf, size=QUERY_VECTOR_CACHE_SIZE)
         self._snapshot: Snapshot | None = None
         self._embedder: Any = None
         self._deferred: list[str] | None = None  # node ids written inside deferred_embedding()
@@ -223,8 +233,18 @@ class SearchEngine:
         return VectorCarry(spec, name, stored_vectors(self.store, name, self.cache_root))
 
     def embed_query(self, text: str) -> np.ndarray | None:
+        """The query's vector, from the query-vector cache when this model embedded the same text
+        before (the encoder is most of a warm query's time; a repeated query skips it)."""
         embedder = self.query_embedder()
-        return embedder.embed_query(text) if embedder is not None else None
+        if embedder is None:
+            return None
+        key = (self._spec(), embedder.name, query_text_key(text))
+        vector = self.vector_cache.get(key)
+        if vector is None:
+            vector = np.asarray(embedder.embed_query(text), np.float32)
+            vector.flags.writeable = False  # shared by every later hit: nobody may change it in place
+            self.vector_cache.put(key, vector)
+        return vector
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
                mode: str = "hybrid", prefilter: Prefilter | None = None) -> SearchResult:

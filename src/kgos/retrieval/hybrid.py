@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..index.nearest import cosine_all
 from ..index.text import tokenize
 from ..store.base import GraphStore
 from . import intents as I
@@ -154,7 +155,7 @@ def embedding_signal(snap: Snapshot, query_vector: np.ndarray | None) -> np.ndar
     """Cosine of the query with every node: one matrix-vector product; negatives count as 0."""
     if snap.vectors is None or query_vector is None or not np.any(query_vector):
         return None
-    return normalise(np.maximum(snap.vectors @ query_vector.astype(np.float32), 0))
+    return normalise(np.maximum(cosine_all(snap.vectors, query_vector), 0))
 
 
 def top_indices(x: np.ndarray, k: int) -> np.ndarray:

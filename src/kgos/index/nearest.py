@@ -1,0 +1,62 @@
+"""Query-time cosine against a snapshot's unit vectors: the exact scan, with BLAS held to one thread.
+
+A query's matrix-vector product is small work spread over a pool that OpenBLAS sizes to the machine:
+on cores shared with other processes its threads wait for each other, and a 0.05 ms product took
+30-70 ms (issue 14). So every query-time product runs with one BLAS thread, through threadpoolctl's
+controller, and the thread count is put back afterwards (the caller's own numpy work is left as it was;
+no environment variable is changed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+_controller: Any = None
+_controller_lock = threading.Lock()
+
+
+def _blas() -> Any:
+    """One threadpoolctl controller per process, made at the first query (the BLAS libraries numpy
+    and scipy load are in memory by then); None when threadpoolctl is not installed."""
+    global _controller
+    with _controller_lock:
+        if _controller is None:
+            try:
+                from threadpoolctl import ThreadpoolController
+            except ImportError:  # pragma: no cover - a core dependency; degrade to the caller's threads
+                _controller = False
+            else:
+                _controller = ThreadpoolController()
+    return _controller or None
+
+
+@contextmanager
+def single_thread_blas() -> Iterator[None]:
+    """Run the block with one BLAS thread (about 20 microseconds to enter and leave)."""
+    controller = _blas()
+    if controller is None:
+        yield
+        return
+    with controller.limit(limits=1, user_api="blas"):
+        yield
+
+
+def cosine_all(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine of ``query`` with every row of ``vectors`` (unit rows, so a dot product): float32."""
+    q = np.asarray(query, dtype=vectors.dtype if vectors.dtype == np.float32 else np.float32)
+    with single_thread_blas():
+        return np.asarray(vectors @ q, dtype=np.float32)
+
+
+def cosine_rows(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Cosine of ``query`` with the given rows only (a gather, then a small product); ``rows``
+    ascending, so a memory-mapped matrix is read front to back."""
+    if rows.size == 0:
+        return np.zeros(0, np.float32)
+    with single_thread_blas():
+        return np.asarray(np.asarray(vectors[rows], np.float32) @ np.asarray(query, np.float32), np.float32)
