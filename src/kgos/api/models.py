@@ -27,7 +27,17 @@ from ..retrieval.results import Weights
 from ..store.importer import ImportReport
 from ..store.stats import DegreeSummary, KGStats
 from ..store.validation import Issue, RuleResult, ValidationReport
-from .schemas import DROP, DerivedModel, is_none, json_type, omitted_when_none, register, response_model
+from .schemas import (
+    DROP,
+    DerivedModel,
+    api_model,
+    is_none,
+    json_type,
+    list_of,
+    omitted_when_none,
+    register,
+    response_model,
+)
 
 MAX_TEXT = 10_000  # characters of a query, goal or capability
 MAX_REF = 2_000  # characters of a node id or name
@@ -329,23 +339,11 @@ EdgeOut = response_model(Edge, "EdgeOut", id=omitted_when_none(str, "Only where 
 NeighborOut = response_model(Neighbor, "NeighborOut")
 
 
-class NeighborsOut(BaseModel):
-    node: NodeOut
-    direction: str
-    neighbors: list[NeighborOut]
-
-
-class NodePage(BaseModel):
-    total: int
-    limit: int
-    offset: int
-    nodes: list[NodeOut]
-
-
-class EdgePage(BaseModel):
-    limit: int
-    offset: int
-    edges: list[EdgeOut]
+# Shapes the API composes around derived models are built the same way (a class statement cannot name a
+# model made at import time as a field type).
+NeighborsOut = api_model("NeighborsOut", node=NodeOut, direction=str, neighbors=list_of(NeighborOut))
+NodePage = api_model("NodePage", total=int, limit=int, offset=int, nodes=list_of(NodeOut))
+EdgePage = api_model("EdgePage", limit=int, offset=int, edges=list_of(EdgeOut))
 
 
 class NodeDeleted(BaseModel):
@@ -410,7 +408,7 @@ register(ClassifiedIntent, SearchIntent)
 register(Weights, WeightsOut)
 SearchHit = response_model(
     RR.SearchHit, components=(Components | None, Field(description="null when explain is false")),
-    edge_annotations=(list[EdgeAnnotation] | None, Field(description="null when explain is false")),
+    edge_annotations=(list_of(EdgeAnnotation) | None, Field(description="null when explain is false")),
     source_kg=omitted_when_none(str, "The KG a hit comes from, in a search over several KGs"))
 SearchOut = response_model(RR.SearchResult, "SearchOut")
 
@@ -447,12 +445,8 @@ ExplorationOut = response_model(R.ExplorationTree, "ExplorationOut")
 KeywordOut = response_model(R.KeywordMatchResult, "KeywordOut")
 
 
-class BoostScore(BaseModel):
-    node: NodeRef
-    boost: float
-
-
-BoostOut = response_model(R.BoostResult, "BoostOut", scores=list[BoostScore])
+BoostScore = api_model("BoostScore", node=NodeRef, boost=float)
+BoostOut = response_model(R.BoostResult, "BoostOut", scores=list_of(BoostScore))
 DimensionFilterOut = response_model(R.DimensionFilterResult, "DimensionFilterOut")
 NodeDimensionsOut = response_model(R.NodeDimensions, "NodeDimensionsOut")
 InferOut = response_model(R.AutoDimensionsReport, "InferOut")
@@ -474,20 +468,14 @@ SpecNode = response_model(R.NodeRef, "SpecNode", register=False, description=(st
                           properties=Properties)
 SpecHit = response_model(R.IntentHit, "SpecHit", register=False, node=SpecNode, components=Components)
 SpecQueryOut = response_model(R.IntentSearchResult, "SpecQueryOut", register=False, intent=SpecIntent | None,
-                              nodes=DROP, composition=DROP, results=list[SpecHit], total=int,
+                              nodes=DROP, composition=DROP, results=list_of(SpecHit), total=int,
                               composition_plan=CompositionOut | None)
 SpecImpactOut = response_model(R.ImpactResult, "SpecImpactOut", register=False, node_id=str,
-                               critical_path=list[str], critical_path_nodes=list[NodeRef])
+                               critical_path=list[str], critical_path_nodes=list_of(NodeRef))
 
 
-class SpecStep(BaseModel):
-    order: int
-    tool: str
-    action: str
-    node_id: str
-    node: NodeRef
-    score: float
-    candidates: list[NodeRef]
+SpecStep = api_model("SpecStep", order=int, tool=str, action=str, node_id=str, node=NodeRef, score=float,
+                     candidates=list_of(NodeRef))
 
 
 class _ByName(DerivedModel):
@@ -498,25 +486,11 @@ SpecPlanEdge = response_model(R.PlanEdge, "SpecPlanEdge", register=False, base=_
                               from_=(str, Field(alias="from")), to=str, validated=bool)
 
 
-PlanEdge, Prerequisite, Alternative = json_type(R.PlanEdge), json_type(R.Prerequisite), json_type(R.Alternative)
-
-
-class SpecComposeOut(BaseModel):
-    goal: str
-    steps: list[SpecStep]
-    edges: list[SpecPlanEdge]
-    prerequisites: list[Prerequisite]
-    warnings: list[str]
-    is_valid: bool
-    sub_goals: list[str]
-    conflicts: list[PlanEdge]
-    alternatives: list[Alternative]
-    notes: list[str]
-
-
-class SpecSimilarOut(BaseModel):
-    source_node: NodeRef
-    similar: list[SimilarRow]
+SpecComposeOut = api_model("SpecComposeOut", goal=str, steps=list_of(SpecStep), edges=list_of(SpecPlanEdge),
+                           prerequisites=list_of(json_type(R.Prerequisite)), warnings=list[str], is_valid=bool,
+                           sub_goals=list[str], conflicts=list_of(json_type(R.PlanEdge)),
+                           alternatives=list_of(json_type(R.Alternative)), notes=list[str])
+SpecSimilarOut = api_model("SpecSimilarOut", source_node=NodeRef, similar=list_of(SimilarRow))
 
 
 class DimensionOut(BaseModel):

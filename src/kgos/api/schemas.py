@@ -80,6 +80,18 @@ def json_type(tp: Any) -> Any:
     return tp
 
 
+def api_model(name: str, doc: str | None = None, **fields: Any) -> type[BaseModel]:
+    """A shape the API composes itself around derived models: ``fields`` maps names to types (or
+    ``(type, default)``), all required unless a default is given."""
+    spec: dict[str, Any] = {k: _field(v) for k, v in fields.items()}
+    return create_model(name, __doc__=doc, **spec)
+
+
+def list_of(item: Any) -> Any:
+    """``list[item]`` for an item type made at run time (a derived model)."""
+    return types.GenericAlias(list, item)
+
+
 def omitted_when_none(tp: Any, description: str | None = None) -> Any:
     """An optional field that ``to_dict()`` leaves out when it has no value (not written as null)."""
     return (tp | None, Field(None, description=description, exclude_if=is_none))

@@ -240,7 +240,7 @@ class KG:
         self.engine.invalidate()
         return report
 
-    def save_weight_profiles(self, profiles: Mapping[str, Iterable[float]] | None) -> None:
+    def save_weight_profiles(self, profiles: dict[str, Any] | None) -> None:
         """Store (or with None remove) this KG's tuned weight profiles (``kgos.eval.tuning.tune``
         fits them)."""
         value = self.engine.profile_json(profiles) if profiles else ""  # scoped to today's vectors

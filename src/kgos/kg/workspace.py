@@ -23,6 +23,7 @@ import re
 import shutil
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -180,7 +181,7 @@ class Workspace:
         return "deleted"
 
     # -- search across KGs -------------------------------------------------------------------------
-    def search(self, db_ids: list[str], query: str, k: int = 10, **options: Any) -> SearchResult:
+    def search(self, db_ids: Sequence[str], query: str, k: int = 10, **options: Any) -> SearchResult:
         """One query over several KGs: hits tagged with ``source_kg``, deduplicated by normalised
         name keeping the higher score (spec/000 section 8, multi-KG experts)."""
         from ..retrieval.multi import merge_results
