@@ -174,11 +174,12 @@ def validate(store: GraphStore, max_examples: int = 20) -> ValidationReport:
     """Check all 12 rules on ``store``; see the module docstring for how each rule is read."""
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 0:
         raise InvalidArgument(f"max_examples must be a non-negative integer, not {max_examples!r}")
-    vocab = Vocabulary.from_meta(store.meta())
-    n_dangling, dangling = dangling_edges(store, max_examples)
-    n_invalid, invalid = invalid_properties(store, max_examples)
-    arrays = load_arrays(store, has_dangling=n_dangling > 0)
-    names, no_workaround = _scan_nodes(store, max_examples)
+    with store.read_transaction():  # every rule reads the same state, whatever another process writes
+        vocab = Vocabulary.from_meta(store.meta())
+        n_dangling, dangling = dangling_edges(store, max_examples)
+        n_invalid, invalid = invalid_properties(store, max_examples)
+        arrays = load_arrays(store, has_dangling=n_dangling > 0)
+        names, no_workaround = _scan_nodes(store, max_examples)
     findings = {
         1: names,
         2: _invalid_node_types(arrays, vocab, max_examples),
