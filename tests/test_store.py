@@ -132,7 +132,7 @@ def test_graph_arrays_align_with_ids(store):
 
 def test_migrations_are_recorded_and_idempotent(tmp_path, store):
     names = [r[0] for r in store.conn.execute("SELECT name FROM kg_migrations")]
-    assert names == ["001_native_schema"]
+    assert names == ["001_native_schema", "002_compact_vectors"]
     again = NativeStore(store.path, "t")
     assert again.meta()["name"] == "Test"
     assert [r[0] for r in again.conn.execute("SELECT name FROM kg_migrations")] == names

@@ -83,3 +83,53 @@ def test_query_time_products_run_on_one_blas_thread_and_restore_the_count():
     assert list(scores) == [0, 1, 0, 0]
     assert Recording.seen and set(Recording.seen) == {1}
     assert after == before and set(before) == {2}
+
+
+# -- compact vector storage (migration 002) --------------------------------------------------------
+OLD_LAYOUT = """
+CREATE TABLE old_vectors (node INTEGER NOT NULL REFERENCES nodes(rowid) ON DELETE CASCADE, model TEXT NOT NULL,
+  dims INTEGER NOT NULL, content_hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, node)) WITHOUT ROWID;
+INSERT INTO old_vectors SELECT node, model, dims, content_hash, vector FROM node_embeddings;
+DROP TABLE node_embeddings;
+ALTER TABLE old_vectors RENAME TO node_embeddings;
+DELETE FROM kg_migrations WHERE name = '002_compact_vectors';
+"""
+
+
+def vector_rows(store):
+    return sorted(store.conn.execute("SELECT n.id, e.model, e.dims, e.content_hash, e.vector FROM node_embeddings e "
+                                     "JOIN nodes n ON n.rowid = e.node"))
+
+
+def file_pages(store):
+    return store.conn.execute("PRAGMA page_count").fetchone()[0] - store.conn.execute(
+        "PRAGMA freelist_count").fetchone()[0]
+
+
+def test_vectors_of_an_existing_kg_move_to_the_compact_table_on_open_with_their_hashes(tmp_path):
+    from kgos.embed import get_embedder
+    from kgos.embed.nodes import embed_store
+    from kgos.store.migrations import run_script
+    from kgos.store.native import NativeStore
+    store = NativeStore.create(tmp_path / "kg.db", "t")
+    with store.transaction() as conn:
+        conn.executemany("INSERT INTO nodes (id, name, norm_name, type, description, created_at, updated_at) "
+                         "VALUES (?, ?, ?, 'thing', ?, '', '')",
+                         [(f"n{i}", f"item {i}", f"item {i}", f"widget number {i} of {i % 7}") for i in range(3000)])
+    embedder = get_embedder("hash:384")  # 1.5 KB rows, as MiniLM's (the go KG's 3.05x)
+    assert embed_store(store, embedder).embedded == 3000
+    compact_pages = file_pages(store)
+    with store.transaction() as conn:  # an existing KG, written before 002: vectors WITHOUT ROWID
+        run_script(conn, OLD_LAYOUT)
+    before, old_pages = vector_rows(store), file_pages(store)
+    store.close()
+
+    store = NativeStore(tmp_path / "kg.db", "t")  # opening migrates
+    sql = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'node_embeddings'").fetchone()[0]
+    assert "WITHOUT ROWID" not in sql
+    assert vector_rows(store) == before  # every vector and content hash kept, byte for byte
+    assert old_pages > 2 * compact_pages and file_pages(store) <= compact_pages * 1.05
+    assert embed_store(store, embedder).embedded == 0  # unchanged text is not embedded again
+    store.delete_node("n5")  # the cascade still removes a deleted node's vector
+    assert store.conn.execute("SELECT count(*) FROM node_embeddings").fetchone()[0] == 2999
+    store.close()

@@ -19,9 +19,11 @@ from ..store.base import GraphStore
 from ..store.native import NativeStore
 
 EMBED_TEXT_CHARS = 1000
-SIDECAR_SCHEMA = """CREATE TABLE IF NOT EXISTS node_embeddings (
+# A rowid table, as in the native file (migration 002): 1.5 KB rows fit two to a page (a WITHOUT ROWID
+# table spilled each to overflow pages, 3x the vectors' size). Sidecars made before keep their layout.
+SIDECAR_SCHEMA = ("""CREATE TABLE IF NOT EXISTS node_embeddings (
   node_id TEXT NOT NULL, model TEXT NOT NULL, dims INTEGER NOT NULL, content_hash TEXT NOT NULL,
-  vector BLOB NOT NULL, PRIMARY KEY (model, node_id)) WITHOUT ROWID"""
+  vector BLOB NOT NULL)""", "CREATE UNIQUE INDEX IF NOT EXISTS node_embeddings_key ON node_embeddings(model, node_id)")
 
 
 def embed_text(node: Node) -> str:
@@ -86,7 +88,8 @@ def _table(store: GraphStore, cache_root: Path | None) -> _VectorTable:
     conn = sqlite3.connect(folder / "vectors.db", isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA journal_mode = WAL")  # readers in other processes never wait for an embedding run
-    conn.execute(SIDECAR_SCHEMA)
+    for statement in SIDECAR_SCHEMA:
+        conn.execute(statement)
     return _VectorTable(conn, native=False)
 
 

@@ -101,9 +101,31 @@ CREATE VIRTUAL TABLE nodes_fts USING fts5(
 {FTS_TRIGGERS}
 """
 
+# Vectors in a rowid table: a 1.5 KB BLOB row of the WITHOUT ROWID table of 001 overflowed its b-tree
+# page, and 67 MB of vectors took 204 MB of pages (go, 384-d); here two rows share a 4 KB page (91 MB).
+# The unique (node, model) index serves lookups by node (the cascade on delete) and by (node, model).
+M002_COMPACT_VECTORS = """
+ALTER TABLE node_embeddings RENAME TO node_embeddings_001;
+CREATE TABLE node_embeddings (
+  rowid INTEGER PRIMARY KEY,
+  node INTEGER NOT NULL REFERENCES nodes(rowid) ON DELETE CASCADE,
+  model TEXT NOT NULL,
+  dims INTEGER NOT NULL,
+  content_hash TEXT NOT NULL,
+  vector BLOB NOT NULL
+);
+INSERT INTO node_embeddings (node, model, dims, content_hash, vector)
+  SELECT node, model, dims, content_hash, vector FROM node_embeddings_001 ORDER BY model, node;
+DROP TABLE node_embeddings_001;
+CREATE UNIQUE INDEX node_embeddings_key ON node_embeddings(node, model);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("001_native_schema", M001_NATIVE_SCHEMA),
+    ("002_compact_vectors", M002_COMPACT_VECTORS),
 ]
+# A migration that frees many pages (002 frees the old vector table) gives them back to the file system.
+VACUUM_FREE_PAGES = 2048
 
 
 def now_iso() -> str:
@@ -157,7 +179,13 @@ def apply(conn: sqlite3.Connection, migrations: list[tuple[str, str]], table: st
 
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Bring a native KG file up to the current schema."""
-    return apply(conn, MIGRATIONS)
+    new = apply(conn, MIGRATIONS)
+    if new and conn.execute("PRAGMA freelist_count").fetchone()[0] > VACUUM_FREE_PAGES:
+        try:
+            conn.execute("VACUUM")
+        except sqlite3.OperationalError:  # another connection is reading: the file shrinks another time
+            pass
+    return new
 
 
 @contextmanager
