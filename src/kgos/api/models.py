@@ -454,7 +454,10 @@ CentralityOut = response_model(R.CentralityReport, "CentralityOut")
 CommunitiesOut = response_model(R.CommunityReport, "CommunitiesOut")
 GapsOut = response_model(R.GapReport, "GapsOut")
 ResultEdge = response_model(R.ResultEdge)
-IntentHit = response_model(R.IntentHit, components=Components)
+# the hybrid search's components of the hit, as IntentHit declares them (a mapping: the signals it has)
+SIGNALS = (dict[str, float], Field(description="Each signal of the hybrid score (embedding, text, graph, intent...), "
+                                               "normalised to 0..1 before weighting"))
+IntentHit = response_model(R.IntentHit, components=SIGNALS)
 IntentSearchOut = response_model(R.IntentSearchResult, "IntentSearchOut")
 
 
@@ -466,7 +469,7 @@ class SpecIntent(BaseModel):
 
 SpecNode = response_model(R.NodeRef, "SpecNode", register=False, description=(str | None, None),
                           properties=Properties)
-SpecHit = response_model(R.IntentHit, "SpecHit", register=False, node=SpecNode, components=Components)
+SpecHit = response_model(R.IntentHit, "SpecHit", register=False, node=SpecNode, components=SIGNALS)
 SpecQueryOut = response_model(R.IntentSearchResult, "SpecQueryOut", register=False, intent=SpecIntent | None,
                               nodes=DROP, composition=DROP, results=list_of(SpecHit), total=int,
                               composition_plan=CompositionOut | None)

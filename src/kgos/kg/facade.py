@@ -20,7 +20,7 @@ from ..methods import analytics, autodims, compose, dimensions, keyword, orchest
 from ..methods import capability as capabilities
 from ..methods import goal as goals
 from ..methods.intent import classify_intent
-from ..methods.nodesql import node_table
+from ..methods.nodesql import nodes_page
 from ..methods.orchestrator import RetrievalConfig
 from ..methods.results import (
     AlternativesResult,
@@ -117,17 +117,8 @@ class KG:
 
     def nodes_page(self, limit: int = 50, offset: int = 0, type: str | None = None) -> tuple[int, list[Node]]:
         """(how many nodes match, one page of them in storage order), optionally of one ``type``;
-        in SQL where the store's layout is known (identifiers from its schema, values as parameters)."""
-        table = node_table(self.store)
-        if table is None:
-            nodes = [n for n in self.nodes() if type is None or n.type == type]
-            return len(nodes), nodes[offset:offset + limit]
-        where, args = ("", []) if type is None else (f" AND {table.type} = ?", [type])
-        total = table.conn.execute(f"SELECT count(*) {table.source}{where}", args).fetchone()[0]
-        ids = [str(r[0]) for r in table.conn.execute(
-            f"SELECT {table.id} {table.source}{where} ORDER BY {table.order} LIMIT ? OFFSET ?", [*args, limit, offset])]
-        found = self.store.get_nodes(ids)
-        return int(total), [found[i] for i in ids if i in found]
+        in SQL where the store's layout is known."""
+        return nodes_page(self.store, limit, offset, type)
 
     def find_nodes(self, name: str, type: str | None = None) -> list[Node]:
         return self.store.find_nodes(name, type)

@@ -1,4 +1,4 @@
-"""SQL over a KG's node rows, native or foreign, for methods 7 and 11 (dimension filter, LIKE match).
+"""SQL over a KG's node rows, native or foreign: methods 7 and 11 (dimension filter, LIKE match), paging.
 
 The native schema and a foreign profile name their columns differently; ``node_table`` gives the
 SQL expressions of one store so a method writes its query once. Every expression comes from the
@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from ..model import Node
 from ..store.base import GraphStore
 
 
@@ -43,6 +44,21 @@ def node_table(store: GraphStore) -> NodeTable | None:
         return NodeTable(store.conn, s.node_rows, node_id, s.text("n", "node_name", "''"), s.node_type("n"),
                          s.text("n", "node_description", "''"), props, node_id)
     return None
+
+
+def nodes_page(store: GraphStore, limit: int, offset: int, type: str | None = None) -> tuple[int, list[Node]]:
+    """(how many nodes match, one page of them in storage order), optionally of one ``type``: in SQL
+    where the store's layout is known (identifiers from its schema, values as parameters)."""
+    table = node_table(store)
+    if table is None:
+        nodes = [n for n in store.iter_nodes() if type is None or n.type == type]
+        return len(nodes), nodes[offset:offset + limit]
+    where, args = ("", []) if type is None else (f" AND {table.type} = ?", [type])
+    total = table.conn.execute(f"SELECT count(*) {table.source}{where}", args).fetchone()[0]
+    ids = [str(r[0]) for r in table.conn.execute(
+        f"SELECT {table.id} {table.source}{where} ORDER BY {table.order} LIMIT ? OFFSET ?", [*args, limit, offset])]
+    found = store.get_nodes(ids)
+    return int(total), [found[i] for i in ids if i in found]
 
 
 def like_pattern(term: str) -> str:
