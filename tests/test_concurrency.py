@@ -8,9 +8,12 @@ shared between builders and deleted under a reader, and arrays of one version pa
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -212,3 +215,21 @@ def test_a_recent_older_version_stays_for_processes_still_loading_it(kg: kgos.KG
     assert (before / "meta.json").exists()  # pruned only after the grace period
     loaded = snapshots._load(before, kg.store, kg.engine.text, version)
     assert "new" not in loaded.index
+
+
+# -- a replace import while another process has the KG open -----------------------------------------
+def test_a_replace_import_reaches_a_process_that_has_the_kg_open(ws: kgos.Workspace, tmp_path: Path) -> None:
+    first = [{"id": f"n{i}", "name": f"Node {i}"} for i in range(5)]
+    second = [{"id": "n0", "name": "Node 0"}, {"id": "new", "name": "Brand new"}]
+    for name, nodes in (("a.json", first), ("b.json", second)):
+        (tmp_path / name).write_text(json.dumps({"format": "kgos-node-link/1", "nodes": nodes, "edges": []}))
+    ws.import_file("k", tmp_path / "a.json")
+    kg = ws.kg("k")
+    assert kg.node_count() == 5 and kg.search("node").results  # open, with a snapshot in memory
+    script = ("import sys, kgos; ws = kgos.Workspace(sys.argv[1]); "
+              "print(ws.import_file('k', sys.argv[2], mode='replace').nodes)")
+    done = subprocess.run([sys.executable, "-c", script, str(ws.home), str(tmp_path / "b.json")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr  # was: sqlite3.OperationalError: database is locked
+    assert kg.node_count() == 2 and kg.get_node("new") is not None
+    assert [h.node.id for h in kg.search("brand new").results][:1] == ["new"]

@@ -238,8 +238,7 @@ class Workspace:
         try:
             report = replace(bulk_load(temp, source, db_id, skip_dangling, progress), mode=mode)
             self._forget(db_id)
-            _retire(final)
-            os.replace(temp, final)
+            _swap_in(temp, final)
         finally:
             temp.unlink(missing_ok=True)
         shutil.rmtree(self.cache_dir / db_id, ignore_errors=True)
@@ -290,11 +289,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _retire(path: Path) -> None:
-    """Fold a KG file's WAL back in before it is replaced, so no stale -wal outlives it."""
-    if not path.exists():
+def _swap_in(temp: Path, final: Path) -> None:
+    """Make ``final`` the KG built in ``temp``. A new KG is renamed into place. An existing one is
+    overwritten through SQLite's backup API, in one write transaction: processes that have it open
+    (a server, another CLI) read the old content until it commits and the new one after, as with any
+    write. (Renamed over, their connections would stay on the old file for good; and the old file
+    cannot leave WAL mode to be retired while they hold it open: "database is locked".)"""
+    if not final.exists():
+        os.replace(temp, final)
         return
-    store = NativeStore(path, path.stem)
-    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.conn.execute("PRAGMA journal_mode = DELETE")
-    store.close()
+    source, target = NativeStore(temp, final.stem, read_only=True), NativeStore(final, final.stem)
+    try:
+        source.conn.backup(target.conn)  # all pages in one step: one transaction, all or nothing
+    finally:
+        source.close()
+        target.close()
