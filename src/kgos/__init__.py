@@ -11,6 +11,9 @@
 ['Cost reduction']
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
                      AmbiguousNode,
                      EdgeNotFound,
@@ -26,15 +29,47 @@ from .errors import (
                      ReadOnlyKG,
                      SchemaNotRecognized,
 )
-from .kg import KG, KGInfo, Workspace
-from .methods import RetrievalConfig, classify_intent
 from .model import Edge, Neighbor, Node
+
+if TYPE_CHECKING:
+    from .kg import KG, KGInfo, Workspace
+    from .methods import RetrievalConfig, classify_intent
 
 __version__ = "0.1.0"
 
+# The facade pulls in numpy, scipy and the query layers (~1-2 s on a loaded machine): loaded on first
+# use of these names, so ``import kgos`` (the CLI, ``kgos.errors``) stays cheap (DESIGN.md section 7).
+_LAZY = {"Workspace": "kg", "KG": "kg", "KGInfo": "kg", "RetrievalConfig": "methods", "classify_intent": "methods"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kgos' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
 __all__ = [
-    "Workspace", "KG", "KGInfo", "Node", "Edge", "Neighbor", "classify_intent", "RetrievalConfig",
-    "KGOSError", "InvalidName", "InvalidArgument", "KGNotFound", "KGExists", "NodeNotFound",
-    "AmbiguousNode", "EdgeNotFound", "NoPath", "ReadOnlyKG", "ImportFailed", "SchemaNotRecognized",
+    "KG",
+    "AmbiguousNode",
+    "Edge",
+    "EdgeNotFound",
+    "ImportFailed",
+    "InvalidArgument",
+    "InvalidName",
+    "KGExists",
+    "KGInfo",
+    "KGNotFound",
+    "KGOSError",
     "MissingDependency",
+    "Neighbor",
+    "NoPath",
+    "Node",
+    "NodeNotFound",
+    "ReadOnlyKG",
+    "RetrievalConfig",
+    "SchemaNotRecognized",
+    "Workspace",
+    "classify_intent",
 ]
