@@ -105,7 +105,8 @@ def open_kg(ws, dataset: str, embedder: str):
     if not ws.exists(dataset):
         ws.import_file(dataset, demo_file("cookbook.json") if dataset == "demo" else BENCH / dataset / "kg.json.gz")
     kg = ws.kg(dataset)
-    kg.embed(embedder)
+    if embedder != "none":  # none: text + graph only (a KG never embedded)
+        kg.embed(embedder)
     return kg
 
 
@@ -118,13 +119,13 @@ def load(dataset: str, sample: int | None) -> list:
     return probes
 
 
-def run(dataset: str, embedder: str, home: Path, sample: int | None = None) -> dict:
+def run(dataset: str, embedder: str, home: Path, sample: int | None = None, options: dict | None = None) -> dict:
     import kgos
     from kgos.eval.ablation import ablation
     ws = kgos.Workspace(home)
     kg = open_kg(ws, dataset, embedder)
     probes = load(dataset, sample)
-    reports = ablation(kg, probes)
+    reports = ablation(kg, probes, base={"options": options} if options else None)
     anchors = baselines(kg, probes)
     ws.close()
     return {"dataset": dataset, "n": len(probes), "sampled": bool(sample), "embedder": embedder,
@@ -197,12 +198,13 @@ def chart(results: list[dict], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=DATASETS, action="append", help="a dataset (repeatable; default: all)")
-    ap.add_argument("--embedder", default="default")
+    ap.add_argument("--embedder", default="default", help="an embedder spec, or none (no vectors)")
     ap.add_argument("--home", type=Path, default=ROOT / "out" / "ws-quality", help="KGOS workspace to use")
     ap.add_argument("--sample", type=int, help="a fixed random sample of this many probes per dataset")
+    ap.add_argument("--options", type=json.loads, help='SearchOptions for every row, e.g. \'{"name_weight": 0}\'')
     ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/quality.md")
     args = ap.parse_args()
-    results = [run(d, args.embedder, args.home, args.sample) for d in (args.only or DATASETS)]
+    results = [run(d, args.embedder, args.home, args.sample, args.options) for d in (args.only or DATASETS)]
     text = markdown(results)
     print(text)
     (ROOT / "out").mkdir(exist_ok=True)

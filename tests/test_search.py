@@ -150,7 +150,8 @@ def test_vectors_are_memory_mapped_from_the_snapshot_cache(ws, kg):
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_answers(kg, mode):
     kg.embed("hash")
-    res = kg.search("cheaper prompt caching", mode=mode, k=5)
+    query = "Prompt caching" if mode == "names" else "cheaper prompt caching"  # names: whole names only
+    res = kg.search(query, mode=mode, k=5)
     assert res.mode == mode and 0 < len(res.results) <= 5
     scores = [h.score for h in res.results]
     assert scores == sorted(scores, reverse=True)  # the shown score is the ranking score in every mode
@@ -221,7 +222,7 @@ def test_result_json_shape(kg):
     assert set(d) >= {"query", "intent", "weights", "results"}
     hit = d["results"][0]
     assert set(hit) >= {"node", "score", "components", "method", "edge_annotations"}
-    assert set(hit["components"]) == {"embedding", "text", "graph", "intent"}
+    assert set(hit["components"]) == {"embedding", "text", "graph", "intent", "name"}  # name: issue 13 lever 2
     assert set(d["weights"]) >= {"alpha", "beta", "gamma", "delta"}
 
 

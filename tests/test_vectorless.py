@@ -63,7 +63,7 @@ def test_a_node_without_a_vector_is_scored_on_the_signals_it_has(kg, monkeypatch
     rest = w.text + w.graph + w.intent
     c = hit.components
     assert hit.missing_signals == ("embedding",) and c.embedding == 0
-    raw = (w.text * c.text + w.graph * c.graph + w.intent * c.intent) / rest
+    raw = (w.text * c.text + w.graph * c.graph + w.intent * c.intent) / rest + c.name  # + the name signal (x1)
     assert hit.score == pytest.approx(raw + hit.diversity_bonus, rel=1e-5)
     assert hit.to_dict()["missing_signals"] == ["embedding"]
     assert any("1 of 19 nodes" in m and "no vector yet" in m for m in res.warnings)

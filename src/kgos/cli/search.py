@@ -61,7 +61,8 @@ def _print(c: Console, r: Any, explain: bool) -> None:
             why = "; ".join(f"{'->' if a.direction == 'outgoing' else '<-'} {a.type} {escape(a.other_name)}"
                             for a in h.edge_annotations)
             c.print(f"           emb {cm.embedding:.2f}  text {cm.text:.2f}  graph {cm.graph:.2f}  "
-                    f"intent {cm.intent:.2f}" + (f"  [dim]via {why}[/]" if why else ""))
+                    f"intent {cm.intent:.2f}" + (f"  name {cm.name:.2f}" if cm.name else "")
+                    + (f"  [dim]via {why}[/]" if why else ""))
             if h.diversity_bonus:
                 c.print(f"           +{h.diversity_bonus:.3f} diversity: first hit of its community (+5%)")
             if h.missing_signals:

@@ -27,11 +27,12 @@ from ..store.arrays import GraphArrays
 from ..store.base import GraphStore
 from ..store.native import NativeStore
 from .graph import GraphIndex
+from .names import NameIndex, alias_strings
 from .text import TextConfig, TextIndex
 from .vectors import load_vectors
 
 TEXT_PROPERTIES = ("aliases", "keywords", "tags", "synonyms")
-FORMAT = "snapshot/2"  # 2: built from one read transaction; folders of 1 may mix two versions
+FORMAT = "snapshot/3"  # 2: built from one read transaction; folders of 1 may mix two versions; 3: + name index
 
 
 def extra_text(properties: dict[str, Any]) -> str:
@@ -64,6 +65,7 @@ class Snapshot:
     embedder: str | None = None
     build_seconds: float = 0.0
     index: dict[str, int] = field(default_factory=dict)
+    name_index: NameIndex | None = None  # names + aliases, matched whole
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -111,6 +113,7 @@ class _Rows:
     version: str
     arrays: GraphArrays
     fields: dict[str, tuple[str, str, str, str]]
+    aliases: dict[str, list[str]]
     rowids: np.ndarray | None
     vectors: np.ndarray | None
 
@@ -121,10 +124,12 @@ def _read(store: GraphStore, embedder: str | None, cache_root: Path | None) -> _
     with store.read_transaction():
         version = store.version()  # first: see ForeignStore.read_transaction
         arrays = store.graph_arrays()
-        fields = {n.id: node_fields(n) for n in store.iter_nodes()}
+        nodes = list(store.iter_nodes())
+        fields = {n.id: node_fields(n) for n in nodes}
+        aliases = {n.id: alias_strings(n.properties) for n in nodes}
         rowids = store.node_rowids() if hasattr(store, "node_rowids") else None
         vectors = load_vectors(store, embedder, arrays.node_ids, cache_root) if embedder else None
-    return _Rows(version, arrays, fields, rowids, vectors)
+    return _Rows(version, arrays, fields, aliases, rowids, vectors)
 
 
 def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None) -> Snapshot:
@@ -132,6 +137,7 @@ def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None) ->
     snap = Snapshot(db_id=db_id, version=rows.version, node_ids=rows.arrays.node_ids,
                     names=[d[0] for d in docs], text=TextIndex.build(docs, config),
                     graph=GraphIndex.build(rows.arrays).precompute(), rowids=rows.rowids)
+    snap.name_index = NameIndex.build(snap.names, [rows.aliases[nid] for nid in snap.node_ids], snap.text.analyzer)
     return _with_vectors(snap, rows.vectors, embedder)
 
 
@@ -247,6 +253,8 @@ def _write(snap: Snapshot, tmp: Path, with_vectors: bool) -> None:
     if with_vectors and snap.vectors is not None and snap.embedder:
         np.save(_vectors_file(tmp, snap.embedder), snap.vectors)
     snap.text.save(tmp)
+    if snap.name_index is not None:
+        snap.name_index.save(tmp / "names")
     snap.graph.save(tmp / "graph")
     (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": snap.version}))
 
@@ -289,7 +297,8 @@ def _load(folder: Path, store: GraphStore, config: TextConfig, version: str) -> 
                     names=np.load(folder / "names.npy", allow_pickle=True).tolist(),
                     text=TextIndex.load(folder, config), graph=GraphIndex.load(folder / "graph"),
                     rowids=rowids)
-    sizes = {len(snap.names), snap.text.matrix.shape[0], snap.graph.n, len(rowids) if rowids is not None else snap.n}
+    snap.name_index = NameIndex.load(folder / "names", snap.text.analyzer)
+    sizes = {len(snap.names), snap.text.matrix.shape[0], snap.graph.n, snap.name_index.n, len(rowids) if rowids is not None else snap.n}
     if sizes != {snap.n}:
         raise IndexDamaged(f"the arrays in {folder} do not fit together (a damaged cache; it is rebuilt)")
     return snap

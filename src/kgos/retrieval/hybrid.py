@@ -27,13 +27,15 @@ from .results import SIGNALS, Components, EdgeAnnotation, SearchHit, SearchResul
 if TYPE_CHECKING:
     from ..index.snapshot import Snapshot
 
-MODES = ("hybrid", "fixed3", "fixed4", "embedding", "bm25", "fts", "text", "graph", "rrf")
+MODES = ("hybrid", "fixed3", "fixed4", "embedding", "bm25", "fts", "text", "graph", "names", "rrf")
 FTS_MODES = frozenset({"fts", "text", "rrf"})  # these always query FTS5, whatever SearchOptions.fts says
 MAX_K = 1000
 MAX_QUERY_TERMS = 64
+MAX_NAME_QUERY_CHARS = 1000  # longer queries are no one's name
 RRF_K = 60
 DIVERSITY_BOOST = 1.05  # spec/001 1.8
 DIVERSE_MODES = frozenset({"hybrid", "fixed3", "fixed4"})
+NAME_MODES = frozenset({"hybrid", "names"})  # fixed3/fixed4 stay the spec's formulas
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,10 @@ class SearchOptions:
     unmatched: str = "default"  # with "spec": "default" = 0.40/0.45/0.15/0 (DESIGN.md 5), "profile" = goal_based
     fts_candidates: int = 200
     keyword_boost: float = I.KEYWORD_BOOST  # spec/001 1.4: intent keywords count 5x in BM25
+    # issue 13 lever 2: + name_weight x the name signal (a query that is a node's name or alias, whole;
+    # index/names.py) in the hybrid mode; 0 = the spec's formula. 1.0 puts exact names first.
+    name_weight: float = 1.0
+    name_prefix: bool = False  # the weakest tier (the query begins a name): no gain on the dev sets
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -93,7 +99,7 @@ def choose_weights(explicit: tuple[float, ...] | None, intent: I.Intent, mode: s
     profile (``kgos tune --save``) takes the place of the spec's profiles."""
     fixed = {"fixed3": (0.40, 0.45, 0.15, 0.0), "fixed4": I.EXPERT_DEFAULT_WEIGHTS,
              "embedding": (1, 0, 0, 0), "bm25": (0, 1, 0, 0), "fts": (0, 1, 0, 0), "text": (0, 1, 0, 0),
-             "graph": (0, 0, 1, 0)}
+             "graph": (0, 0, 1, 0), "names": (0, 0, 0, 0)}
     if mode in fixed:
         return Weights(*map(float, fixed[mode]), source=mode)
     if explicit is not None:
@@ -158,6 +164,17 @@ def embedding_signal(snap: Snapshot, query_vector: np.ndarray | None) -> np.ndar
     return normalise(np.maximum(cosine_all(snap.vectors, query_vector), 0))
 
 
+def name_signal(snap: Snapshot, query: str, options: SearchOptions, mode: str,
+                mask: np.ndarray | None = None) -> np.ndarray | None:
+    """How fully the query is a name or alias of each node (index/names.py tiers: 1.0 the exact name,
+    0.9 an exact alias, 0.8/0.7 the same words in any order, <= 0.3 the start of a name). Not
+    renormalised: the tiers are absolute, so 0 everywhere when the query names nothing."""
+    if mode not in NAME_MODES or options.name_weight <= 0 or snap.name_index is None:
+        return None
+    out = snap.name_index.scores(query[:MAX_NAME_QUERY_CHARS], prefix=options.name_prefix)
+    return np.where(mask, out, np.float32(0)) if mask is not None else out
+
+
 def top_indices(x: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k largest positive entries, best first (argpartition, then a small sort)."""
     nz = np.flatnonzero(x > 0)
@@ -199,6 +216,7 @@ class Signals:
     graph: np.ndarray
     intent: np.ndarray
     seeds: np.ndarray
+    name: np.ndarray | None = None  # issue 13 lever 2; None when off (spec formula, other modes)
 
 
 def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
@@ -348,7 +366,8 @@ def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, score: np.nd
     hits = []
     for rank, (i, s, b) in enumerate(zip(order, score, bonus), 1):
         c = Components(embedding=float(signals.embedding[i]) if signals.embedding is not None else 0.0,
-                       text=float(signals.text[i]), graph=float(signals.graph[i]), intent=float(signals.intent[i]))
+                       text=float(signals.text[i]), graph=float(signals.graph[i]), intent=float(signals.intent[i]),
+                       name=float(signals.name[i]) if signals.name is not None else 0.0)
         node = nodes.get(snap.node_ids[i])
         if node is None:  # deleted since the snapshot; the next query rebuilds it
             continue
@@ -374,10 +393,13 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
     w = choose_weights(parse_weights(weights), it, mode, options, tuned)
     qv = embed_query(query) if embed_query is not None and snap.vectors is not None and w.embedding > 0 else None
     signals = signal_for_mode(compute_signals(snap, store, query, it.name, qv, options, mask), mode)
+    signals.name = name_signal(snap, query, options, mode, mask)
     notes, warnings = _notes(snap, signals, w, options), _warnings(snap, signals, w)
     w = effective_weights(w, signals)
     vectorless = vectorless_rows(snap, signals)
     total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w, vectorless)
+    if signals.name is not None:
+        total = total + np.float32(1.0 if mode == "names" else options.name_weight) * signals.name
     if mask is not None:
         total = np.where(mask, total, np.float32(0))
     order = top_indices(total, max(k * 3, 30) if options.diversity else k)

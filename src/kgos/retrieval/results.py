@@ -9,7 +9,7 @@ from typing import Any
 from ..model import Node
 from .intents import Intent
 
-SIGNALS = ("embedding", "text", "graph", "intent")
+SIGNALS = ("embedding", "text", "graph", "intent", "name")
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class Components:
     text: float = 0.0
     graph: float = 0.0
     intent: float = 0.0
+    name: float = 0.0  # the name signal (query = a name or alias of the node), added with its own weight
 
     def to_dict(self) -> dict[str, float]:
         return {s: round(getattr(self, s), 6) for s in SIGNALS}

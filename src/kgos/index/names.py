@@ -1,0 +1,159 @@
+"""The name index: every node's name and aliases, looked up whole (issue 13, lever 2).
+
+BM25 scores a query's words; it cannot tell "mitochondrion" the term from "mitochondrion inheritance"
+with a shorter description. This index answers the question BM25 cannot: is the query *a name* of a
+node? Each name and each alias (every short string of ``aliases``, ``synonyms``, ``lemmas``,
+``keywords``, ``tags``, ... see ``alias_strings``) is normalised to a key; a query is matched
+
+- exactly (the folded token sequence: ``"Mitochondrion"`` = ``"mitochondrion"``, ``"T-cell"`` = ``"t cell"``),
+- as a token set (the stemmed, stopword-free words in any order: ``"inheritance, mitochondrial"``),
+- as a prefix of a name (``"git sta"`` -> ``"git stash"``), weakest, and only for queries of 3+ characters.
+
+Keys are kept sorted in plain lists, so a lookup is a bisection: no per-node work at query time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model import normalize_name
+from .text import Analyzer, tokenize
+
+#: properties whose strings are other names of the node (a string or a list of strings)
+NAME_PROPERTIES = ("aliases", "alias", "synonyms", "synonym", "lemmas", "keywords", "tags", "labels",
+                   "acronyms", "acronym", "abbreviations", "abbreviation", "also_known_as", "short_name")
+MAX_ALIAS_WORDS = 8  # a list property counts as names only if every item is this short (not sentences)
+MAX_ALIAS_CHARS = 120
+MAX_ALIASES = 1000  # per node: a node with 10,000 aliases keeps the first 1,000 as names
+PREFIX_MIN_CHARS = 3
+PREFIX_LIMIT = 50  # a short prefix can open thousands of names: only the first few (shortest) count
+
+# Match tiers, scores of the name signal (0..1). A name outranks an alias, whole outranks token set.
+# The gap between the exact tiers and the others is > 1.05 (every other signal at 1 plus the
+# diversity bonus), so an exact name or alias outranks a node that only has the same words.
+NAME_EXACT, ALIAS_EXACT, NAME_SET, ALIAS_SET, PREFIX = 1.0, 0.9, 0.25, 0.2, 0.1
+
+
+def _short(value: str) -> bool:
+    return 0 < len(value) <= MAX_ALIAS_CHARS and len(value.split()) <= MAX_ALIAS_WORDS
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+def alias_strings(properties: dict[str, Any]) -> list[str]:
+    """The other names of a node: strings of the ``NAME_PROPERTIES`` keys, and every other property
+    that is a list of short strings (up to ``MAX_ALIASES``)."""
+    out: list[str] = []
+    for key, value in properties.items():
+        if isinstance(value, str) and key in NAME_PROPERTIES:
+            out.append(value)
+        elif _string_list(value) and (key in NAME_PROPERTIES or all(_short(v) for v in value)):
+            out.extend(v for v in value if _short(v))
+        if len(out) >= MAX_ALIASES:
+            break
+    return out[:MAX_ALIASES]
+
+
+def exact_key(text: str) -> str:
+    """``"Mitochondrial  Inheritance!"`` -> ``"mitochondrial inheritance"``; punctuation-only names
+    (``"["``) keep their normalised form."""
+    return " ".join(tokenize(text)) or normalize_name(text)
+
+
+@dataclass
+class _Keys:
+    """Sorted unique keys, each with the rows (and match kind: 0 name, 1 alias) that have it."""
+
+    keys: list[str]
+    ptr: np.ndarray
+    rows: np.ndarray
+    alias: np.ndarray
+
+    @classmethod
+    def build(cls, entries: Iterable[tuple[str, int, int]]) -> _Keys:
+        entries = sorted({e for e in entries if e[0]})
+        keys = sorted({k for k, _, _ in entries})
+        first = {k: i for i, k in enumerate(keys)}
+        counts = np.bincount([first[k] for k, _, _ in entries], minlength=len(keys)) if entries else np.zeros(0, int)
+        ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        rows = np.fromiter((r for _, r, _ in entries), np.int64, len(entries))
+        alias = np.fromiter((a for _, _, a in entries), np.int8, len(entries))
+        return cls(keys, ptr, rows, alias)
+
+    def find(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        i = bisect.bisect_left(self.keys, key)
+        if i < len(self.keys) and self.keys[i] == key:
+            return self.rows[self.ptr[i]:self.ptr[i + 1]], self.alias[self.ptr[i]:self.ptr[i + 1]]
+        return self.rows[:0], self.alias[:0]
+
+    def prefixed(self, key: str, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the keys that extend ``key`` (not equal to it), and each key's length."""
+        lo = bisect.bisect_right(self.keys, key)
+        hi = min(bisect.bisect_left(self.keys, key + "\U0010ffff"), lo + limit)
+        if hi <= lo:
+            return self.rows[:0], np.zeros(0)
+        lengths = np.repeat([len(k) for k in self.keys[lo:hi]], np.diff(self.ptr[lo:hi + 1]))
+        return self.rows[self.ptr[lo]:self.ptr[hi]], lengths
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"ptr": self.ptr, "rows": self.rows, "alias": self.alias}
+
+
+class NameIndex:
+    """Exact, token-set and prefix matches of a query against every node's names and aliases."""
+
+    def __init__(self, n: int, exact: _Keys, sets: _Keys, analyzer: Analyzer) -> None:
+        self.n, self.exact, self.sets, self.analyzer = n, exact, sets, analyzer
+
+    @classmethod
+    def build(cls, names: Sequence[str], aliases: Sequence[Sequence[str]], analyzer: Analyzer) -> NameIndex:
+        """``names[i]`` and ``aliases[i]`` are node i's name and other names."""
+        exact: list[tuple[str, int, int]] = []
+        sets: list[tuple[str, int, int]] = []
+        for row, (name, other) in enumerate(zip(names, aliases)):
+            for kind, text in [(0, name)] + [(1, a) for a in other]:
+                exact.append((exact_key(text), row, kind))
+                sets.append((cls._set_key(text, analyzer.terms), row, kind))
+        return cls(len(names), _Keys.build(exact), _Keys.build(sets), analyzer)
+
+    @staticmethod
+    def _set_key(text: str, terms: Callable[[str], list[str]]) -> str:
+        return " ".join(sorted(set(terms(text))))
+
+    def scores(self, query: str, prefix: bool = True) -> np.ndarray:
+        """One float32 per node: the best tier its names reach for ``query`` (0 when none matches)."""
+        out = np.zeros(self.n, np.float32)
+        key = exact_key(query)
+        if prefix and len(key) >= PREFIX_MIN_CHARS:
+            rows, lengths = self.exact.prefixed(key, PREFIX_LIMIT)
+            np.maximum.at(out, rows, (PREFIX * len(key) / np.maximum(lengths, 1)).astype(np.float32))
+        rows, alias = self.sets.find(self._set_key(query, self.analyzer.terms))
+        np.maximum.at(out, rows, np.where(alias == 1, ALIAS_SET, NAME_SET).astype(np.float32))
+        rows, alias = self.exact.find(key)
+        np.maximum.at(out, rows, np.where(alias == 1, ALIAS_EXACT, NAME_EXACT).astype(np.float32))
+        return out
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for part, keys in (("exact", self.exact), ("sets", self.sets)):
+            (folder / f"{part}.json").write_text(json.dumps(keys.keys))
+            np.savez(folder / f"{part}.npz", **keys.arrays())
+        (folder / "meta.json").write_text(json.dumps({"n": self.n}))
+
+    @classmethod
+    def load(cls, folder: Path, analyzer: Analyzer) -> NameIndex:
+        parts = []
+        for part in ("exact", "sets"):
+            keys = json.loads((folder / f"{part}.json").read_text())
+            with np.load(folder / f"{part}.npz") as z:
+                parts.append(_Keys(keys, z["ptr"], z["rows"], z["alias"]))
+        return cls(int(json.loads((folder / "meta.json").read_text())["n"]), parts[0], parts[1], analyzer)
