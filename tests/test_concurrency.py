@@ -37,10 +37,10 @@ def _assert_clean(outcome: workload.Outcome) -> None:
     assert outcome.missing == [] and outcome.unsearched == []
 
 
-@pytest.mark.parametrize("kind", ["native", "foreign"])
-def test_eight_reader_processes_and_a_writer_never_fail_a_read(tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize(("kind", "seconds"), [("native", 5), ("foreign", 3)])  # short: the 60 s run is slow
+def test_eight_reader_processes_and_a_writer_never_fail_a_read(tmp_path: Path, kind: str, seconds: int) -> None:
     workload.seed(tmp_path / "home", kind)
-    _assert_clean(workload.run(tmp_path / "home", readers=8, seconds=5))
+    _assert_clean(workload.run(tmp_path / "home", readers=8, seconds=seconds))
 
 
 @pytest.mark.slow
