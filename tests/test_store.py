@@ -130,6 +130,20 @@ def test_graph_arrays_align_with_ids(store):
     assert [g.node_type_names[k] for k in g.node_types] == ["x", "y", "x"]
 
 
+
+def test_graph_arrays_drop_edges_to_missing_nodes(store):
+    """A hand-edited file (foreign keys off) may hold edges to rowids no node has: left out."""
+    a, b, c = store.add_node("A"), store.add_node("B"), store.add_node("C")
+    store.add_edge(a.id, b.id, "r")
+    store.add_edge(b.id, c.id, "s")
+    store.conn.execute("PRAGMA foreign_keys = OFF")
+    store.conn.execute("INSERT INTO edges (source, target, type, weight, created_at) VALUES "
+                       "(1, 99, 'x', 1, ''), (0, 2, 'y', 1, ''), (100, 101, 'z', 1, '')")
+    store.conn.execute("DELETE FROM nodes WHERE rowid = 1")  # a's edge now starts at a missing node
+    g = store.graph_arrays()
+    pairs = {(g.node_ids[s], g.node_ids[t], g.types[k]) for s, t, k in zip(g.src, g.dst, g.type_code)}
+    assert pairs == {(b.id, c.id, "s")} and g.types == ("s",)
+
 def test_migrations_are_recorded_and_idempotent(tmp_path, store):
     names = [r[0] for r in store.conn.execute("SELECT name FROM kg_migrations")]
     assert names == ["001_native_schema", "002_compact_vectors"]

@@ -223,8 +223,12 @@ class NativeStore(GraphStore):
         rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
         ntype, ntype_names = codes([r[2] for r in rows])
         n = len(edges)
-        src = np.searchsorted(rowids, np.fromiter((e[0] for e in edges), np.int64, n)).astype(np.int32)
-        dst = np.searchsorted(rowids, np.fromiter((e[1] for e in edges), np.int64, n)).astype(np.int32)
+        src, src_ok = _rows_of(rowids, np.fromiter((e[0] for e in edges), np.int64, n))
+        dst, dst_ok = _rows_of(rowids, np.fromiter((e[1] for e in edges), np.int64, n))
+        keep = np.flatnonzero(src_ok & dst_ok)
+        if keep.size < n:  # only edges whose both ends exist (a native file enforces it; a hand-edited one may not)
+            edges = [edges[i] for i in keep.tolist()]
+            src, dst, n = src[keep], dst[keep], keep.size
         etype, etype_names = codes([e[2] for e in edges])
         return GraphArrays(node_ids=tuple(r[1] for r in rows), node_types=ntype, node_type_names=ntype_names,
                            src=src, dst=dst, type_code=etype, types=etype_names,
@@ -232,13 +236,9 @@ class NativeStore(GraphStore):
 
     def _graph_rows(self) -> tuple[list[Any], list[Any]]:
         nodes = self.conn.execute("SELECT rowid, id, type FROM nodes ORDER BY rowid").fetchall()
-        # Only edges whose both ends exist (a native file enforces it; a hand-edited one may not).
-        # (Not "source IN (SELECT rowid FROM nodes)": SQLite may drive that from the node side and
-        # probe every (source, target) pair of rowids, which is quadratic.)
-        edges = self.conn.execute(
-            "SELECT e.source, e.target, e.type, e.weight FROM edges e "
-            "WHERE EXISTS (SELECT 1 FROM nodes n WHERE n.rowid = e.source) "
-            "AND EXISTS (SELECT 1 FROM nodes n WHERE n.rowid = e.target) ORDER BY e.rowid").fetchall()
+        # Edges to missing nodes are dropped by graph_arrays, in numpy: an EXISTS probe per endpoint
+        # made this read 4x slower (3.3 s against 0.9 s of CPU for 1M edges).
+        edges = self.conn.execute("SELECT source, target, type, weight FROM edges ORDER BY rowid").fetchall()
         return nodes, edges
 
     def rowid(self, node_id: str) -> int:
@@ -369,4 +369,14 @@ def check_node_fields(name: Any, type: Any, description: Any, properties: Any) -
         raise InvalidArgument("node properties must be a JSON object (a dict)")
 
 
-__all__ = ["NativeStore", "connect", "merge_properties", "dumps", "check_weight", "KGOSError"]
+
+def _rows_of(rowids: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row number of each key in the sorted ``rowids`` as int32, whether the key is there at all)."""
+    pos = np.searchsorted(rowids, keys)
+    found = pos < rowids.size
+    found[found] = rowids[pos[found]] == keys[found]
+    return pos.astype(np.int32), found
+
+
+__all__ = ["KGOSError", "NativeStore", "check_weight", "connect", "dumps", "merge_properties"]
+
