@@ -369,7 +369,6 @@ def check_node_fields(name: Any, type: Any, description: Any, properties: Any) -
         raise InvalidArgument("node properties must be a JSON object (a dict)")
 
 
-
 def _rows_of(rowids: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(row number of each key in the sorted ``rowids`` as int32, whether the key is there at all)."""
     pos = np.searchsorted(rowids, keys)
