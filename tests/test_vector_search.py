@@ -133,3 +133,64 @@ def test_vectors_of_an_existing_kg_move_to_the_compact_table_on_open_with_their_
     store.delete_node("n5")  # the cascade still removes a deleted node's vector
     assert store.conn.execute("SELECT count(*) FROM node_embeddings").fetchone()[0] == 2999
     store.close()
+
+
+# -- the approximate index (index.ann) -------------------------------------------------------------
+def clustered(n: int, dims: int, seed: int) -> np.ndarray:
+    """Unit vectors around 50 centres, as real embeddings cluster by topic."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((50, dims))
+    x = centres[rng.integers(0, 50, n)] + 0.6 * rng.standard_normal((n, dims))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+class FakeSnap:
+    def __init__(self, vectors, version="v1", model="m"):
+        self.vectors, self.version, self.embedder, self.n, self.db_id = vectors, version, model, len(vectors), "t"
+        self.ann = None
+
+
+def test_the_approximate_path_finds_the_exact_top_10_and_scores_them_exactly():
+    pytest.importorskip("faiss")
+    from kgos.index import ann
+    vectors = clustered(20_000, 64, seed=3)
+    queries = clustered(50, 64, seed=4)
+    snap = FakeSnap(vectors)
+    snap.ann = ann.build(vectors, "v1", "m")
+    hits = 0
+    for q in queries:
+        exact = nearest.similarities(snap, q, exact=True)
+        approx = nearest.similarities(snap, q)
+        top = np.argsort(-exact)[:10]
+        found = np.argsort(-approx)[:10]
+        hits += len(set(top) & set(found))
+        assert np.allclose(approx[found], exact[found])  # candidates carry exact cosines
+    assert hits / (10 * len(queries)) >= 0.98
+
+
+def test_an_index_of_another_version_is_never_used_and_is_rebuilt(ws, monkeypatch):
+    pytest.importorskip("faiss")
+    from kgos.index import ann
+    monkeypatch.setattr(ann, "MIN_ROWS", 5)
+    g = ws.create("t")
+    for i, w in enumerate(WORDS):
+        g.add_node(f"{w} widget", "thing", f"The {w} widget.", id=f"n{i}")
+    g.embed("hash")
+    snap = g.engine.snapshot()
+    nearest.attach_ann(snap, g.engine.cache_root, wait=True)
+    assert snap.ann is not None and (snap.ann.version, snap.ann.rows) == (snap.version, len(WORDS))
+    path = ann.index_file(g.engine.cache_root, "t", snap.embedder)
+    assert ann.load(path, snap.version, snap.embedder, snap.n) is not None
+
+    g.add_node("omega widget", "thing", id="new")  # a write: a new KG version
+    fresh = g.engine.snapshot()
+    assert fresh.version != snap.version
+    assert ann.load(path, fresh.version, fresh.embedder, fresh.n) is None  # the saved one is stale
+    stale = snap.ann
+    fresh.ann = stale  # even if handed a stale index, a search ignores it and scans exactly
+    assert np.allclose(nearest.similarities(fresh, g.engine.embed_query("omega widget")),
+                       nearest.similarities(fresh, g.engine.embed_query("omega widget"), exact=True))
+    fresh.ann = None
+    nearest.attach_ann(fresh, g.engine.cache_root, wait=True)
+    assert (fresh.ann.version, fresh.ann.rows) == (fresh.version, len(WORDS) + 1)
+    assert g.search("omega widget", k=1).results[0].node.id == "new"

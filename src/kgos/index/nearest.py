@@ -12,9 +12,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from . import ann
 
 _controller: Any = None
 _controller_lock = threading.Lock()
@@ -60,3 +63,34 @@ def cosine_rows(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray) -> np.
         return np.zeros(0, np.float32)
     with single_thread_blas():
         return np.asarray(np.asarray(vectors[rows], np.float32) @ np.asarray(query, np.float32), np.float32)
+
+
+# -- the approximate path (index.ann) for large KGs -------------------------------------------------
+def attach_ann(snap: Any, cache_root: Path | None, wait: bool = False) -> None:
+    """Give a large snapshot its approximate index: the saved one of exactly its version and model, else
+    a build is started (and waited for with ``wait``); until then queries use the exact scan."""
+    if snap.ann is not None or snap.vectors is None or snap.n < ann.MIN_ROWS or cache_root is None:
+        return
+    if not ann.available():
+        return
+    path = ann.index_file(cache_root, snap.db_id, snap.embedder)
+    found = ann.load(path, snap.version, snap.embedder, snap.n)
+    if found is None:
+        thread = ann.BUILDS.start(path, snap.vectors, snap.version, snap.embedder)
+        if not wait:
+            return
+        thread.join()
+        found = ann.load(path, snap.version, snap.embedder, snap.n)
+    snap.ann = found
+
+
+def similarities(snap: Any, query: np.ndarray, exact: bool = False) -> np.ndarray:
+    """Cosine of the query with every row: exact, or (a snapshot with a fresh approximate index, and
+    not ``exact``) exact for the index's best ``ann.CANDIDATES`` rows and 0 elsewhere."""
+    index = snap.ann
+    if exact or index is None or (index.version, index.model, index.rows) != (snap.version, snap.embedder, snap.n):
+        return cosine_all(snap.vectors, query)
+    rows = index.search(query)
+    out = np.zeros(snap.n, np.float32)
+    out[rows] = cosine_rows(snap.vectors, query, rows)
+    return out

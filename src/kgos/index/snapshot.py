@@ -63,6 +63,7 @@ class Snapshot:
     rowids: np.ndarray | None = None  # native KGs: FTS5 rowid of each node index
     vectors: np.ndarray | None = None  # (n, dims) float32 unit rows, or None
     embedder: str | None = None
+    ann: Any = None  # an index.ann.VectorIndex of this version and model (large KGs; see index.nearest)
     build_seconds: float = 0.0
     index: dict[str, int] = field(default_factory=dict)
     name_index: NameIndex | None = None  # names + aliases, matched whole

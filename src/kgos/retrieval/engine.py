@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KGOSError
+from ..index import nearest
 from ..index import snapshot as snapshots
 from ..index.snapshot import Snapshot
 from ..index.text import TextConfig
@@ -255,6 +256,7 @@ class SearchEngine:
         if cached is not None:
             return cached
         tuned, warnings = self.usable_profile(snap)
+        nearest.attach_ann(snap, self.cache_root)
         result = hybrid.search(snap, self.store, query, k, weights, intent, mode, self.options,
                                embed_query=self.embed_query, tuned=tuned, mask=self._mask(snap, prefilter))
         if weights is not None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..index.nearest import cosine_all
+from ..index.nearest import similarities
 from ..index.text import tokenize
 from ..store.base import GraphStore
 from . import intents as I
@@ -157,11 +157,12 @@ def fts_signal(snap: Snapshot, store: GraphStore, query: str, limit: int) -> np.
     return normalise(np.maximum(out, 0))
 
 
-def embedding_signal(snap: Snapshot, query_vector: np.ndarray | None) -> np.ndarray | None:
-    """Cosine of the query with every node: one matrix-vector product; negatives count as 0."""
+def embedding_signal(snap: Snapshot, query_vector: np.ndarray | None, exact: bool = False) -> np.ndarray | None:
+    """Cosine of the query with every node (one matrix-vector product; on a large KG with an
+    approximate index, its best candidates only, re-scored exactly); negatives count as 0."""
     if snap.vectors is None or query_vector is None or not np.any(query_vector):
         return None
-    return normalise(np.maximum(cosine_all(snap.vectors, query_vector), 0))
+    return normalise(np.maximum(similarities(snap, query_vector, exact), 0))
 
 
 def name_signal(snap: Snapshot, query: str, options: SearchOptions, mode: str,
@@ -227,7 +228,7 @@ def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
     bm25 = within(bm25_signal(snap, query, intent, options.keyword_boost), mask)
     fts = within(fts_signal(snap, store, query, options.fts_candidates), mask) if options.fts else None
     text = np.maximum(bm25, fts) if fts is not None else bm25
-    emb = within(embedding_signal(snap, query_vector), mask)
+    emb = within(embedding_signal(snap, query_vector, exact=mask is not None), mask)  # filters: no ANN misses
     seeds = top_indices(text, options.seeds_text)
     if emb is not None:
         seeds = np.union1d(seeds, top_indices(emb, options.seeds_embedding))
