@@ -10,6 +10,14 @@ import kgos
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 
 
+@pytest.fixture(autouse=True)
+def _hash_is_the_default_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``default`` is the hashing embedder in tests: `kgos kg import` embeds by default, and MiniLM (or
+    building the fast tier) would cost seconds per test. Tests of the real default unset it."""
+    monkeypatch.setenv("KGOS_EMBEDDER", "hash")
+    monkeypatch.delenv("KGOS_FAST_EMBEDDER", raising=False)
+
+
 @pytest.fixture
 def ws(tmp_path: Path) -> kgos.Workspace:
     w = kgos.Workspace(tmp_path / "home")

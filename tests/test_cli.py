@@ -120,7 +120,7 @@ def test_unreadable_and_unwritable_paths_are_clean_errors(run, tmp_path, args):
 @pytest.mark.parametrize("damage", ["[]", "{}", "not json", '{"format": "kgos-graph-index/1", "n": 3}'])
 @pytest.mark.parametrize("which", ["meta.json", "graph/meta.json"])
 def test_a_damaged_index_cache_is_rebuilt_not_a_traceback(run, tmp_path, tiny_graph, which, damage):
-    run("kg", "import", "t", str(write_nodelink(tmp_path / "g.json", *tiny_graph)))
+    run("kg", "import", "t", str(write_nodelink(tmp_path / "g.json", *tiny_graph)), "--no-embed")  # one version
     first = json.loads(run("search", "t", "prompt caching", "--json").stdout)
     [meta] = (tmp_path / "home" / "cache" / "t" / "snapshots").glob(f"*/{which}")
     meta.write_text(damage)
@@ -177,7 +177,7 @@ def test_every_command_with_plain_output_takes_header(path):
 
 def _nodes(run, tmp_path, n: int) -> None:
     nodes = [{"id": f"n{i}", "name": f"Node {i}", "description": f"thing number {i}"} for i in range(n)]
-    run("kg", "import", "t", str(write_nodelink(tmp_path / "g.json", nodes, [])))
+    run("kg", "import", "t", str(write_nodelink(tmp_path / "g.json", nodes, [])), "--no-embed")
 
 
 def test_embed_progress_without_a_terminal_is_periodic_lines_with_total_and_eta(run, tmp_path, monkeypatch):

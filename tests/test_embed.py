@@ -366,7 +366,7 @@ def test_factory_names_missing_extras(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_available_embedders_lists_everything() -> None:
     rows = {r.spec.split(":")[0]: r for r in available_embedders()}
-    assert set(rows) == {"hash", "minilm", "static", "openai", "gemini"}
+    assert set(rows) == {"hash", "minilm", "static", "fast", "openai", "gemini"}
     assert rows["hash"].installed and rows["hash"].extra is None
     assert rows["minilm"].extra == "onnx" and rows["openai"].extra == "api"
     assert sum(r.is_default for r in rows.values()) <= 1

@@ -39,13 +39,21 @@ def create(ctx: click.Context, db_id: str, name: str | None, description: str, j
 @click.option("--merge", is_flag=True, help="Add to an existing KG (upsert nodes and edges).")
 @click.option("--replace", is_flag=True, help="Replace an existing KG with the file's content.")
 @click.option("--skip-dangling", is_flag=True, help="Drop edges whose source or target is missing (counted).")
+@click.option("--no-embed", is_flag=True, help="Do not embed: search by text and graph only until `kgos embed`.")
+@click.option("--fast-only", is_flag=True,
+              help="Embed with the fast tier only (seconds); `kgos embed DB_ID` fills in the default model later.")
+@click.option("--embedder", default="default", show_default=True,
+              help="The model search reaches (default, minilm, hash[:dims], openai:MODEL, ...).")
 @output_options
 @click.pass_context
 def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: bool, replace: bool,
-            skip_dangling: bool, json_: bool, plain_: bool) -> None:
+            skip_dangling: bool, no_embed: bool, fast_only: bool, embedder: str, json_: bool, plain_: bool) -> None:
     """Import PATH (node-link .json[.gz], .jsonl[.gz], .graphml[.gz] or a CSV folder) into DB_ID.
 
-    The import is all or nothing: on any error the KG is left exactly as it was.
+    The import is all or nothing: on any error the KG is left exactly as it was. A KG without vectors
+    is then embedded: first with the fast tier (searchable by meaning within seconds), then with the
+    default model filling in behind it (progress and ETA; other processes can search meanwhile).
+    Interrupt the fill-in at any time: `kgos embed DB_ID` continues where it stopped.
     """
     if merge and replace:
         raise click.UsageError("choose one of --merge and --replace")
@@ -54,6 +62,20 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
     with o.progress(f"import {db_id}") as progress:
         report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress)
     o.emit(report, lambda c: _print_import(c, report), lambda: [(report.db_id, report.nodes, report.edges)], columns=("db_id", "nodes", "edges"))
+    kg = workspace(ctx).kg(db_id)
+    if no_embed or kg.embed_status().search_model:  # an embedded KG was kept embedded by the import
+        return
+    fast = kg.embed_fast(embedder)
+    o.note(f"Searchable by meaning: {fast.embedded:,} nodes embedded with {fast.model} in {fast.seconds:.1f} s")
+    if fast_only or not kg.embed_status().target:
+        return
+    try:
+        with o.meter(f"fill-in {db_id}", "nodes") as meter:
+            full = kg.embed(progress=meter.advance, total=meter.total)
+    except KeyboardInterrupt:  # the committed vectors stay; search keeps the fast tier until the end
+        o.note(f"Fill-in stopped; search uses {fast.model} meanwhile. `kgos embed {db_id}` continues it.")
+        raise
+    o.note(f"Full quality: {full.embedded:,} nodes embedded with {full.model} in {full.seconds:.1f} s")
 
 
 def _print_import(c: Console, r: Any) -> None:

@@ -74,12 +74,13 @@ def _print(c: Console, r: Any, explain: bool) -> None:
 
 @cli.command("embed")
 @click.argument("db_id")
-@click.option("--model", default="default", show_default=True,
-              help="Embedder: default, minilm, hash[:dims], static:PATH, openai:MODEL, gemini:MODEL.")
+@click.option("--model", default=None,
+              help="Embedder: default, minilm, hash[:dims], fast, static:PATH, openai:MODEL, gemini:MODEL "
+                   "(default: the model an interrupted fill-in was heading for, else default).")
 @click.option("--batch-size", default=64, show_default=True)
 @output_options
 @click.pass_context
-def embed(ctx: click.Context, db_id: str, model: str, batch_size: int, json_: bool, plain_: bool) -> None:
+def embed(ctx: click.Context, db_id: str, model: str | None, batch_size: int, json_: bool, plain_: bool) -> None:
     """Embed DB_ID's nodes (only those whose text changed) so search can use the embedding signal."""
     o = out(ctx, json_, plain_)
     kg = workspace(ctx).kg(db_id)

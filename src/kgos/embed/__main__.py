@@ -2,6 +2,7 @@
 
 python -m kgos.embed list [--json]
 python -m kgos.embed build-static [OUT_DIR] [--pca-dims 256] [--source DIR] [--overwrite]
+python -m kgos.embed build-fast [OUT_DIR] [--overwrite]   # the fast tier, from the default model, no torch
 python -m kgos.embed embed SPEC TEXT...          # prints one JSON vector per line
 """
 
@@ -24,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     p_build.add_argument("--pca-dims", type=int, default=256)
     p_build.add_argument("--source", default=None, help="a sentence-transformers folder of all-MiniLM-L6-v2")
     p_build.add_argument("--overwrite", action="store_true")
+    p_fast = sub.add_parser("build-fast", help="distill the fast tier from the default ONNX model (core packages)")
+    p_fast.add_argument("out_dir", nargs="?", default=None)
+    p_fast.add_argument("--overwrite", action="store_true")
     p_embed = sub.add_parser("embed", help="embed texts, one JSON array per line")
     p_embed.add_argument("spec")
     p_embed.add_argument("texts", nargs="+")
@@ -49,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
                 args.out_dir, source=args.source, pca_dims=args.pca_dims, overwrite=args.overwrite
             )
             print(f"static model written to {out}")
+        elif args.cmd == "build-fast":
+            from .static import distill_onnx, ensure_fast_static
+
+            out = distill_onnx(args.out_dir, overwrite=True) if args.overwrite else ensure_fast_static(args.out_dir)
+            print(f"fast static model at {out}")
         elif args.cmd == "embed":
             from .registry import get_embedder
 

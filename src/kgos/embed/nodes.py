@@ -39,6 +39,21 @@ class EmbedReport:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class EmbedStatus:
+    """Which vectors search uses (``search_model``, a spec) and how far the fill-in towards ``target``
+    has come (``target_vectors`` of ``nodes``); ``target`` is None when nothing is pending."""
+
+    db_id: str
+    search_model: str | None
+    target: str | None
+    nodes: int
+    target_vectors: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None = None, batch_size: int = 64,
                 progress: Callable[[int], None] | None = None,
                 total: Callable[[int], None] | None = None) -> EmbedReport:
@@ -100,6 +115,22 @@ def carry_vectors(store: GraphStore, model: str, vectors: dict[str, tuple[bytes,
     if items:
         _write(store, _table(store, cache_root), model, dims, items)
     return len(items)
+
+
+def drop_vectors(store: GraphStore, model: str, cache_root: Path | None = None) -> None:
+    """Remove every vector of ``model`` (the fast tier's, once the model it stood in for covers the KG)."""
+    table = _table(store, cache_root)
+    if table.native and isinstance(store, NativeStore):
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM node_embeddings WHERE model = ?", (model,))
+    else:
+        table.conn.execute("DELETE FROM node_embeddings WHERE model = ?", (model,))
+
+
+def vector_count(store: GraphStore, model: str, cache_root: Path | None = None) -> int:
+    """How many nodes have a vector of ``model`` (current or not: progress, not validity)."""
+    table = _table(store, cache_root)
+    return len(table.rows(model))
 
 
 def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],

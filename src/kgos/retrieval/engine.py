@@ -113,7 +113,8 @@ class SearchEngine:
         with self._lock:
             if self._snapshot is None or self._snapshot.version != version:
                 self.cache.clear()
-                self._snapshot = snapshots.build(self.store, self.text, self._vector_model(), self.cache_root)
+                self._snapshot = snapshots.build(self.store, self.text, self._vector_model(), self.cache_root,
+                                                 previous=self._snapshot)
             return self._snapshot
 
     def invalidate(self) -> None:
@@ -167,6 +168,13 @@ class SearchEngine:
             from ..embed import get_embedder
             self._embedder = get_embedder(self._spec())  # type: ignore[arg-type]
         return self._embedder
+
+    def use_embedder(self, spec: str) -> None:
+        """Search with ``spec``'s vectors from now on (after ``kg.embed`` or a fast-tier switch): the
+        query embedder and the snapshot's vectors change together, never one without the other."""
+        with self._lock:
+            self.embedder_spec, self._embedder = spec, None
+        self.invalidate()
 
     def embed_written(self, node_ids: Iterable[str]) -> int:
         """Embed nodes just written (new or changed text) with this KG's embedder, if it has one, so

@@ -1,0 +1,183 @@
+"""Meaning-search right after import: the fast tier at once, the default model filling in behind it
+(resumable), one model's vectors per scan, and the torch-free distillation of the fast tier."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import write_nodelink
+
+import kgos
+from kgos.cli import cli
+from kgos.embed import get_embedder
+from kgos.embed import nodes as embed_nodes
+from kgos.index.vectors import models
+
+WORDS = ["tar archive", "network socket", "disk quota", "user password", "cron schedule", "mail queue"]
+
+
+@pytest.fixture
+def tiers(monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """Target hash:64, fast tier hash:32: two deterministic models of different widths."""
+    monkeypatch.setenv("KGOS_EMBEDDER", "hash:64")
+    monkeypatch.setenv("KGOS_FAST_EMBEDDER", "hash:32")
+    return "hash-64", "hash-32"
+
+
+def _graph(tmp_path: Path, n: int = 30) -> Path:
+    nodes = [{"id": f"n{i}", "name": f"{WORDS[i % len(WORDS)]} {i}", "type": "tool",
+              "description": f"Manage the {WORDS[i % len(WORDS)]} of host {i}."} for i in range(n)]
+    return write_nodelink(tmp_path / "g.json", nodes, [])
+
+
+def _cli(home: Path, *args: str, code: int = 0):
+    result = CliRunner().invoke(cli, ["--home", str(home), *args])
+    assert result.exit_code == code, (result.output, result.stderr, result.exception)
+    return result
+
+
+def test_import_embeds_by_default_fast_tier_then_default_model(tmp_path, tiers):
+    target, _ = tiers
+    result = _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)), "--plain")
+    assert "Searchable by meaning: 30 nodes embedded with hash-32" in result.stderr
+    assert "Full quality: 30 nodes embedded with hash-64" in result.stderr
+    kg = kgos.Workspace(tmp_path / "home").kg("t")
+    status = kg.embed_status()
+    assert (status.search_model, status.target) == ("hash:64", None)
+    assert models(kg.store) == {target: 30}  # the fill-in replaced the fast tier's vectors
+    hits = kg.search("tar archive", k=3)
+    assert hits.results[0].node.name.startswith("tar archive") and not hits.warnings
+
+
+def test_no_embed_skips_embedding(tmp_path, tiers):
+    _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)), "--no-embed")
+    kg = kgos.Workspace(tmp_path / "home").kg("t")
+    assert models(kg.store) == {} and kg.embed_status().search_model is None
+    assert any("no node vectors" in w for w in kg.search("tar archive").warnings)
+
+
+def test_fast_only_then_kgos_embed_fills_in(tmp_path, tiers):
+    target, fast = tiers
+    home = tmp_path / "home"
+    _cli(home, "kg", "import", "t", str(_graph(tmp_path)), "--fast-only")
+    kg = kgos.Workspace(home).kg("t")
+    assert (kg.embed_status().search_model, kg.embed_status().target) == ("hash:32", "hash:64")
+    assert kg.engine.snapshot().embedder == fast and kg.engine.snapshot().vectors.shape == (30, 32)
+    assert json.loads(_cli(home, "--json", "embed", "t").stdout)["model"] == target  # no --model: the target
+    kg = kgos.Workspace(home).kg("t")
+    assert kg.embed_status().target is None and models(kg.store) == {target: 30}
+
+
+class _Interrupting:
+    """The target embedder, interrupted (Ctrl-C) on its ``calls``-th batch."""
+
+    def __init__(self, inner, calls: int) -> None:
+        self.inner, self.calls = inner, calls
+        self.name, self.dims, self.spec = inner.name, inner.dims, inner.spec
+
+    def embed(self, texts, **kw):
+        self.calls -= 1
+        if self.calls == 0:
+            raise KeyboardInterrupt
+        return self.inner.embed(texts, **kw)
+
+
+def test_an_interrupted_fill_in_keeps_its_work_and_resumes_where_it_stopped(ws, tmp_path, tiers, monkeypatch):
+    target, fast = tiers
+    ws.import_file("t", _graph(tmp_path, 50))
+    kg = ws.kg("t")
+    kg.embed_fast()
+    monkeypatch.setattr(embed_nodes, "WRITE_CHUNK", 10)
+    stopper = _Interrupting(get_embedder("hash:64"), calls=3)
+    from kgos.kg import facade
+    monkeypatch.setattr(facade, "get_embedder", lambda spec: stopper if spec == "hash:64" else get_embedder(spec))
+    with pytest.raises(KeyboardInterrupt):
+        kg.embed()
+    status = kg.embed_status()
+    assert (status.search_model, status.target, status.target_vectors) == ("hash:32", "hash:64", 20)
+    snap = kg.engine.snapshot()  # search goes on with the fast tier: one model, every row
+    assert snap.embedder == fast and snap.vectors.shape == (50, 32) and snap.vectorless.size == 0
+    monkeypatch.setattr(facade, "get_embedder", get_embedder)
+    report = kg.embed()  # resumed: only the 30 nodes the interrupted run did not commit
+    assert (report.model, report.embedded, report.unchanged) == (target, 30, 20)
+    assert models(kg.store) == {target: 50} and kg.engine.snapshot().vectors.shape == (50, 64)
+
+
+def test_vectors_of_two_models_are_never_scanned_together(ws, tmp_path, tiers):
+    target, fast = tiers
+    ws.import_file("t", _graph(tmp_path, 20))
+    kg = ws.kg("t")
+    kg.embed_fast()
+    embed_nodes.embed_nodes(kg.store, get_embedder("hash:64"), [f"n{i}" for i in range(10)])  # half filled in
+    assert models(kg.store) == {fast: 20, target: 10}
+    kg.engine.invalidate()
+    snap = kg.engine.snapshot()
+    assert snap.embedder == fast and snap.vectors.shape == (20, 32)  # the fast tier alone, all rows
+    assert kg.engine.embed_query("tar").shape == (32,)  # and a query vector of the same model
+    kg.add_node("tar archive extra", "tool", "written during the fill-in", id="late")  # embedded with the fast tier
+    assert kg.embed().embedded == 11  # 10 missing + the late node
+    snap = kg.engine.snapshot()
+    assert snap.embedder == target and snap.vectors.shape == (21, 64) and snap.vectorless.size == 0
+    assert kg.engine.embed_query("tar").shape == (64,)
+
+
+def test_an_explicit_model_ends_a_pending_fill_in(ws, tmp_path, tiers):
+    ws.import_file("t", _graph(tmp_path, 12))
+    kg = ws.kg("t")
+    kg.embed_fast()
+    kg.embed("hash:16")
+    assert kg.embed_status().target is None and models(kg.store) == {"hash-16": 12}
+
+
+def test_a_cheap_target_is_embedded_directly(ws, tmp_path, monkeypatch):
+    ws.import_file("t", _graph(tmp_path, 12))
+    kg = ws.kg("t")
+    assert kg.embed_fast("hash").model == "hash-512"
+    assert kg.embed_status().target is None and models(kg.store) == {"hash-512": 12}
+
+
+# -- the fast tier's model ----------------------------------------------------------------------------------
+
+
+def test_distill_onnx_writes_a_static_model_the_static_embedder_reads(tmp_path, monkeypatch):
+    from kgos.embed import static
+
+    def fake_token_vectors(onnx_path, vocab, keep, batch):  # the model pass, replaced by fixed vectors
+        return np.random.default_rng(0).normal(size=(int(keep.sum()), 24)).astype(np.float32)
+
+    monkeypatch.setattr(static, "_token_vectors", fake_token_vectors)
+    out = static.distill_onnx(tmp_path / "fast", pca_dims=8)
+    emb = static.read_safetensors(out / "model.safetensors")["embeddings"]
+    vocab = (Path(static.__file__).parent / "assets" / "minilm-vocab.txt").read_text().split("\n")[:-1]
+    assert emb.shape == (len(vocab), 8) and emb.dtype == np.float16
+    unused = np.array([t.startswith("[unused") for t in vocab])
+    assert not emb[unused].any() and emb[~unused].any(1).all()  # [unusedN] tokens have no vector
+    e = static.StaticEmbedder(out)
+    assert e.name == "minilm-int8-static-8" and e.embed(["tar archive", ""]).shape == (2, 8)
+    assert json.loads((out / "kgos.json").read_text())["method"].startswith("model2vec")
+    assert not list(tmp_path.glob(".fast*"))  # published by rename: no temp folder left
+
+
+def test_the_fast_tier_is_built_once(tmp_path, monkeypatch):
+    from kgos.embed import static
+
+    built = []
+    monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite=False: built.append(out) or
+                        (Path(out).mkdir(parents=True), (Path(out) / "model.safetensors").write_bytes(b"x")))
+    static.ensure_fast_static(tmp_path / "m")
+    static.ensure_fast_static(tmp_path / "m")
+    assert built == [tmp_path / "m"]
+
+
+@pytest.mark.slow
+def test_distill_onnx_from_the_real_default_model(tmp_path):
+    pytest.importorskip("onnxruntime")
+    from kgos.embed.static import StaticEmbedder, distill_onnx
+
+    e = StaticEmbedder(distill_onnx(tmp_path / "fast"))
+    dog, puppy, invoice = e.embed(["dog", "puppy", "invoice"])
+    assert e.dims == 256 and float(dog @ puppy) > float(dog @ invoice)
