@@ -10,8 +10,9 @@ import pytest
 import kgos
 from kgos.errors import InvalidArgument
 from kgos.index import snapshot as snapshots
-from kgos.retrieval.hybrid import MODES
+from kgos.retrieval.hybrid import MODES, SearchOptions
 from kgos.retrieval.intents import KGOS_PROFILES
+from kgos.retrieval.results import SIGNALS
 
 
 @pytest.fixture
@@ -88,11 +89,13 @@ def test_score_is_the_weighted_sum_of_normalised_components(kg):
     assert res.weights.as_tuple() == pytest.approx((0.3, 0.4, 0.2, 0.1))
     for h in res.results:
         c = h.components
-        raw = 0.3 * c.embedding + 0.4 * c.text + 0.2 * c.graph + 0.1 * c.intent
+        o = SearchOptions()  # + the issue-13 terms: solution hops and the name signal, each with its weight
+        raw = (0.3 * c.embedding + 0.4 * c.text + 0.2 * c.graph + 0.1 * c.intent
+               + o.solution_hop * c.solution + o.name_weight * c.name)
         assert h.score == pytest.approx(raw + h.diversity_bonus, rel=1e-5)  # the bonus is part of the score
         assert h.diversity_bonus in (0.0, pytest.approx(0.05 * raw))
-        assert all(0.0 <= getattr(c, s) <= 1.0 for s in ("embedding", "text", "graph", "intent"))
-        assert h.method == "+".join(s for s in ("embedding", "text", "graph", "intent") if getattr(c, s) > 0)
+        assert all(0.0 <= getattr(c, s) <= 1.0 for s in SIGNALS)
+        assert h.method == "+".join(s for s in SIGNALS if getattr(c, s) > 0)
 
 
 def test_weight_precedence_and_fallback_without_vectors(kg):
@@ -222,7 +225,7 @@ def test_result_json_shape(kg):
     assert set(d) >= {"query", "intent", "weights", "results"}
     hit = d["results"][0]
     assert set(hit) >= {"node", "score", "components", "method", "edge_annotations"}
-    assert set(hit["components"]) == {"embedding", "text", "graph", "intent", "name"}  # name: issue 13 lever 2
+    assert set(hit["components"]) == {"embedding", "text", "graph", "intent", "name", "solution"}  # + issue 13
     assert set(d["weights"]) >= {"alpha", "beta", "gamma", "delta"}
 
 

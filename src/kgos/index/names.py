@@ -15,6 +15,7 @@ Keys are kept sorted in plain lists, so a lookup is a bisection: no per-node wor
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -141,6 +142,26 @@ class NameIndex:
         rows, alias = self.exact.find(key)
         np.maximum.at(out, rows, np.where(alias == 1, ALIAS_EXACT, NAME_EXACT).astype(np.float32))
         return out
+
+    def coverage(self, query: str, rows: np.ndarray) -> np.ndarray:
+        """For each of ``rows``: the share of the query's terms found in that node's names and aliases
+        (1.0: the query only uses words of one of its names, so it names the node; 0: none of them)."""
+        wanted = set(self.analyzer.terms(query))
+        out = np.zeros(len(rows), np.float32)
+        if not wanted:
+            return out
+        order, sorted_rows, starts = self._by_row
+        for j, row in enumerate(np.asarray(rows, np.int64)):
+            lo, hi = np.searchsorted(sorted_rows, [row, row + 1])
+            own = {t for e in order[lo:hi] for t in self.sets.keys[int(np.searchsorted(starts, e, "right") - 1)].split()}
+            out[j] = len(wanted & own) / len(wanted)
+        return out
+
+    @functools.cached_property
+    def _by_row(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Token-set entries in node-row order, their rows, and each key's first entry (an entry's key)."""
+        order = np.argsort(self.sets.rows, kind="stable")
+        return order, self.sets.rows[order], self.sets.ptr[:-1]
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)

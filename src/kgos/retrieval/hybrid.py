@@ -53,6 +53,11 @@ class SearchOptions:
     # issue 13 lever 2: + name_weight x the name signal (a query that is a node's name or alias, whole;
     # index/names.py) in the hybrid mode; 0 = the spec's formula. 1.0 puts exact names first.
     name_weight: float = 1.0
+    # issue 13 lever 0: + solution_hop x the score of the best hit, given to what answers it over a
+    # solution edge (intents.SOLUTION_EDGES_*) in the hybrid mode, so the fix climbs toward the
+    # restated problem; 0 = the spec's formula.
+    solution_hop: float = 0.5
+    hop_seeds: int = 1  # only the best hit passes relevance on (1, 2, 3, 10 measured: docs/defaults.md)
     name_prefix: bool = False  # the weakest tier (the query begins a name): no gain on the dev sets
 
 
@@ -176,6 +181,27 @@ def name_signal(snap: Snapshot, query: str, options: SearchOptions, mode: str,
     return np.where(mask, out, np.float32(0)) if mask is not None else out
 
 
+def solution_signal(snap: Snapshot, base: np.ndarray, seeds: int, query: str = "") -> np.ndarray:
+    """Relevance passed one hop from the best-scoring nodes to what answers them: for every node, the
+    highest ``base`` score of a top-``seeds`` node it solves (``intents.SOLUTION_EDGES_*``), else 0.
+
+    A seed passes on only the part of its score the query did not earn by naming it: a query made of
+    the words of a node's name or aliases asks for that node, not for its fix."""
+    top = top_indices(base, seeds)
+    out = np.zeros(snap.n, np.float32)
+    if top.size == 0:
+        return out
+    if query and snap.name_index is not None:
+        base = base.copy()
+        base[top] *= 1.0 - snap.name_index.coverage(query, top)
+    nb = snap.graph.neighbors_of(top, "both")
+    forward = snap.graph.type_weight_vector(dict.fromkeys(I.SOLUTION_EDGES_OUT, 1.0), 0.0)
+    backward = snap.graph.type_weight_vector(dict.fromkeys(I.SOLUTION_EDGES_IN, 1.0), 0.0)
+    answers = np.where(nb.src_side, forward[nb.edge_type], backward[nb.edge_type]) > 0
+    np.maximum.at(out, nb.node[answers], base[nb.origin[answers]])
+    return out
+
+
 def top_indices(x: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k largest positive entries, best first (argpartition, then a small sort)."""
     nz = np.flatnonzero(x > 0)
@@ -218,6 +244,7 @@ class Signals:
     intent: np.ndarray
     seeds: np.ndarray
     name: np.ndarray | None = None  # issue 13 lever 2; None when off (spec formula, other modes)
+    solution: np.ndarray | None = None  # issue 13 lever 0; None when off
 
 
 def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
@@ -368,7 +395,8 @@ def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, score: np.nd
     for rank, (i, s, b) in enumerate(zip(order, score, bonus), 1):
         c = Components(embedding=float(signals.embedding[i]) if signals.embedding is not None else 0.0,
                        text=float(signals.text[i]), graph=float(signals.graph[i]), intent=float(signals.intent[i]),
-                       name=float(signals.name[i]) if signals.name is not None else 0.0)
+                       name=float(signals.name[i]) if signals.name is not None else 0.0,
+                       solution=float(signals.solution[i]) if signals.solution is not None else 0.0)
         node = nodes.get(snap.node_ids[i])
         if node is None:  # deleted since the snapshot; the next query rebuilds it
             continue
@@ -399,6 +427,9 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
     w = effective_weights(w, signals)
     vectorless = vectorless_rows(snap, signals)
     total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w, vectorless)
+    if mode == "hybrid" and options.solution_hop > 0:
+        signals.solution = solution_signal(snap, total, options.hop_seeds, query)
+        total = total + np.float32(options.solution_hop) * signals.solution
     if signals.name is not None:
         total = total + np.float32(1.0 if mode == "names" else options.name_weight) * signals.name
     if mask is not None:

@@ -97,6 +97,17 @@ INTENT_EDGE_TYPES: dict[str, tuple[str, ...]] = {
 }
 TWO_HOP_INTENTS = frozenset({"workflow", "exploratory"})  # spec/001 1.6 step 3
 
+# Issue 13 lever 0: the edges that answer a goal, a benefit or a problem. A query that restates the
+# problem finds the problem's node; the fix is one hop away. "in": the answer is the edge's source
+# (feature --enables--> benefit, workaround --fixes--> limitation); "out": its target
+# (limitation --has_workaround--> workaround, capability --requires--> feature). Each type was kept by
+# measurement on the demo KG's probes (docs/defaults.md: dropping requires, alternative_to or
+# contributes_to, or leaving out used_for, each lost 0.003-0.016 MRR@10).
+SOLUTION_EDGES_IN = ("enables", "reduces", "fixes", "solves", "optimizes", "achieves", "mitigates", "prevents",
+                     "improves", "addresses", "resolves", "contributes_to", "used_for", "alternative_to")
+SOLUTION_EDGES_OUT = ("has_workaround", "solved_by", "fixed_by", "mitigated_by", "achieved_by", "addressed_by",
+                      "requires", "alternative_to")
+
 # Edge-type weights of the graph signal, spec/001 1.6; unlisted types weigh as relates_to (0.5).
 EDGE_TYPE_WEIGHTS: dict[str, float] = {
     "implements": 1.0, "provides": 1.0, "enables": 0.9, "used_for": 0.9, "depends_on": 0.8,

@@ -9,7 +9,7 @@ from typing import Any
 from ..model import Node
 from .intents import Intent
 
-SIGNALS = ("embedding", "text", "graph", "intent", "name")
+SIGNALS = ("embedding", "text", "graph", "intent", "name", "solution")
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Components:
     graph: float = 0.0
     intent: float = 0.0
     name: float = 0.0  # the name signal (query = a name or alias of the node), added with its own weight
+    solution: float = 0.0  # relevance passed from a top hit this node solves (enables, fixes, ...)
 
     def to_dict(self) -> dict[str, float]:
         return {s: round(getattr(self, s), 6) for s in SIGNALS}
