@@ -335,11 +335,20 @@ class GraphIndex:
                         a.flags.writeable = False  # cached results are shared: nobody may alter them
         return value
 
-    def precompute(self) -> GraphIndex:
-        """Compute PageRank and communities now (e.g. before ``save``) instead of on first use."""
+    def precompute(self, communities_from: np.ndarray | None = None) -> GraphIndex:
+        """Compute PageRank and communities now (e.g. before ``save``) instead of on first use.
+        ``communities_from``: a label per node (e.g. the previous version's) that Leiden refines
+        instead of starting from singletons: one pass, ~4x faster, labels then depend on it."""
         self.pagerank()
-        self.communities()
+        if communities_from is None or self.n_edges < COMMUNITY_MIN_EDGES:
+            self.communities()
+        else:
+            self._cached("communities", lambda: self._communities(COMMUNITY_SEED, communities_from))
         return self
+
+    def cached_communities(self) -> np.ndarray | None:
+        """The default communities if computed (or loaded) already, else None; never computes."""
+        return self._cache.get("communities")
 
     def pagerank(self, damping: float = 0.85, max_iter: int = 100, tol: float = 1e-6,
                  tol_per_node: bool = True) -> np.ndarray:
@@ -406,7 +415,7 @@ class GraphIndex:
         key = "communities" if seed == COMMUNITY_SEED else ("communities", seed)
         return self._cached(key, lambda: self._communities(seed))
 
-    def _communities(self, seed: int) -> np.ndarray:
+    def _communities(self, seed: int, initial: np.ndarray | None = None) -> np.ndarray:
         if self.n_edges < COMMUNITY_MIN_EDGES:
             return np.arange(self.n, dtype=np.int32)
         import igraph as ig
@@ -417,7 +426,8 @@ class GraphIndex:
         g = ig.Graph(n=self.n)
         g.add_edges(np.column_stack([rows[upper], indices[upper]]))
         with _igraph_seed(seed):
-            membership = g.community_leiden(objective_function="modularity", n_iterations=2).membership
+            membership = g.community_leiden(objective_function="modularity", n_iterations=2 if initial is None else 1,
+                                            initial_membership=None if initial is None else initial.tolist()).membership
         return _canonical_labels(np.asarray(membership, dtype=np.int64))
 
     def _undirected(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

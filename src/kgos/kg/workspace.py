@@ -205,8 +205,18 @@ class Workspace:
         """Import a file into a KG, all or nothing.
 
         ``mode``: ``create`` (the KG must not exist), ``merge`` (upsert into an existing native KG) or
-        ``replace`` (build a new file, then swap it in; the old KG survives any failure).
+        ``replace`` (build a new file, then swap it in; the old KG survives any failure). The search
+        snapshot of the new version is built and saved right after, so the first query of any
+        process loads it instead of building it (DESIGN.md section 8).
         """
+        report = self._import_file(db_id, path, format, mode, skip_dangling, progress)
+        if progress:
+            progress("search index", 0)
+        self.kg(db_id).engine.snapshot()
+        return report
+
+    def _import_file(self, db_id: str, path: str | Path, format: str | None, mode: str,
+                     skip_dangling: bool, progress: Progress | None) -> ImportReport:
         if mode not in IMPORT_MODES:
             raise InvalidArgument(f"mode must be one of {', '.join(IMPORT_MODES)}, not {mode!r}")
         check_db_id(db_id)
