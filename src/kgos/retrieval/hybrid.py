@@ -57,6 +57,7 @@ class SearchOptions:
     # solution edge (intents.SOLUTION_EDGES_*) in the hybrid mode, so the fix climbs toward the
     # restated problem; 0 = the spec's formula.
     solution_hop: float = 0.5
+    coord: float = 0.5  # BM25 x (share of query terms matched) ** coord (0 = spec); docs/defaults.md
     hop_seeds: int = 1  # only the best hit passes relevance on (1, 2, 3, 10 measured: docs/defaults.md)
     name_prefix: bool = False  # the weakest tier (the query begins a name): no gain on the dev sets
 
@@ -128,12 +129,19 @@ def normalise(x: np.ndarray) -> np.ndarray:
     return x / top if top > 0 else x
 
 
-def bm25_signal(snap: Snapshot, query: str, intent: str, boost: float = I.KEYWORD_BOOST) -> np.ndarray:
-    """BM25 with the intent's keywords weighted ``boost`` times (5x in spec/001 1.4)."""
+def bm25_signal(snap: Snapshot, query: str, intent: str, boost: float = I.KEYWORD_BOOST,
+                coord: float = 0.0) -> np.ndarray:
+    """BM25 with the intent's keywords weighted ``boost`` times (5x in spec/001 1.4). ``coord`` > 0
+    multiplies each node's score by (share of the query's terms it contains) ** coord (Lucene's
+    classic coordination factor), so one rare word alone cannot carry a node to the top."""
     def weight(token: str) -> float:
         return boost if I.keyword_weight(token, intent) > 1.0 else 1.0
     terms = snap.text.query_terms(query, weight)[:MAX_QUERY_TERMS]
-    return normalise(snap.text.scores(terms))
+    scores = snap.text.scores(terms)
+    distinct = len({c for c, _ in terms})
+    if coord > 0 and distinct > 1:
+        scores *= (_presence(snap, terms) / distinct) ** np.float32(coord)
+    return normalise(scores)
 
 
 def fts_query(query: str, stopwords: frozenset[str]) -> str | None:
@@ -252,7 +260,7 @@ def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
                     mask: np.ndarray | None = None) -> Signals:
     """Every signal over the snapshot; with ``mask`` (a pre-filter, one bool per row) only the rows
     it keeps are considered: the others score 0 and each signal is normalised over the kept rows."""
-    bm25 = within(bm25_signal(snap, query, intent, options.keyword_boost), mask)
+    bm25 = within(bm25_signal(snap, query, intent, options.keyword_boost, options.coord), mask)
     fts = within(fts_signal(snap, store, query, options.fts_candidates), mask) if options.fts else None
     text = np.maximum(bm25, fts) if fts is not None else bm25
     emb = within(embedding_signal(snap, query_vector, exact=mask is not None), mask)  # filters: no ANN misses
