@@ -145,6 +145,9 @@ def ratios(r: dict) -> str:
     if simple:
         out += (f"; / best simple hybrid ({simple['label'].split(': ')[1]}, "
                 f"{simple['strict']['mrr@10']:.3f}) = **{default / simple['strict']['mrr@10']:.2f}x**")
+    spec = next((c for c in r["configs"] if c["label"].startswith("spec formula")), None)
+    if spec and spec["strict"]["mrr@10"] > 0:
+        out += f"; / spec formula = **{default / spec['strict']['mrr@10']:.2f}x**"
     return out + "."
 
 
@@ -165,8 +168,11 @@ def markdown(results: list[dict]) -> str:
     for r in results:
         default = next(c for c in r["configs"] if c["label"] == DEFAULT)
         sampled = " (fixed sample, seed 13)" if r.get("sampled") else ""
-        out += [f"## {r['dataset']} ({r['n']} probes{sampled}, embedder `{r['embedder']}`)", "",
-                "| configuration | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | lenient R@10 | p50 ms |",
+        out += [f"## {r['dataset']} ({r['n']} probes{sampled}, embedder `{r['embedder']}`)", ""]
+        if r["embedder"] == "none":
+            out += ["No vectors (`--embedder none`): text, graph and names only, as for a KG never embedded;",
+                    "the embedding and simple-hybrid rows need vectors.", ""]
+        out += ["| configuration | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | lenient R@10 | p50 ms |",
                 "|---|---|---|---|---|---|---|---|"]
         out += [row(a) for a in r["anchors"]] + [row(c) for c in r["configs"]]
         out += ["", ratios(r), ""]
@@ -195,16 +201,27 @@ def chart(results: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def per_dataset(values: list[str], default: str):
+    """``["x", "go=y"]`` -> a function giving "y" for go and "x" for the others."""
+    named = dict(v.split("=", 1) for v in values if v.split("=", 1)[0] in DATASETS)
+    plain = [v for v in values if v.split("=", 1)[0] not in DATASETS]
+    return lambda dataset: named.get(dataset, plain[-1] if plain else default)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=DATASETS, action="append", help="a dataset (repeatable; default: all)")
-    ap.add_argument("--embedder", default="default", help="an embedder spec, or none (no vectors)")
-    ap.add_argument("--home", type=Path, default=ROOT / "out" / "ws-quality", help="KGOS workspace to use")
+    ap.add_argument("--embedder", action="append", default=[],
+                    help="an embedder spec, or none (no vectors); DATASET=SPEC for one dataset (repeatable)")
+    ap.add_argument("--home", action="append", default=[],
+                    help="KGOS workspace to use (default benchmarks/out/ws-quality); DATASET=PATH for one dataset")
     ap.add_argument("--sample", type=int, help="a fixed random sample of this many probes per dataset")
     ap.add_argument("--options", type=json.loads, help='SearchOptions for every row, e.g. \'{"name_weight": 0}\'')
     ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/quality.md")
     args = ap.parse_args()
-    results = [run(d, args.embedder, args.home, args.sample, args.options) for d in (args.only or DATASETS)]
+    homes = per_dataset(args.home, str(ROOT / "out" / "ws-quality"))
+    embedders = per_dataset(args.embedder, "default")
+    results = [run(d, embedders(d), Path(homes(d)), args.sample, args.options) for d in (args.only or DATASETS)]
     text = markdown(results)
     print(text)
     (ROOT / "out").mkdir(exist_ok=True)

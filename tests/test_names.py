@@ -168,6 +168,7 @@ def test_exact_names_of_a_bench_sample(tmp_path):
 
 
 def test_the_spec_formula_stays_selectable(kg):
-    spec = SearchEngine(kg.store, options=replace(SearchOptions(), name_weight=0))
-    res = spec.search("mitochondrion")
-    assert all(h.components.name == 0 for h in res.results)
+    for options in (replace(SearchOptions(), name_weight=0), SearchOptions.spec()):
+        res = SearchEngine(kg.store, options=options).search("mitochondrion")
+        assert all(h.components.name == 0 and h.components.solution == 0 for h in res.results)
+        assert res.results[0].node.id != "GO:1"

@@ -21,9 +21,12 @@ ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("BM25 only", {"mode": "bm25"}),
     ("FTS5 only", {"mode": "fts"}),
     ("graph only", {"mode": "graph"}),
+    ("names only", {"mode": "names"}),
     ("3-weight 0.40/0.45/0.15", {"mode": "fixed3"}),
     ("RRF, 7 mechanisms", {"mode": "rrf"}),
     ("4-weight 0.35/0.40/0.15/0.10", {"mode": "fixed4"}),
+    ("spec formula (spec/001 1.2-1.8)", {"mode": "hybrid", "options": {"profiles": "spec", "fts": True, "name_weight": 0,
+                                                                    "solution_hop": 0, "coord": 0}}),
     ("adaptive (default)", {"mode": "hybrid"}),
 ]
 SEARCH_KEYS = ("mode", "weights", "intent")

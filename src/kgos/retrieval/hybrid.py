@@ -61,6 +61,12 @@ class SearchOptions:
     hop_seeds: int = 1  # only the best hit passes relevance on (1, 2, 3, 10 measured: docs/defaults.md)
     name_prefix: bool = False  # the weakest tier (the query begins a name): no gain on the dev sets
 
+    @classmethod
+    def spec(cls) -> SearchOptions:
+        """The specification's formula (spec/001 1.2-1.8): its weight profiles, text = max(BM25, FTS5),
+        and none of KG-OS's additions (name signal, solution hops, coordination)."""
+        return cls(fts=True, profiles="spec", name_weight=0.0, solution_hop=0.0, coord=0.0)
+
 
 # -- inputs ----------------------------------------------------------------------------------------
 def check_query(query: Any) -> str:
