@@ -62,6 +62,7 @@ def _print(c: Console, r: Any, explain: bool) -> None:
                             for a in h.edge_annotations)
             c.print(f"           emb {cm.embedding:.2f}  text {cm.text:.2f}  graph {cm.graph:.2f}  "
                     f"intent {cm.intent:.2f}" + (f"  name {cm.name:.2f}" if cm.name else "")
+                    + (f"  solution {cm.solution:.2f}" if cm.solution else "")
                     + (f"  [dim]via {why}[/]" if why else ""))
             if h.diversity_bonus:
                 c.print(f"           +{h.diversity_bonus:.3f} diversity: first hit of its community (+5%)")
