@@ -262,6 +262,10 @@ def test_jaccard_and_degree_centrality_match_networkx(seed: int) -> None:
     for u in range(0, len(G), 3):
         expected = {v: p for _, v, p in nx.jaccard_coefficient(U, [(u, v) for v in range(len(G))])}
         np.testing.assert_allclose(g.jaccard_all(u), [expected[v] for v in range(len(G))], atol=1e-12)
+        rows, values = g.jaccard_of(u)  # the sparse form: same values, zero off its rows
+        dense = np.zeros(len(G))
+        dense[rows] = values
+        np.testing.assert_allclose(dense, g.jaccard_all(u), atol=1e-12)
     dc = nx.degree_centrality(nx.DiGraph(G))
     np.testing.assert_allclose(g.degree_centrality(), [dc[i] for i in range(len(G))], atol=1e-12)
 

@@ -9,6 +9,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from kgos.methods import structure
 from kgos.methods.structure import criticality, explore, impact, similar_rows, similarity_scores, top_k, trace
 from kgos.methods.view import view_from_arrays
 from kgos.store.arrays import GraphArrays
@@ -98,7 +99,9 @@ def test_trace_lengths_match_networkx(seed):
 
 
 @pytest.mark.parametrize("seed", CASES)
-def test_similarity_parts_match_networkx(seed):
+@pytest.mark.parametrize("dense_ratio", [0, structure.DENSE_TOUCH_RATIO])  # 0: the sparse path always
+def test_similarity_parts_match_networkx(seed, dense_ratio, monkeypatch):
+    monkeypatch.setattr(structure, "DENSE_TOUCH_RATIO", dense_ratio)
     view, G, names = random_case(seed)
     U = nx.Graph(G.to_undirected())
     for node in range(0, view.n, 4):
@@ -108,10 +111,13 @@ def test_similarity_parts_match_networkx(seed):
         words = [set(x.split()) for x in names]
         assert overlap == pytest.approx([len(words[node] & w) / len(words[node] | w) for w in words])
         assert same.tolist() == (view.node_types == view.node_types[node]).astype(float).tolist()
-        rows = similar_rows(view, node, 5)
-        assert all(int(x.node.id[1:]) != node for x in rows)
-        scored = sorted((-score[v], v) for v in range(view.n) if v != node and score[v] > 0)[:5]
-        assert [int(x.node.id[1:]) for x in rows] == [v for _, v in scored]
+        for k in (5, view.n):  # all of them: the same-type nodes sharing nothing come last, by row
+            rows = similar_rows(view, node, k)
+            assert all(int(x.node.id[1:]) != node for x in rows)
+            scored = sorted((-score[v], v) for v in range(view.n) if v != node and score[v] > 0)[:k]
+            assert [int(x.node.id[1:]) for x in rows] == [v for _, v in scored]
+            assert [x.score for x in rows] == [-s for s, _ in scored]
+            assert [(x.jaccard, x.name_overlap) for x in rows] == [(jac[v], overlap[v]) for _, v in scored]
 
 
 @pytest.mark.parametrize("seed", CASES)

@@ -10,6 +10,7 @@ benchmark runs them on a synthetic view without a store.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from .view import PER_LEVEL_DEFAULT, GraphView
 SIMILAR_WEIGHTS = (0.70, 0.20, 0.10)  # Jaccard, type match, name overlap (spec/000 method 5)
 EXPLORE_WEIGHTS = (0.6, 0.4)  # degree centrality, edge diversity (method 10)
 HUB_FACTOR = 2.0  # hub: degree > 2 x the level's mean degree
+DENSE_TOUCH_RATIO = 8  # similar_rows: dense arrays once its candidates reach n / 8 rows
 _BFS_DIRECTION = {"forward": "outgoing", "backward": "incoming", "both": "both"}
 
 
@@ -52,10 +54,7 @@ def similarity_scores(view: GraphView, row: int) -> tuple[np.ndarray, np.ndarray
 
 def name_overlap(view: GraphView, row: int) -> np.ndarray:
     """shared words / all distinct words of the two names, for every node (float64, n)."""
-    tokens = view.name_tokens()
-    sizes = view.cached("name_sizes", lambda: np.diff(tokens.indptr).astype(np.float64))
-    postings = view.cached("name_postings", lambda: tokens.T.tocsr())
-    words = tokens.indices[tokens.indptr[row]:tokens.indptr[row + 1]]
+    words, sizes, postings = _name_postings(view, row)
     inter = np.zeros(view.n)
     if words.size:
         rows = np.concatenate([postings.indices[postings.indptr[w]:postings.indptr[w + 1]] for w in words])
@@ -64,12 +63,81 @@ def name_overlap(view: GraphView, row: int) -> np.ndarray:
     return np.divide(inter, union, out=np.zeros(view.n), where=union > 0)
 
 
+def _name_postings(view: GraphView, row: int) -> tuple[np.ndarray, np.ndarray, Any]:
+    """(``row``'s name words, words per name, word -> rows postings), the last two cached per view."""
+    tokens = view.name_tokens()
+    sizes = view.cached("name_sizes", lambda: np.diff(tokens.indptr).astype(np.float64))
+    postings = view.cached("name_postings", lambda: tokens.T.tocsr())
+    return tokens.indices[tokens.indptr[row]:tokens.indptr[row + 1]], sizes, postings
+
+
+def name_overlap_of(view: GraphView, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """``name_overlap`` on the nodes sharing a name word with ``row`` (elsewhere it is 0):
+    (sorted rows, overlap), from a gather of the posting lists of ``row``'s words."""
+    words, sizes, postings = _name_postings(view, row)
+    if not words.size:
+        return np.zeros(0, np.int64), np.zeros(0)
+    hits = np.sort(np.concatenate([postings.indices[postings.indptr[w]:postings.indptr[w + 1]] for w in words]))
+    starts = np.flatnonzero(np.r_[True, hits[1:] != hits[:-1]])
+    cands, inter = hits[starts].astype(np.int64), np.diff(np.r_[starts, hits.size]).astype(np.float64)
+    union = sizes[row] + sizes[cands] - inter
+    return cands, np.divide(inter, union, out=np.zeros(cands.size), where=union > 0)
+
+
 def similar_rows(view: GraphView, row: int, k: int) -> tuple[SimilarRow, ...]:
-    """The k most similar other nodes (ties: lower row first); zero scores are left out."""
+    """The k most similar other nodes (ties: lower row first); zero scores are left out.
+
+    Nodes sharing a neighbour or a name word are scored in full; every other node scores 0.20 if of
+    ``row``'s type (else 0), so only the lowest-numbered few of those can enter the top k. That
+    costs the two-hop neighbourhood and the name words' postings, not n; when those touch more
+    than an eighth of the graph (a very common name word), dense arrays are cheaper."""
+    jac_rows, jac = view.graph.jaccard_of(row)
+    words, _, postings = _name_postings(view, row)
+    touched = jac_rows.size + int(sum(postings.indptr[w + 1] - postings.indptr[w] for w in words))
+    if touched * DENSE_TOUCH_RATIO > view.n:
+        return _similar_dense(view, row, k)
+    name_rows, names = name_overlap_of(view, row)
+    scored = np.union1d(jac_rows, name_rows)
+    fill = _same_type_rows(view, row, k + scored.size + 1)
+    cands = np.concatenate([scored, fill[~np.isin(fill, scored)]])
+    cands = cands[cands != row]
+    parts = (_spread(jac_rows, jac, cands), (view.node_types[cands] == view.node_types[row]).astype(np.float64),
+             _spread(name_rows, names, cands))
+    wj, wt, wn = SIMILAR_WEIGHTS
+    score = wj * parts[0] + wt * parts[1] + wn * parts[2]
+    return tuple(SimilarRow(view.ref(cands[i]), float(score[i]), *(float(p[i]) for p in parts))
+                 for i in _top_positions(score, cands, k))
+
+
+def _similar_dense(view: GraphView, row: int, k: int) -> tuple[SimilarRow, ...]:
     score, jac, same, names = similarity_scores(view, row)
     score[row] = 0.0
     top = top_k(score, k)
     return tuple(SimilarRow(view.ref(i), float(score[i]), float(jac[i]), float(same[i]), float(names[i])) for i in top)
+
+
+def _same_type_rows(view: GraphView, row: int, limit: int) -> np.ndarray:
+    """The ``limit`` lowest rows of ``row``'s node type (the rows of each type are cached per view)."""
+    t = int(view.node_types[row])
+    by_type = view.cached("rows_by_type", dict)
+    if t not in by_type:
+        with view._lock:
+            by_type.setdefault(t, np.flatnonzero(view.node_types == t))
+    return by_type[t][:limit].astype(np.int64)
+
+
+def _spread(rows: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``values`` (given for the sorted ``rows``) at the rows ``at``, 0 where a row has none."""
+    if not rows.size:
+        return np.zeros(at.size)
+    pos = np.minimum(np.searchsorted(rows, at), rows.size - 1)
+    return np.where(rows[pos] == at, values[pos], 0.0)
+
+
+def _top_positions(score: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k best positive scores, ties by row (as ``top_k`` over dense scores)."""
+    nz = np.flatnonzero(score > 0)
+    return nz[np.lexsort((rows[nz], -score[nz]))][:k]
 
 
 def top_k(score: np.ndarray, k: int) -> np.ndarray:
