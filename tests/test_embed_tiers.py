@@ -181,3 +181,17 @@ def test_distill_onnx_from_the_real_default_model(tmp_path):
     e = StaticEmbedder(distill_onnx(tmp_path / "fast"))
     dog, puppy, invoice = e.embed(["dog", "puppy", "invoice"])
     assert e.dims == 256 and float(dog @ puppy) > float(dog @ invoice)
+
+
+def test_fill_in_chunks_leave_the_version_alone_until_the_switch(ws, tmp_path, tiers, monkeypatch):
+    ws.import_file("t", _graph(tmp_path, 30))
+    kg = ws.kg("t")
+    kg.embed_fast()
+    before = kg.store.version()
+    monkeypatch.setattr(embed_nodes, "WRITE_CHUNK", 10)
+    embed_nodes.embed_store(kg.store, get_embedder("hash:64"), bump=False)  # 3 chunks of a fill-in
+    assert kg.store.version() == before  # readers keep their fast-tier snapshot: nothing they read changed
+    kg.embed()
+    assert kg.store.version() != before and kg.engine.snapshot().embedder == "hash-64"
+    kg.add_node("tar archive late", "tool", id="late")  # the model search uses: a write bumps as ever
+    assert kg.engine.snapshot().vectors.shape == (31, 64) and kg.engine.snapshot().vectorless.size == 0

@@ -56,9 +56,11 @@ class EmbedStatus:
 
 def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None = None, batch_size: int = 64,
                 progress: Callable[[int], None] | None = None,
-                total: Callable[[int], None] | None = None) -> EmbedReport:
+                total: Callable[[int], None] | None = None, bump: bool = True) -> EmbedReport:
     """Embed every node whose text changed since it was last embedded with this model. ``total`` is
-    told how many that is before the first ``progress`` increment (for a percentage and an ETA)."""
+    told how many that is before the first ``progress`` increment (for a percentage and an ETA).
+    ``bump=False`` when search does not use this model yet (a fill-in): its chunks then leave the KG's
+    version alone, so readers keep their snapshot instead of rebuilding it after every chunk."""
     t0 = time.perf_counter()
     table = _table(store, cache_root)
     known = table.rows(embedder.name)
@@ -71,9 +73,9 @@ def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None =
         chunk = changed[start:start + WRITE_CHUNK]
         vectors = embedder.embed([t for _, t, _ in chunk], batch_size=batch_size, progress=progress)
         items = [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(chunk)]
-        _write(store, table, embedder.name, vectors.shape[1], items)
+        _write(store, table, embedder.name, vectors.shape[1], items, bump=bump)
     if stale:
-        _write(store, table, embedder.name, 0, [], remove=stale)
+        _write(store, table, embedder.name, 0, [], remove=stale, bump=bump)
     return EmbedReport(store.db_id, embedder.name, embedder.dims, len(todo), len(changed),
                        len(todo) - len(changed), len(stale), time.perf_counter() - t0)
 
@@ -118,10 +120,11 @@ def carry_vectors(store: GraphStore, model: str, vectors: dict[str, tuple[bytes,
 
 
 def drop_vectors(store: GraphStore, model: str, cache_root: Path | None = None) -> None:
-    """Remove every vector of ``model`` (the fast tier's, once the model it stood in for covers the KG)."""
+    """Remove every vector of ``model`` (the fast tier's, once the model it stood in for covers the KG;
+    search no longer reads them, so the version stays)."""
     table = _table(store, cache_root)
     if table.native and isinstance(store, NativeStore):
-        with store.transaction() as conn:
+        with store.transaction(bump=False) as conn:
             conn.execute("DELETE FROM node_embeddings WHERE model = ?", (model,))
     else:
         table.conn.execute("DELETE FROM node_embeddings WHERE model = ?", (model,))
@@ -134,9 +137,9 @@ def vector_count(store: GraphStore, model: str, cache_root: Path | None = None) 
 
 
 def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],
-           remove: set[str] | None = None) -> None:
+           remove: set[str] | None = None, bump: bool = True) -> None:
     if table.native and isinstance(store, NativeStore):  # the KG's own table: one of its transactions
-        with store.transaction():
+        with store.transaction(bump):
             table.write(model, dims, items)
             table.remove(model, remove or ())
     else:

@@ -70,6 +70,15 @@ if TYPE_CHECKING:
     from ..store.foreign import ForeignStore
 
 
+def _model_name(spec: str) -> str | None:
+    """The vector name ``spec`` stores, or None if it cannot be built here (its vectors are then not
+    the ones being written)."""
+    try:
+        return get_embedder(spec).name
+    except KGOSError:
+        return None
+
+
 class KGHome(Protocol):
     """What a KG uses of the workspace that opened it (``kgos.Workspace`` is one): the cache folder,
     and per-KG settings for KGs whose own file KG-OS does not write (attached KGs)."""
@@ -228,13 +237,13 @@ class KG:
         the previous vectors until this model covers every node, then switches whole (one model's vectors
         per scan); a fast tier it replaces is dropped. ``total`` learns how many nodes will be embedded,
         before the first ``progress`` increment."""
-        target = self._setting("embed_target")
+        target, previous = self._setting("embed_target"), self._setting("embedder")
         embedder = get_embedder(model or target or "default")
         cache = self.workspace.cache_dir
-        report = embed_store(self.store, embedder, cache, batch_size, progress, total)
-        caught_up = embed_store(self.store, embedder, cache, batch_size)  # nodes written meanwhile
+        in_use = previous is not None and _model_name(previous) == embedder.name  # else: a silent fill-in
+        report = embed_store(self.store, embedder, cache, batch_size, progress, total, bump=in_use)
+        caught_up = embed_store(self.store, embedder, cache, batch_size, bump=in_use)  # nodes written meanwhile
         report = replace(report, embedded=report.embedded + caught_up.embedded, removed=report.removed + caught_up.removed)
-        previous = self._setting("embedder")
         self._set_settings(embedder=embedder.spec, embed_target="")
         if target and previous and previous != embedder.spec:  # the fast tier stood in for this model
             drop_vectors(self.store, get_embedder(previous).name, cache)

@@ -99,16 +99,18 @@ class NativeStore(GraphStore):
 
     # -- transactions and metadata ------------------------------------------------------------
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: everything or nothing, and one version bump."""
+    def transaction(self, bump: bool = True) -> Iterator[sqlite3.Connection]:
+        """One atomic write: everything or nothing, and one version bump. ``bump=False`` is for writes
+        no snapshot reads (vectors of a model search does not use yet): no reader rebuilds for them."""
         self.require_writable()
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
-                self.conn.execute(
-                    "INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
-                    "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+                if bump:
+                    self.conn.execute(
+                        "INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
+                        "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
