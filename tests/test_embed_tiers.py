@@ -195,3 +195,21 @@ def test_fill_in_chunks_leave_the_version_alone_until_the_switch(ws, tmp_path, t
     assert kg.store.version() != before and kg.engine.snapshot().embedder == "hash-64"
     kg.add_node("tar archive late", "tool", id="late")  # the model search uses: a write bumps as ever
     assert kg.engine.snapshot().vectors.shape == (31, 64) and kg.engine.snapshot().vectorless.size == 0
+
+
+def test_a_merge_import_keeps_the_model_search_uses(tmp_path, tiers):
+    home = tmp_path / "home"
+    _cli(home, "kg", "import", "t", str(_graph(tmp_path)))
+    extra = write_nodelink(tmp_path / "more.json", [{"id": "x", "name": "tar archive extra", "type": "tool"}], [])
+    _cli(home, "kg", "import", "t", str(extra), "--merge")
+    kg = kgos.Workspace(home).kg("t")
+    assert kg.embed_status().search_model == "hash:64" and models(kg.store) == {"hash-64": 31}
+
+
+def test_an_embedder_that_cannot_run_leaves_the_import_standing(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGOS_EMBEDDER", "openai:some-model")
+    monkeypatch.setenv("KGOS_FAST_EMBEDDER", "none")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)))
+    assert "Imported, but not embedded" in result.stderr
+    assert kgos.Workspace(tmp_path / "home").kg("t").node_count() == 30

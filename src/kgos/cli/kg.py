@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from ..errors import KGOSError
 from . import cli, out, output_options, workspace
 from .output import table
 
@@ -65,7 +66,11 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
     kg = workspace(ctx).kg(db_id)
     if no_embed or kg.embed_status().search_model:  # an embedded KG was kept embedded by the import
         return
-    fast = kg.embed_fast(embedder)
+    try:
+        fast = kg.embed_fast(embedder)
+    except KGOSError as exc:  # the import stands; search runs on text and graph until `kgos embed`
+        o.note(f"Imported, but not embedded ({exc}); search uses text and graph until `kgos embed {db_id}`.")
+        return
     o.note(f"Searchable by meaning: {fast.embedded:,} nodes embedded with {fast.model} in {fast.seconds:.1f} s")
     if fast_only or not kg.embed_status().target:
         return
