@@ -101,6 +101,7 @@ class SearchEngine:
         self.cache = QueryCache()
         self.vector_cache = QueryCache(ttl=math.inf, size=QUERY_VECTOR_CACHE_SIZE)
         self._snapshot: Snapshot | None = None
+        self._previous: Snapshot | None = None  # the snapshot dropped by invalidate(), for its parts
         self._embedder: Any = None
         self._deferred: list[str] | None = None  # node ids written inside deferred_embedding()
         self.embed_error: str | None = None  # the last failure of embedding on write, until one succeeds
@@ -114,11 +115,15 @@ class SearchEngine:
             if self._snapshot is None or self._snapshot.version != version:
                 self.cache.clear()
                 self._snapshot = snapshots.build(self.store, self.text, self._vector_model(), self.cache_root,
-                                                 previous=self._snapshot)
+                                                 previous=self._snapshot or self._previous)
+                self._previous = None
             return self._snapshot
 
     def invalidate(self) -> None:
+        """Rebuild (or load) the snapshot at the next query. The old one still lends the parts whose
+        content is unchanged (``snapshots.build`` compares fingerprints, never versions)."""
         with self._lock:
+            self._previous = self._snapshot or self._previous
             self._snapshot = None
             self.cache.clear()
 
@@ -175,6 +180,7 @@ class SearchEngine:
         with self._lock:
             self.embedder_spec, self._embedder = spec, None
         self.invalidate()
+        self.snapshot()  # saved with the new vectors: the next process loads it instead of building
 
     def embed_written(self, node_ids: Iterable[str]) -> int:
         """Embed nodes just written (new or changed text) with this KG's embedder, if it has one, so
