@@ -66,6 +66,7 @@ def test_fast_only_then_kgos_embed_fills_in(tmp_path, tiers):
     _cli(home, "kg", "import", "t", str(_graph(tmp_path)), "--fast-only")
     kg = kgos.Workspace(home).kg("t")
     assert (kg.embed_status().search_model, kg.embed_status().target) == ("hash:32", "hash:64")
+    assert _cli(home, "--plain", "embed", "t", "--status").stdout == "t\thash:32\thash:64\t0\t30\n"
     assert kg.engine.snapshot().embedder == fast and kg.engine.snapshot().vectors.shape == (30, 32)
     assert json.loads(_cli(home, "--json", "embed", "t").stdout)["model"] == target  # no --model: the target
     kg = kgos.Workspace(home).kg("t")

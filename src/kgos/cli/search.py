@@ -79,12 +79,21 @@ def _print(c: Console, r: Any, explain: bool) -> None:
               help="Embedder: default, minilm, hash[:dims], fast, static:PATH, openai:MODEL, gemini:MODEL "
                    "(default: the model an interrupted fill-in was heading for, else default).")
 @click.option("--batch-size", default=64, show_default=True)
+@click.option("--status", is_flag=True, help="Show which vectors search uses and how far a fill-in has come.")
 @output_options
 @click.pass_context
-def embed(ctx: click.Context, db_id: str, model: str | None, batch_size: int, json_: bool, plain_: bool) -> None:
+def embed(ctx: click.Context, db_id: str, model: str | None, batch_size: int, status: bool, json_: bool,
+          plain_: bool) -> None:
     """Embed DB_ID's nodes (only those whose text changed) so search can use the embedding signal."""
     o = out(ctx, json_, plain_)
     kg = workspace(ctx).kg(db_id)
+    if status:
+        st = kg.embed_status()
+        pending = f"; filling in {st.target}: {st.target_vectors:,}/{st.nodes:,} nodes" if st.target else ""
+        o.emit(st, lambda c: c.print(f"{db_id}: search uses {st.search_model or 'no vectors'}{pending}"),
+               lambda: [(db_id, st.search_model, st.target, st.target_vectors, st.nodes)],
+               columns=("db_id", "search_model", "target", "target_vectors", "nodes"))
+        return
     with o.meter(f"embed {db_id}", "nodes") as meter:
         report = kg.embed(model, batch_size=batch_size, progress=meter.advance, total=meter.total)
     o.emit(report, lambda c: c.print(
