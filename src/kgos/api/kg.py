@@ -202,15 +202,16 @@ KNOWN_SUFFIXES = (".json", ".jsonl", ".ndjson", ".graphml", ".xml", ".csv")
 def import_kg(db_id: DbId, rt: Rt, file: Annotated[UploadFile, File(description="The KG file")],
               mode: Literal["create", "merge", "replace"] = "create",
               format: Literal["nodelink", "jsonl", "csv", "graphml"] | None = None,
-              skip_dangling: bool = False) -> Any:
+              skip_dangling: bool = False, skip_invalid: bool = False) -> Any:
     """Import an uploaded file (node-link JSON, JSON Lines, GraphML, a nodes CSV or a zip of
     nodes.csv + edges.csv; any of them gzipped) all or nothing: a bad file is a 400 naming the
-    record, and the KG is left as it was. ``mode``: create (409 if the KG exists), merge, replace."""
+    record, and the KG is left as it was (``skip_invalid``: records failing their checks are left out and
+    counted instead). ``mode``: create (409 if the KG exists), merge, replace."""
     folder = FilePath(tempfile.mkdtemp(prefix="kgos-upload-"))
     try:
         path = save_upload(file, folder, format, rt.settings.max_upload_bytes)
         fmt = "csv" if path.is_dir() else format
-        return locked(rt, lambda ws: ws.import_file(db_id, path, fmt, mode, skip_dangling).to_dict())
+        return locked(rt, lambda ws: ws.import_file(db_id, path, fmt, mode, skip_dangling, skip_invalid=skip_invalid).to_dict())
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import KGOSError
 from . import cli, out, output_options, workspace
@@ -40,6 +41,8 @@ def create(ctx: click.Context, db_id: str, name: str | None, description: str, j
 @click.option("--merge", is_flag=True, help="Add to an existing KG (upsert nodes and edges).")
 @click.option("--replace", is_flag=True, help="Replace an existing KG with the file's content.")
 @click.option("--skip-dangling", is_flag=True, help="Drop edges whose source or target is missing (counted).")
+@click.option("--skip-invalid", is_flag=True,
+              help="Leave out records that fail their checks (counted, first few shown) instead of failing.")
 @click.option("--no-embed", is_flag=True, help="Do not embed: search by text and graph only until `kgos embed`.")
 @click.option("--fast-only", is_flag=True,
               help="Embed with the fast tier only (seconds); `kgos embed DB_ID` fills in the default model later.")
@@ -48,7 +51,7 @@ def create(ctx: click.Context, db_id: str, name: str | None, description: str, j
 @output_options
 @click.pass_context
 def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: bool, replace: bool,
-            skip_dangling: bool, no_embed: bool, fast_only: bool, embedder: str, json_: bool, plain_: bool) -> None:
+            skip_dangling: bool, skip_invalid: bool, no_embed: bool, fast_only: bool, embedder: str, json_: bool, plain_: bool) -> None:
     """Import PATH (node-link .json[.gz], .jsonl[.gz], .graphml[.gz] or a CSV folder) into DB_ID.
 
     The import is all or nothing: on any error the KG is left exactly as it was. A KG without vectors
@@ -61,7 +64,7 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
     mode = "merge" if merge else "replace" if replace else "create"
     o = out(ctx, json_, plain_)
     with o.progress(f"import {db_id}") as progress:
-        report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress)
+        report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress, skip_invalid)
     o.emit(report, lambda c: _print_import(c, report), lambda: [(report.db_id, report.nodes, report.edges)], columns=("db_id", "nodes", "edges"))
     kg = workspace(ctx).kg(db_id)
     if no_embed or kg.embed_status().search_model:  # an embedded KG was kept embedded by the import
@@ -89,6 +92,10 @@ def _print_import(c: Console, r: Any) -> None:
             f"[bold]{r.db_id}[/] ({r.mode}, {r.format}) in {r.seconds:.2f} s {rate}")
     if r.skipped_dangling:
         c.print(f"Skipped {r.skipped_dangling:,} edges whose source or target does not exist.")
+    if r.skipped_invalid:
+        c.print(f"Left out {r.skipped_invalid:,} invalid records (--skip-invalid), for example:")
+        for example in r.invalid_examples:
+            c.print(f"  {escape(example)}")
     if r.duplicate_edges:
         c.print(f"Collapsed {r.duplicate_edges:,} duplicate edges (same source, target and type).")
 

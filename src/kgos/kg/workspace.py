@@ -201,22 +201,24 @@ class Workspace:
 
     # -- import / export ---------------------------------------------------------------------------
     def import_file(self, db_id: str, path: str | Path, format: str | None = None, mode: str = "create",
-                    skip_dangling: bool = False, progress: Progress | None = None) -> ImportReport:
+                    skip_dangling: bool = False, progress: Progress | None = None,
+                    skip_invalid: bool = False) -> ImportReport:
         """Import a file into a KG, all or nothing.
 
         ``mode``: ``create`` (the KG must not exist), ``merge`` (upsert into an existing native KG) or
         ``replace`` (build a new file, then swap it in; the old KG survives any failure). The search
         snapshot of the new version is built and saved right after, so the first query of any
-        process loads it instead of building it (DESIGN.md section 8).
+        process loads it instead of building it (DESIGN.md section 8). ``skip_invalid``: records that
+        fail their checks are left out and counted (``report.skipped_invalid``) instead of failing.
         """
-        report = self._import_file(db_id, path, format, mode, skip_dangling, progress)
+        report = self._import_file(db_id, path, format, mode, skip_dangling, progress, skip_invalid)
         if progress:
             progress("search index", 0)
         self.kg(db_id).engine.snapshot()
         return report
 
     def _import_file(self, db_id: str, path: str | Path, format: str | None, mode: str,
-                     skip_dangling: bool, progress: Progress | None) -> ImportReport:
+                     skip_dangling: bool, progress: Progress | None, skip_invalid: bool) -> ImportReport:
         if mode not in IMPORT_MODES:
             raise InvalidArgument(f"mode must be one of {', '.join(IMPORT_MODES)}, not {mode!r}")
         check_db_id(db_id)
@@ -228,25 +230,25 @@ class Workspace:
             store = self.kg(db_id).store
             if not isinstance(store, NativeStore):  # unreachable: attached KGs are refused above
                 raise InvalidArgument(f"'{db_id}' is not a native KG; import into a native KG instead")
-            merged = merge_into(store, source, skip_dangling, progress)
+            merged = merge_into(store, source, skip_dangling, progress, skip_invalid)
             self.kg(db_id).engine.embed_changed()  # an embedded KG stays searchable by meaning
             return merged
         if mode == "create" and exists:
             raise KGExists(f"KG '{db_id}' already exists: use --merge to add to it or --replace to overwrite it")
         carried = self.kg(db_id).engine.vector_carry() if exists else None
-        report = self._build_and_swap(db_id, source, skip_dangling, progress, mode)
+        report = self._build_and_swap(db_id, source, skip_dangling, progress, mode, skip_invalid)
         if carried is not None:  # the replacement keeps the embedder and the vectors of unchanged text
             self.kg(db_id).engine.embed_changed(carried)
         return report
 
     def _build_and_swap(self, db_id: str, source: Any, skip_dangling: bool,
-                        progress: Progress | None, mode: str) -> ImportReport:
+                        progress: Progress | None, mode: str, skip_invalid: bool = False) -> ImportReport:
         final = self.native_path(db_id)
         _remove_stale_temps(self.kgs_dir)
         temp = final.with_name(f".{final.name}.importing-{os.getpid()}")
         temp.unlink(missing_ok=True)
         try:
-            report = replace(bulk_load(temp, source, db_id, skip_dangling, progress), mode=mode)
+            report = replace(bulk_load(temp, source, db_id, skip_dangling, progress, skip_invalid), mode=mode)
             self._forget(db_id)
             _swap_in(temp, final)
         finally:

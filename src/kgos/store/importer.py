@@ -41,9 +41,34 @@ class ImportReport:
     skipped_dangling: int
     duplicate_edges: int
     seconds: float
+    skipped_invalid: int = 0  # records left out by skip_invalid (nodes and edges)
+    invalid_examples: tuple[str, ...] = ()  # the first few of them, with what was wrong
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class Invalid:
+    """What to do with a record that fails its checks: fail the import (the default) or, with
+    ``skip``, leave it out, count it and keep the first few messages for the report."""
+
+    EXAMPLES = 5
+
+    def __init__(self, skip: bool = False) -> None:
+        self.skip = skip
+        self.count = 0
+        self.examples: list[str] = []
+        self.node_ids: set[str] = set()  # ids of nodes left out: edges to them are left out too
+
+    def take(self, exc: ImportFailed, rec: Any = None) -> None:
+        if not self.skip:
+            raise exc
+        self.count += 1
+        if len(self.examples) < self.EXAMPLES:
+            self.examples.append(str(exc))
+        node_id = rec.get("id") if isinstance(rec, dict) else None
+        if isinstance(node_id, (str, int)) and not isinstance(node_id, bool):
+            self.node_ids.add(str(node_id))
 
 
 # -- record checks ---------------------------------------------------------------------------------
@@ -148,16 +173,24 @@ def _batches(records: Iterator[Record], size: int = BATCH) -> Iterator[list[Reco
 
 
 def _edge_rows(batch: list[Record], ids: dict[str, int], skip_dangling: bool,
-               ts: str) -> tuple[list[tuple[Any, ...]], int]:
+               ts: str, invalid: Invalid | None = None) -> tuple[list[tuple[Any, ...]], int]:
     """Rows for the edges table (endpoints as node rowids) and the number of dangling edges skipped."""
-    rows, skipped = [], 0
+    rows, skipped, invalid = [], 0, invalid or Invalid()
     for loc, rec in batch:
-        src, dst, etype, weight, props, edge_id, created = edge_fields(loc, rec)
+        try:
+            src, dst, etype, weight, props, edge_id, created = edge_fields(loc, rec)
+        except ImportFailed as exc:
+            invalid.take(exc)
+            continue
         s, t = ids.get(src), ids.get(dst)
         if s is None or t is None:
-            if not skip_dangling:
-                raise _dangling(loc, "source" if s is None else "target", src if s is None else dst)
-            skipped += 1
+            which, missing = ("source", src) if s is None else ("target", dst)
+            if missing in invalid.node_ids:
+                invalid.take(_fail(loc, f"{which} node '{missing}' was left out as invalid"))
+            elif not skip_dangling:
+                raise _dangling(loc, which, missing)
+            else:
+                skipped += 1
             continue
         rows.append((s, t, etype, weight, props, created or ts, edge_id))
     return rows, skipped
@@ -170,21 +203,23 @@ def _dangling(loc: str, which: str, node_id: str) -> ImportFailed:
 
 # -- bulk load into a new file ---------------------------------------------------------------------
 def bulk_load(path: Path, source: Source, db_id: str, skip_dangling: bool = False,
-              progress: Progress | None = None) -> ImportReport:
-    """Create a native KG at ``path`` (which must not exist) holding everything in ``source``."""
+              progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
+    """Create a native KG at ``path`` (which must not exist) holding everything in ``source``.
+    ``skip_invalid``: leave out (and count) records that fail their checks instead of failing."""
     t0 = time.perf_counter()
+    invalid = Invalid(skip_invalid)
     store = NativeStore.create(path, db_id, name=source.meta.get("name") or db_id,
                                description=source.meta.get("description", ""))
     conn = store.conn
     try:
         _enter_bulk_mode(conn)
-        ids = _bulk_nodes(conn, source.nodes(), progress)
-        n_edges, skipped = _bulk_edges(conn, source.edges(), ids, skip_dangling, progress)
+        ids = _bulk_nodes(conn, source.nodes(), progress, invalid)
+        n_edges, skipped = _bulk_edges(conn, source.edges(), ids, skip_dangling, progress, invalid)
         duplicates = _finish_bulk(conn, progress)
     finally:
         store.close()
     return ImportReport(db_id, source.format, "create", len(ids), n_edges - duplicates, skipped,
-                        duplicates, time.perf_counter() - t0)
+                        duplicates, time.perf_counter() - t0, invalid.count, tuple(invalid.examples))
 
 
 def _enter_bulk_mode(conn: sqlite3.Connection) -> None:
@@ -200,7 +235,8 @@ def _enter_bulk_mode(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP INDEX {index}")
 
 
-def _bulk_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: Progress | None) -> dict[str, int]:
+def _bulk_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: Progress | None,
+                invalid: Invalid) -> dict[str, int]:
     ids: dict[str, int] = {}
     ts = migrations.now_iso()
     if progress:
@@ -210,9 +246,14 @@ def _bulk_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: P
     for batch in _batches(records):
         rows = []
         for loc, rec in batch:
-            row = node_row(loc, rec, ts)
-            if row[0] in ids:
-                raise _fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)")
+            try:
+                row = node_row(loc, rec, ts)
+            except ImportFailed as exc:
+                invalid.take(exc, rec)
+                continue
+            if row[0] in ids:  # the first of the two stays: edges to this id are kept
+                invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
+                continue
             ids[row[0]] = len(ids) + 1
             rows.append((len(ids), *row))
         conn.executemany(sql, rows)
@@ -222,14 +263,14 @@ def _bulk_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: P
 
 
 def _bulk_edges(conn: sqlite3.Connection, records: Iterator[Record], ids: dict[str, int],
-                skip_dangling: bool, progress: Progress | None) -> tuple[int, int]:
+                skip_dangling: bool, progress: Progress | None, invalid: Invalid) -> tuple[int, int]:
     ts = migrations.now_iso()
     count = skipped = 0
     if progress:
         progress("edges", 0)
     sql = "INSERT INTO edges (source, target, type, weight, properties, created_at, id) VALUES (?,?,?,?,?,?,?)"
     for batch in _batches(records):
-        rows, dropped = _edge_rows(batch, ids, skip_dangling, ts)
+        rows, dropped = _edge_rows(batch, ids, skip_dangling, ts, invalid)
         skipped += dropped
         conn.executemany(sql, rows)
         count += len(rows)
@@ -281,23 +322,25 @@ def _collapse_duplicate_edges(conn: sqlite3.Connection) -> int:
 
 # -- merge into an existing KG ---------------------------------------------------------------------
 def merge_into(store: NativeStore, source: Source, skip_dangling: bool = False,
-               progress: Progress | None = None) -> ImportReport:
+               progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
     """Upsert ``source`` into ``store`` in one transaction: nodes by id (properties merged), edges by
-    (source, target, type) with weight = max(old, new). Any error rolls everything back."""
+    (source, target, type) with weight = max(old, new). Any error rolls everything back;
+    ``skip_invalid`` leaves out (and counts) records that fail their checks instead."""
     t0 = time.perf_counter()
+    invalid = Invalid(skip_invalid)
     merge = _PropertyMerge()
     store.conn.create_function("kgos_merge", 2, merge, deterministic=True)
     try:
         with store.transaction() as conn:
-            n_nodes = _merge_nodes(conn, source.nodes(), progress)
+            n_nodes = _merge_nodes(conn, source.nodes(), progress, invalid)
             ids = dict(conn.execute("SELECT id, rowid FROM nodes"))
-            n_edges, skipped = _merge_edges(conn, source.edges(), ids, skip_dangling, progress)
+            n_edges, skipped = _merge_edges(conn, source.edges(), ids, skip_dangling, progress, invalid)
     except sqlite3.OperationalError:
         if merge.error is None:
             raise
         raise ImportFailed(f"{merge.error} (once merged with the properties already in the KG)") from None
     return ImportReport(store.db_id, source.format, "merge", n_nodes, n_edges, skipped, 0,
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, invalid.count, tuple(invalid.examples))
 
 
 class _PropertyMerge:
@@ -315,7 +358,8 @@ class _PropertyMerge:
             raise
 
 
-def _merge_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: Progress | None) -> int:
+def _merge_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: Progress | None,
+                 invalid: Invalid) -> int:
     ts, count, seen = migrations.now_iso(), 0, set()
     sql = ("INSERT INTO nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
@@ -325,9 +369,14 @@ def _merge_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: 
     for batch in _batches(records):
         rows = []
         for loc, rec in batch:
-            row = node_row(loc, rec, ts)
+            try:
+                row = node_row(loc, rec, ts)
+            except ImportFailed as exc:
+                invalid.take(exc, rec)
+                continue
             if row[0] in seen:
-                raise _fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)")
+                invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
+                continue
             seen.add(row[0])
             rows.append((*row, ts))
         conn.executemany(sql, rows)
@@ -338,13 +387,13 @@ def _merge_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: 
 
 
 def _merge_edges(conn: sqlite3.Connection, records: Iterator[Record], ids: dict[str, int],
-                 skip_dangling: bool, progress: Progress | None) -> tuple[int, int]:
+                 skip_dangling: bool, progress: Progress | None, invalid: Invalid) -> tuple[int, int]:
     ts, count, skipped = migrations.now_iso(), 0, 0
     sql = ("INSERT INTO edges (source, target, type, weight, properties, created_at, id) VALUES (?,?,?,?,?,?,?) "
            "ON CONFLICT(source, target, type) DO UPDATE SET weight = max(weight, excluded.weight), "
            "properties = kgos_merge(properties, excluded.properties)")
     for batch in _batches(records):
-        rows, dropped = _edge_rows(batch, ids, skip_dangling, ts)
+        rows, dropped = _edge_rows(batch, ids, skip_dangling, ts, invalid)
         skipped += dropped
         conn.executemany(sql, rows)
         count += len(rows)
