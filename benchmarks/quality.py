@@ -163,7 +163,8 @@ def markdown(results: list[dict]) -> str:
            "KG's shipped probes (strict metrics unless marked lenient). The bm25s and simple-hybrid rows are",
            "the anchors of issue 13, measured in the same run: bm25s as in the bench README, and bm25s fused",
            "with the same embedder's cosine by RRF (k = 60) or by 0.5/0.5 of max-normalised scores.",
-           "Regenerate after any change to a retrieval default.", "",
+           "Regenerate after any change to a retrieval default. The before/after of each default's change is",
+           "in [defaults.md](defaults.md).", "",
            "![MRR@10 by configuration](quality.png)", ""]
     for r in results:
         default = next(c for c in r["configs"] if c["label"] == DEFAULT)
@@ -183,7 +184,11 @@ def markdown(results: list[dict]) -> str:
 
 
 def chart(results: list[dict], path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the tables are written anyway
+        print(f"matplotlib is not installed: {path.name} not redrawn (pip install matplotlib)", file=sys.stderr)
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(results), figsize=(6.5 * len(results), 5), squeeze=False)
@@ -218,14 +223,18 @@ def main() -> None:
     ap.add_argument("--sample", type=int, help="a fixed random sample of this many probes per dataset")
     ap.add_argument("--options", type=json.loads, help='SearchOptions for every row, e.g. \'{"name_weight": 0}\'')
     ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/quality.md")
+    ap.add_argument("--from-json", type=Path, help="rewrite docs/quality.md + PNG from a saved quality.json, no runs")
     args = ap.parse_args()
     homes = per_dataset(args.home, str(ROOT / "out" / "ws-quality"))
     embedders = per_dataset(args.embedder, "default")
-    results = [run(d, embedders(d), Path(homes(d)), args.sample, args.options) for d in (args.only or DATASETS)]
+    if args.from_json:
+        results = json.loads(args.from_json.read_text())
+    else:
+        results = [run(d, embedders(d), Path(homes(d)), args.sample, args.options) for d in (args.only or DATASETS)]
+        (ROOT / "out").mkdir(exist_ok=True)
+        (ROOT / "out" / "quality.json").write_text(json.dumps(results, indent=1))
     text = markdown(results)
     print(text)
-    (ROOT / "out").mkdir(exist_ok=True)
-    (ROOT / "out" / "quality.json").write_text(json.dumps(results, indent=1))
     if not args.no_write:
         DOCS.mkdir(exist_ok=True)
         (DOCS / "quality.md").write_text(text + "\n")
