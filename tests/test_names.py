@@ -172,3 +172,10 @@ def test_the_spec_formula_stays_selectable(kg):
         res = SearchEngine(kg.store, options=options).search("mitochondrion")
         assert all(h.components.name == 0 and h.components.solution == 0 for h in res.results)
         assert res.results[0].node.id != "GO:1"
+
+
+def test_an_empty_kg_that_gets_its_first_node(ws):
+    g = ws.create("empty")
+    assert g.search("anything").results == ()
+    g.add_node("x", "letter", id="x")  # the previous snapshot had no rows at all
+    assert first(g, "x") == "x"

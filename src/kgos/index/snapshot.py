@@ -188,7 +188,7 @@ def _graph(arrays: GraphArrays, unchanged: Snapshot | None, previous: Snapshot |
 def _carried_communities(ids: tuple[str, ...], previous: Snapshot | None) -> np.ndarray | None:
     """The previous labels per current row (new nodes alone in new communities), or None."""
     labels = previous.graph.cached_communities() if previous is not None else None
-    if labels is None or previous is None:
+    if labels is None or previous is None or labels.size == 0:  # an empty KG's partition carries nothing
         return None
     rows = np.fromiter((previous.index.get(nid, -1) for nid in ids), np.int64, len(ids))
     carried = np.where(rows >= 0, labels[np.maximum(rows, 0)], labels.size + np.arange(len(ids)))
