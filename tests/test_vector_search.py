@@ -194,3 +194,17 @@ def test_an_index_of_another_version_is_never_used_and_is_rebuilt(ws, monkeypatc
     nearest.attach_ann(fresh, g.engine.cache_root, wait=True)
     assert (fresh.ann.version, fresh.ann.rows) == (fresh.version, len(WORDS) + 1)
     assert g.search("omega widget", k=1).results[0].node.id == "new"
+
+
+def test_a_large_kg_without_faiss_scans_exactly_and_says_which_extra_to_install(kg, monkeypatch):
+    import sys
+
+    from kgos.errors import MissingDependency
+    from kgos.index import ann
+    monkeypatch.setattr(ann, "MIN_ROWS", 5)
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss raises ImportError
+    with pytest.raises(MissingDependency, match=r"kgos\[ann\]"):
+        ann.build(np.eye(8, dtype=np.float32), "v", "m")
+    result = kg.search("gamma widget", k=3)
+    assert result.results and any("kgos[ann]" in n and "scanned exactly" in n for n in result.notes)
+    assert kg.engine.snapshot().ann is None

@@ -84,6 +84,17 @@ def attach_ann(snap: Any, cache_root: Path | None, wait: bool = False) -> None:
     snap.ann = found
 
 
+def ann_note(snap: Any) -> str | None:
+    """What a large KG's search says when faiss is missing and every query scans all vectors."""
+    if snap.vectors is None or snap.n < ann.MIN_ROWS or ann.available():
+        return None
+    try:
+        ann._faiss()
+    except ann.MissingDependency as e:
+        return f"{snap.n:,} vectors scanned exactly (no approximate index): {e}"
+    return None
+
+
 def similarities(snap: Any, query: np.ndarray, exact: bool = False) -> np.ndarray:
     """Cosine of the query with every row: exact, or (a snapshot with a fresh approximate index, and
     not ``exact``) exact for the index's best ``ann.CANDIDATES`` rows and 0 elsewhere."""

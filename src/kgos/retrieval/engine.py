@@ -279,6 +279,9 @@ class SearchEngine:
             warnings += (self.embed_error,)
         if warnings:
             result = replace(result, warnings=result.warnings + warnings)
+        note = nearest.ann_note(snap)
+        if note:
+            result = replace(result, notes=(*result.notes, note))
         self.cache.put(key, result)
         return result
 
