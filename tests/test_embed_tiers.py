@@ -92,7 +92,7 @@ def test_an_interrupted_fill_in_keeps_its_work_and_resumes_where_it_stopped(ws, 
     ws.import_file("t", _graph(tmp_path, 50))
     kg = ws.kg("t")
     kg.embed_fast()
-    monkeypatch.setattr(embed_nodes, "WRITE_CHUNK", 10)
+    monkeypatch.setattr(embed_nodes, "FILL_CHUNK", 10)
     stopper = _Interrupting(get_embedder("hash:64"), calls=3)
     from kgos.kg import facade
     monkeypatch.setattr(facade, "get_embedder", lambda spec: stopper if spec == "hash:64" else get_embedder(spec))
@@ -189,7 +189,7 @@ def test_fill_in_chunks_leave_the_version_alone_until_the_switch(ws, tmp_path, t
     kg = ws.kg("t")
     kg.embed_fast()
     before = kg.store.version()
-    monkeypatch.setattr(embed_nodes, "WRITE_CHUNK", 10)
+    monkeypatch.setattr(embed_nodes, "FILL_CHUNK", 10)
     embed_nodes.embed_store(kg.store, get_embedder("hash:64"), bump=False)  # 3 chunks of a fill-in
     assert kg.store.version() == before  # readers keep their fast-tier snapshot: nothing they read changed
     kg.embed()

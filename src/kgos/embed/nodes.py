@@ -22,6 +22,7 @@ from ..store.native import NativeStore
 from .base import Embedder, content_hash
 
 WRITE_CHUNK = 4096  # nodes embedded and written per transaction: an interrupted run keeps its work
+FILL_CHUNK = 1024  # the same for a silent fill-in: its commits cost readers nothing, so lose less on Ctrl-C
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,9 @@ def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None =
     stale = set(known) - {nid for nid, _, _ in todo}
     if total is not None:
         total(len(changed))
-    for start in range(0, len(changed), WRITE_CHUNK):
-        chunk = changed[start:start + WRITE_CHUNK]
+    size = WRITE_CHUNK if bump else FILL_CHUNK
+    for start in range(0, len(changed), size):
+        chunk = changed[start:start + size]
         vectors = embedder.embed([t for _, t, _ in chunk], batch_size=batch_size, progress=progress)
         items = [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(chunk)]
         _write(store, table, embedder.name, vectors.shape[1], items, bump=bump)

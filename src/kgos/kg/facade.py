@@ -232,7 +232,7 @@ class KG:
         """Embed the nodes whose text changed since the last run, then search with that model.
 
         ``model`` defaults to the one a fill-in is heading for (see :meth:`embed_fast`), else
-        ``default``. Resumable: vectors are committed a few thousand nodes at a time and a rerun embeds
+        ``default``. Resumable: vectors are committed 1,024-4,096 nodes at a time and a rerun embeds
         only what is missing or changed, so an interrupted run continues where it stopped. Search keeps
         the previous vectors until this model covers every node, then switches whole (one model's vectors
         per scan); a fast tier it replaces is dropped. ``total`` learns how many nodes will be embedded,
