@@ -190,8 +190,7 @@ def test_an_index_of_another_version_is_never_used_and_is_rebuilt(ws, monkeypatc
     fresh.ann = stale  # even if handed a stale index, a search ignores it and scans exactly
     assert np.allclose(nearest.similarities(fresh, g.engine.embed_query("omega widget")),
                        nearest.similarities(fresh, g.engine.embed_query("omega widget"), exact=True))
-    fresh.ann = None
-    nearest.attach_ann(fresh, g.engine.cache_root, wait=True)
+    nearest.attach_ann(fresh, g.engine.cache_root, wait=True)  # a stale index attached is replaced
     assert (fresh.ann.version, fresh.ann.rows) == (fresh.version, len(WORDS) + 1)
     assert g.search("omega widget", k=1).results[0].node.id == "new"
 

@@ -69,7 +69,7 @@ def cosine_rows(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray) -> np.
 def attach_ann(snap: Any, cache_root: Path | None, wait: bool = False) -> None:
     """Give a large snapshot its approximate index: the saved one of exactly its version and model, else
     a build is started (and waited for with ``wait``); until then queries use the exact scan."""
-    if snap.ann is not None or snap.vectors is None or snap.n < ann.MIN_ROWS or cache_root is None:
+    if _fresh(snap.ann, snap) or snap.vectors is None or snap.n < ann.MIN_ROWS or cache_root is None:
         return
     if not ann.available():
         return
@@ -82,6 +82,11 @@ def attach_ann(snap: Any, cache_root: Path | None, wait: bool = False) -> None:
         thread.join()
         found = ann.load(path, snap.version, snap.embedder, snap.n)
     snap.ann = found
+
+
+def _fresh(index: Any, snap: Any) -> bool:
+    """Is ``index`` an approximate index of exactly this snapshot's KG version, model and rows?"""
+    return index is not None and (index.version, index.model, index.rows) == (snap.version, snap.embedder, snap.n)
 
 
 def ann_note(snap: Any) -> str | None:
@@ -99,7 +104,7 @@ def similarities(snap: Any, query: np.ndarray, exact: bool = False) -> np.ndarra
     """Cosine of the query with every row: exact, or (a snapshot with a fresh approximate index, and
     not ``exact``) exact for the index's best ``ann.CANDIDATES`` rows and 0 elsewhere."""
     index = snap.ann
-    if exact or index is None or (index.version, index.model, index.rows) != (snap.version, snap.embedder, snap.n):
+    if exact or not _fresh(index, snap):
         return cosine_all(snap.vectors, query)
     rows = index.search(query)
     out = np.zeros(snap.n, np.float32)
