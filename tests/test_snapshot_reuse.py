@@ -70,3 +70,15 @@ def test_reused_parts_equal_a_fresh_build(kg: kgos.KG) -> None:
     labels = patched.graph.communities()
     assert labels.shape == (patched.n,) and labels.min() == 0
     assert [h.node.id for h in kg.search("word99", k=1).results] == [new.id]
+
+
+def test_a_loaded_snapshot_lends_its_parts_too(ws: kgos.Workspace, kg: kgos.KG) -> None:
+    """A server opens a KG (the snapshot is loaded from the cache), then a write comes in."""
+    with kgos.Workspace(ws.home) as again:
+        other = again.kg("t")
+        loaded = other.engine.snapshot()
+        assert loaded.build_seconds == 0.0 and loaded.parts  # loaded, with its parts' digests
+        other.update_node("n5", description="quokka")
+        after = other.engine.snapshot()
+        assert after.graph is loaded.graph and after.text is not loaded.text
+        assert [h.node.id for h in other.search("quokka", k=1).results] == ["n5"]

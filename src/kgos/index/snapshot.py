@@ -16,8 +16,9 @@ import tempfile
 import time
 import uuid
 import zipfile
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,8 @@ class Snapshot:
     build_seconds: float = 0.0
     index: dict[str, int] = field(default_factory=dict)
     name_index: NameIndex | None = None  # names + aliases, matched whole
-    # In-memory fingerprints of what each part was built from, so the next version's build reuses
-    # the parts a write left alone (see ``_build``); never saved (Python's str hash is per process).
+    # Digests of what each part was built from (saved in meta.json), so the next version's build
+    # reuses the parts a write left alone, also after a snapshot was loaded (see ``_build``).
     parts: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -145,8 +146,8 @@ def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None,
     docs = [rows.fields[nid] for nid in ids]
     aliases = [rows.aliases[nid] for nid in ids]
     names = [d[0] for d in docs]
-    parts = {"text": (config, _fingerprint(docs, len(ids))),
-             "names": (config, _fingerprint(zip(names, map(tuple, aliases)), len(ids))),
+    parts = {"text": [config.key(), _digest(chain.from_iterable(docs))],
+             "names": [config.key(), _digest(chain(names, map(str, map(len, aliases)), chain.from_iterable(aliases)))],
              "graph": _graph_fingerprint(rows.arrays)}
     old = previous.parts if previous is not None else {}
     text = previous.text if _same(old, parts, "text") else TextIndex.build(docs, config)  # type: ignore[union-attr]
@@ -162,17 +163,19 @@ def _same(old: dict[str, Any], new: dict[str, Any], part: str) -> bool:
     return part in old and old[part] == new[part]
 
 
-def _fingerprint(rows: Iterable[Hashable], n: int) -> tuple[int, bytes]:
-    """(rows, digest of every row's hash): equal for equal content within this process."""
-    hashes = np.fromiter(map(hash, rows), np.int64, n)
-    return n, hashlib.blake2b(hashes.tobytes(), digest_size=16).digest()
+def _digest(strings: Iterable[str]) -> str:
+    """A digest of a sequence of strings: their lengths, then their text (so no split is ambiguous)."""
+    items = list(strings)
+    digest = hashlib.blake2b(np.fromiter(map(len, items), np.int64, len(items)).tobytes(), digest_size=16)
+    digest.update("".join(items).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
-def _graph_fingerprint(arrays: GraphArrays) -> tuple[Any, ...]:
+def _graph_fingerprint(arrays: GraphArrays) -> list[Any]:
     digest = hashlib.blake2b(digest_size=16)
     for a in (arrays.src, arrays.dst, arrays.type_code, arrays.weight):
         digest.update(np.ascontiguousarray(a).tobytes())
-    return tuple(arrays.types), _fingerprint(arrays.node_ids, arrays.n_nodes), digest.digest()
+    return [list(arrays.types), _digest(arrays.node_ids), digest.hexdigest()]
 
 
 def _graph(arrays: GraphArrays, unchanged: Snapshot | None, previous: Snapshot | None) -> GraphIndex:
@@ -310,7 +313,7 @@ def _write(snap: Snapshot, tmp: Path, with_vectors: bool) -> None:
     if snap.name_index is not None:
         snap.name_index.save(tmp / "names")
     snap.graph.save(tmp / "graph")
-    (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": snap.version}))
+    (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": snap.version, "parts": snap.parts}))
 
 
 def _prune(parent: Path, keep: Path) -> None:
@@ -350,7 +353,7 @@ def _load(folder: Path, store: GraphStore, config: TextConfig, version: str) -> 
                     node_ids=tuple(np.load(folder / "node_ids.npy", allow_pickle=True).tolist()),
                     names=np.load(folder / "names.npy", allow_pickle=True).tolist(),
                     text=TextIndex.load(folder, config), graph=GraphIndex.load(folder / "graph"),
-                    rowids=rowids)
+                    rowids=rowids, parts=meta.get("parts") or {})
     snap.name_index = NameIndex.load(folder / "names", snap.text.analyzer)
     sizes = {len(snap.names), snap.text.matrix.shape[0], snap.graph.n, snap.name_index.n, len(rowids) if rowids is not None else snap.n}
     if sizes != {snap.n}:
