@@ -22,7 +22,7 @@ def test_bench_kg_import_and_stats(tmp_path, name):
         pytest.skip(f"{path} not present (shared/bench sits beside the repo in CI)")
     runner = CliRunner()
     home = ["--home", str(tmp_path)]
-    imported = runner.invoke(cli, [*home, "kg", "import", name, str(path), "--json"])
+    imported = runner.invoke(cli, [*home, "kg", "import", name, str(path), "--json", "--no-embed"])  # import alone
     assert imported.exit_code == 0, imported.stderr
     stats = json.loads(runner.invoke(cli, [*home, "kg", "stats", name, "--json"]).stdout)
     assert (stats["nodes"], stats["edges"]) == COUNTS[name]
