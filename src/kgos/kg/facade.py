@@ -70,11 +70,11 @@ if TYPE_CHECKING:
     from ..store.foreign import ForeignStore
 
 
-def _model_name(spec: str) -> str | None:
+def _model_name(spec: str | None) -> str | None:
     """The vector name ``spec`` stores, or None if it cannot be built here (its vectors are then not
     the ones being written)."""
     try:
-        return get_embedder(spec).name
+        return get_embedder(spec).name if spec else None
     except KGOSError:
         return None
 
@@ -245,8 +245,9 @@ class KG:
         caught_up = embed_store(self.store, embedder, cache, batch_size, bump=in_use)  # nodes written meanwhile
         report = replace(report, embedded=report.embedded + caught_up.embedded, removed=report.removed + caught_up.removed)
         self._set_settings(embedder=embedder.spec, embed_target="")
-        if target and previous and previous != embedder.spec:  # the fast tier stood in for this model
-            drop_vectors(self.store, get_embedder(previous).name, cache)
+        stood_in = _model_name(previous) if target and previous and previous != embedder.spec else None
+        if stood_in:  # the fast tier stood in for this model
+            drop_vectors(self.store, stood_in, cache)
         self.engine.use_embedder(embedder.spec)
         return report
 
@@ -261,7 +262,9 @@ class KG:
         fast = fast_spec(target)
         if fast is None:
             return self.embed(target, batch_size, progress, total)
-        report = embed_store(self.store, get_embedder(fast), self.workspace.cache_dir, batch_size, progress, total)
+        in_use = self._setting("embedder") == fast  # else readers see these vectors at the switch below
+        report = embed_store(self.store, get_embedder(fast), self.workspace.cache_dir, batch_size, progress, total,
+                             bump=in_use)
         self._set_settings(embedder=fast, embed_target=target)
         self.engine.use_embedder(fast)
         return report
