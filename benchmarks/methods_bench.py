@@ -9,7 +9,8 @@ three Zipf-distributed name words per node) into a ``GraphIndex`` and a ``GraphV
 through SQLite. Each method runs from the same random start nodes; the anchor, measured in the same
 run from the same start nodes, is ``scipy.sparse.csgraph.breadth_first_order`` (a full BFS over the
 out-adjacency, compiled code), so ratios compare against a plain traversal on this machine right now.
-Budget (DESIGN.md section 7): p50 <= 50 ms for impact depth 3, trace and explore depth 2.
+Budget (DESIGN.md section 7): p50 <= 50 ms for impact depth 3, trace, explore depth 2 and similar.
+Sizes: ``--nodes N --edges M``; each row reports wall and CPU time per call.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ EDGE_TYPES = ("implements", "provides", "enables", "requires", "feeds_into", "pa
               "relates_to", "has_limitation", "has_workaround")
 NODE_TYPES = ("feature", "tool", "technique", "pattern", "concept", "goal", "benefit", "limitation",
               "workaround", "step", "metric", "model")
-BUDGET_MS = {"impact both d3": 50.0, "impact forward d3": 50.0, "trace max 5": 50.0, "explore d2": 50.0}
+BUDGET_MS = {"impact both d3": 50.0, "impact forward d3": 50.0, "trace max 5": 50.0, "explore d2": 50.0,
+             "similar k10": 50.0}
 
 
 class RowStrings(Sequence[str]):
@@ -84,19 +86,21 @@ def name_tokens(n: int, rng: np.random.Generator, vocab: int = 20_000) -> tuple[
     return matrix, {}
 
 
-def timed(fn: Callable[[int], object], starts: Sequence[int]) -> list[float]:
-    times = []
+def timed(fn: Callable[[int], object], starts: Sequence[int]) -> tuple[list[float], list[float]]:
+    """(wall ms, CPU ms) per call."""
+    times, cpu = [], []
     for s in starts:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn(int(s))
         times.append((time.perf_counter() - t0) * 1000)
-    return times
+        cpu.append((time.process_time() - c0) * 1000)
+    return times, cpu
 
 
-def summary(times: list[float]) -> dict[str, float]:
-    ordered = sorted(times)
+def summary(measured: tuple[list[float], list[float]]) -> dict[str, float]:
+    ordered = sorted(measured[0])
     return {"p50": statistics.median(ordered), "p99": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
-            "mean": statistics.fmean(ordered), "n": len(ordered)}
+            "mean": statistics.fmean(ordered), "n": len(ordered), "cpu_p50": statistics.median(measured[1])}
 
 
 def warm(view: GraphView) -> dict[str, float]:
@@ -153,23 +157,26 @@ def print_table(result: dict) -> None:
           "first-call caches: " + ", ".join(f"{k} {v:.1f} s" for k, v in result["warm_s"].items())
           + f"; peak RSS {result['peak_rss_mb']:,.0f} MB")
     print(f"anchor (scipy breadth_first_order, full BFS): p50 {a['p50']:.1f} ms, p99 {a['p99']:.1f} ms\n")
-    print(f"| {'method':<18} | {'p50 ms':>7} | {'p99 ms':>7} | {'budget':>6} | {'x anchor':>8} | {'avg nodes/length':>16} |")
-    print(f"|{'-' * 20}|{'-' * 9}|{'-' * 9}|{'-' * 8}|{'-' * 10}|{'-' * 18}|")
+    print(f"| {'method':<18} | {'p50 ms':>7} | {'CPU p50':>7} | {'p99 ms':>7} | {'budget':>6} | {'x anchor':>8} | {'avg nodes/length':>16} |")
+    print(f"|{'-' * 20}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 8}|{'-' * 10}|{'-' * 18}|")
     for name, r in result["rows"].items():
         budget = f"{r['budget_ms']:.0f}" if r["budget_ms"] else "-"
         ok = "" if not r["budget_ms"] else (" ok" if r["p50"] <= r["budget_ms"] else " OVER")
         avg = f"{r['avg_result']:,.1f}" if "avg_result" in r else "-"
-        print(f"| {name:<18} | {r['p50']:>7.2f} | {r['p99']:>7.2f} | {budget:>6} | {r['ratio_to_anchor']:>8.3f} | {avg:>16} |{ok}")
+        print(f"| {name:<18} | {r['p50']:>7.2f} | {r['cpu_p50']:>7.2f} | {r['p99']:>7.2f} | {budget:>6} | {r['ratio_to_anchor']:>8.3f} | {avg:>16} |{ok}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="100k nodes / 1M edges instead of 1M / 10M")
+    parser.add_argument("--nodes", type=int, help="nodes (default 1,000,000; --quick 100,000)")
+    parser.add_argument("--edges", type=int, help="edges (default 10 x nodes)")
     parser.add_argument("--queries", type=int, default=200, help="start nodes per method")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
-    n, m = (100_000, 1_000_000) if args.quick else (1_000_000, 10_000_000)
+    n = args.nodes or (100_000 if args.quick else 1_000_000)
+    m = args.edges or 10 * n
     result = run(n, m, args.queries, args.seed)
     print_table(result)
     if args.json_out:

@@ -139,6 +139,8 @@ def test_graph_arrays_drop_edges_to_missing_nodes(store):
     store.conn.execute("PRAGMA foreign_keys = OFF")
     store.conn.execute("INSERT INTO edges (source, target, type, weight, created_at) VALUES "
                        "(1, 99, 'x', 1, ''), (0, 2, 'y', 1, ''), (100, 101, 'z', 1, '')")
+    g = store.graph_arrays()  # rowids 1..3 without gaps: looked up by offset
+    assert {g.types[k] for k in g.type_code} == {"r", "s"} and g.n_edges == 2
     store.conn.execute("DELETE FROM nodes WHERE rowid = 1")  # a's edge now starts at a missing node
     g = store.graph_arrays()
     pairs = {(g.node_ids[s], g.node_ids[t], g.types[k]) for s, t, k in zip(g.src, g.dst, g.type_code)}

@@ -30,7 +30,7 @@ def check_direction(direction: str) -> str:
 
 def load_json_object(text: str | None, what: str) -> dict[str, Any]:
     """Parse a properties/metadata column; ``None`` and empty mean ``{}``."""
-    if text is None or text == "":
+    if text is None or text == "" or text == "{}":  # most nodes: no parse
         return {}
     try:
         value = json.loads(text)

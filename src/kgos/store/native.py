@@ -373,6 +373,10 @@ def check_node_fields(name: Any, type: Any, description: Any, properties: Any) -
 
 def _rows_of(rowids: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(row number of each key in the sorted ``rowids`` as int32, whether the key is there at all)."""
+    if rowids.size and rowids[-1] - rowids[0] == rowids.size - 1:  # no gaps (no node deleted): no search
+        pos = keys - rowids[0]
+        found = (pos >= 0) & (pos < rowids.size)
+        return np.where(found, pos, 0).astype(np.int32), found
     pos = np.searchsorted(rowids, keys)
     found = pos < rowids.size
     found[found] = rowids[pos[found]] == keys[found]
