@@ -3,7 +3,7 @@
     python benchmarks/import_bench.py                          # go + cli-man + synthetic 1M nodes / 10M edges
     python benchmarks/import_bench.py --quick                  # go + cli-man + synthetic 100k / 1M
     python benchmarks/import_bench.py --nodes 300000 --edges 3000000 --only synthetic
-    python benchmarks/import_bench.py --bad-share 0.05 --only synthetic   # + 5% bad records, --skip-invalid
+    python benchmarks/import_bench.py --bad-share 0.05 --only synthetic   # + N nodes / N edges, 5% bad, --skip-invalid
     python benchmarks/import_bench.py --json-out out.json
 
 Each measurement runs in a fresh subprocess (so peak RSS is its own). The floor ("anchor") is what
@@ -49,10 +49,17 @@ def measure_kgos(path: str, skip_invalid: bool) -> dict:
             t, c = _clock()
             marks[phase] = (t - t0, c - c0)
     with tempfile.TemporaryDirectory() as home:
-        ws = kgos.Workspace(home)
-        report = ws.import_file("bench", path, progress=progress, skip_invalid=skip_invalid)
-        t, c = _clock()
-        ws.close()
+        if skip_invalid:  # the bad-records run measures the import alone (store layer, no snapshot)
+            from kgos.store.formats import open_source
+            from kgos.store.importer import bulk_load
+            report = bulk_load(Path(home) / "bench.db", open_source(path, None), "bench", progress=progress,
+                               skip_invalid=True)
+            t, c = _clock()
+        else:
+            ws = kgos.Workspace(home)
+            report = ws.import_file("bench", path, progress=progress)
+            t, c = _clock()
+            ws.close()
     end = (t - t0, c - c0)
     at = {name: marks.get(name, end) for name in ("nodes", "edges", "indexes", "search index")}
 
@@ -157,9 +164,9 @@ def main() -> None:
     m = args.edges or 10 * n
     if "synthetic" in only:
         rows.append(bench(f"synthetic {n:,}/{m:,}", kg_file(n, m), 1))
-    if args.bad_share:
-        rows.append(bench(f"synthetic {n:,}/{m:,}, {args.bad_share:.0%} bad, --skip-invalid",
-                          kg_file(n, m, args.bad_share), 1, skip_invalid=True))
+    if args.bad_share:  # one edge per node: the row is about nodes, and the file stays quick to import
+        rows.append(bench(f"synthetic {n:,}/{n:,}, {args.bad_share:.0%} bad, --skip-invalid",
+                          kg_file(n, n, args.bad_share), 1, skip_invalid=True))
     print(table(rows))
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=2))

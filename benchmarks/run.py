@@ -67,7 +67,7 @@ def import_rows(args: argparse.Namespace) -> list[Row]:
     rows = []
     for r in run_script("import_bench.py", "--only", "synthetic", "--nodes", str(n), "--edges", str(m), *extra):
         bad = "bad" in r["dataset"]
-        size = _size(n, m) + (f", {args.bad_share:.0%} bad, --skip-invalid" if bad else "")
+        size = _size(n, n) + f", {args.bad_share:.0%} bad, --skip-invalid" if bad else _size(n, m)
         rows += [Row("import", f"nodes/s, node phase (parse, checks, insert), {size}", r["nodes_per_s"], "nodes/s",
                      100_000, True, r["nodes"] / r["floor_node_s"], "parse + insert floor",
                      note=f"{r['nodes_per_cpu_s']:,.0f} nodes per CPU-second"
