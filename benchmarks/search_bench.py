@@ -22,8 +22,8 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -132,9 +132,8 @@ def run_dataset(name: str, quick: bool, embedder: str) -> dict:
     encoder = encoder_times(kg.engine.query_embedder(), queries)
     ann = ann_quality(kg, snap, queries[:100]) if snap.ann is not None else {}
     if snap.ann is not None:  # the same queries on the exact scan, same run: what the index saves
-        index, snap.ann = snap.ann, EXACT
-        exact, exact_cpu = timed(kg, queries, clear_vectors=False)
-        snap.ann = index
+        with exact_scan(snap):
+            exact, exact_cpu = timed(kg, queries, clear_vectors=False)
         ann.update(exact_p50_ms=statistics.median(exact), exact_cpu_p50_ms=statistics.median(exact_cpu))
     floor = floor_times(corpus(path), queries, snap.vectors.shape[1] if snap.vectors is not None else 384)
     ws.close()
@@ -191,7 +190,16 @@ def attach_ann(kg, snap) -> float | None:
     return time.perf_counter() - t0 if snap.ann is not None else None
 
 
-EXACT = SimpleNamespace(version=None, model=None, rows=-1)  # a stale index: searches scan exactly
+@contextmanager
+def exact_scan(snap):
+    """Searches inside scan every vector (no index attached, none attached meanwhile)."""
+    from kgos.index import ann
+    index, threshold = snap.ann, ann.MIN_ROWS
+    snap.ann, ann.MIN_ROWS = None, snap.n + 1
+    try:
+        yield
+    finally:
+        snap.ann, ann.MIN_ROWS = index, threshold
 
 
 def ann_quality(kg, snap, queries: list[str]) -> dict:
@@ -208,10 +216,9 @@ def ann_quality(kg, snap, queries: list[str]) -> dict:
         recall.append(float(np.mean(exact[np.argsort(-approx)[:10]] >= kth - 1e-6)))
         kg.engine.cache.clear()
         with_ann = [h.node.id for h in kg.search(q, k=10).results]
-        ann, snap.ann = snap.ann, EXACT
         kg.engine.cache.clear()
-        without = [h.node.id for h in kg.search(q, k=10).results]
-        snap.ann = ann
+        with exact_scan(snap):
+            without = [h.node.id for h in kg.search(q, k=10).results]
         overlap.append(len(set(with_ann) & set(without)) / max(1, len(without)))
     return {"ann_recall10": statistics.mean(recall), "ann_top10_overlap": statistics.mean(overlap)}
 

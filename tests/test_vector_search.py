@@ -207,3 +207,40 @@ def test_a_large_kg_without_faiss_scans_exactly_and_says_which_extra_to_install(
     result = kg.search("gamma widget", k=3)
     assert result.results and any("kgos[ann]" in n and "scanned exactly" in n for n in result.notes)
     assert kg.engine.snapshot().ann is None
+
+
+# -- top-k over long signals -----------------------------------------------------------------------
+def test_top_indices_of_long_signals_equal_a_full_sort():
+    from kgos.retrieval.hybrid import top_indices
+    rng = np.random.default_rng(7)
+    for trial in range(120):
+        n = int(rng.choice([100, 5_000, 70_000, 300_000]))
+        k = int(rng.choice([1, 10, 30, 300]))
+        x = rng.random(n).astype(np.float32)
+        x[rng.random(n) < rng.random()] = 0  # from all non-zero to almost all zero
+        if trial % 3 == 0:
+            x = np.round(x * 20) / 20  # ties at the k-th value
+        nz = np.flatnonzero(x > 0)
+        expected = nz[np.argsort(-x[nz], kind="stable")][:k]
+        got = top_indices(x, k)
+        assert np.array_equal(x[got], x[expected]) and len(set(got)) == len(got)
+
+
+def test_rows_outside_the_index_candidates_that_could_rank_get_their_exact_embedding_score(kg, monkeypatch):
+    pytest.importorskip("faiss")
+    from kgos.index import ann
+    # every node has text for these (all are widgets): a node reachable by its embedding alone must be
+    # among the index's candidates, which is what recall@10 measures; here the others are filled in
+    queries = ("gamma widget", "theta widget keepers", "beta alpha widget")
+    exact = {q: ranking(kg.search(q, k=len(WORDS))) for q in queries}  # every row, scores included
+    monkeypatch.setattr(ann, "MIN_ROWS", 5)
+    monkeypatch.setattr(ann, "PROBE_FRACTION", 1.0)
+    monkeypatch.setattr(ann, "CANDIDATES", 10)  # as many as the embedding seeds; the last 2 rows are filled in
+    kg.engine.invalidate()
+    snap = kg.engine.snapshot()
+    nearest.attach_ann(snap, kg.engine.cache_root, wait=True)
+    assert nearest.approximate(snap)
+    for q, expected in exact.items():
+        kg.engine.cache.clear()
+        got = kg.search(q, k=len(WORDS))
+        assert snap.ann is not None and ranking(got) == expected

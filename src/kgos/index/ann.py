@@ -59,11 +59,12 @@ class VectorIndex:
     rows: int
     index: Any
 
-    def search(self, query: np.ndarray, k: int = CANDIDATES) -> np.ndarray:
-        """The rows of the approximately nearest ``k`` vectors, ascending (for an ordered gather)."""
+    def search(self, query: np.ndarray, k: int | None = None) -> np.ndarray:
+        """The rows of the approximately nearest ``k`` (default ``CANDIDATES``) vectors, ascending (for
+        an ordered gather)."""
         faiss = _faiss()
         faiss.omp_set_num_threads(1)  # one query is small work; see index.nearest
-        _, found = self.index.search(np.asarray(query, np.float32).reshape(1, -1), k)
+        _, found = self.index.search(np.asarray(query, np.float32).reshape(1, -1), k or CANDIDATES)
         rows = found[0]
         return np.sort(rows[rows >= 0]).astype(np.int64)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import ann
 
+FILL_ROWS = 5_000  # approximate path: at most this many rows outside the candidates get an exact cosine
 _controller: Any = None
 _controller_lock = threading.Lock()
 
@@ -87,6 +88,27 @@ def attach_ann(snap: Any, cache_root: Path | None, wait: bool = False) -> None:
 def _fresh(index: Any, snap: Any) -> bool:
     """Is ``index`` an approximate index of exactly this snapshot's KG version, model and rows?"""
     return index is not None and (index.version, index.model, index.rows) == (snap.version, snap.embedder, snap.n)
+
+
+def approximate(snap: Any, exact: bool = False) -> bool:
+    """Does a search of this snapshot take its embedding candidates from the approximate index?"""
+    return not exact and snap.vectors is not None and _fresh(snap.ann, snap)
+
+
+def fill_in(snap: Any, query: np.ndarray, signal: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The embedding signal of the approximate path (normalised, exact on the index's candidates),
+    completed with exact cosines for ``rows`` (those the other signals rank high): a node found by
+    its text keeps the embedding score the exact scan would give it, so the fused ranking is kept."""
+    rows = np.unique(rows)
+    rows = rows[signal[rows] == 0]
+    best = int(np.argmax(signal)) if signal.size else 0
+    if rows.size == 0 or signal[best] <= 0:
+        return signal
+    scale = float(cosine_rows(snap.vectors, query, np.array([best]))[0])  # the maximum it was divided by
+    out = signal.copy()
+    out[rows] = np.maximum(cosine_rows(snap.vectors, query, rows), 0) / scale
+    top = float(out.max())
+    return out / top if top > 1 else out  # a filled row above every candidate: normalise as exact would
 
 
 def ann_note(snap: Any) -> str | None:
