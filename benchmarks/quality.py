@@ -198,7 +198,7 @@ def chart(results: list[dict], path: Path) -> None:
         values = [c["strict"]["mrr@10"] for c in rows]
         colors = ["#999999"] * len(r["anchors"]) + ["#1f77b4"] * (len(r["configs"]) - 1) + ["#d62728"]
         ax.barh(labels[::-1], values[::-1], color=colors[::-1])
-        ax.set_title(f"{r['dataset']}: MRR@10 (strict)")
+        ax.set_title(f"{r['dataset']} ({r['embedder']}): MRR@10 (strict)")
         ax.set_xlim(0, max(values) * 1.18)
         for y, v in enumerate(values[::-1]):
             ax.text(v, y, f" {v:.3f}", va="center", fontsize=8)
