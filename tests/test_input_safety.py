@@ -376,3 +376,43 @@ def test_temp_files_of_killed_imports_are_swept_when_the_workspace_opens(tmp_pat
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+# -- KGs written before the limits existed ------------------------------------------------------------
+@pytest.mark.parametrize("depth", [300, 1100])  # over orjson's limit (254), over the JSON parsers' (~1000)
+def test_a_kg_holding_too_deep_properties_stays_readable_and_validate_names_the_node(ws, kg, tmp_path, depth):
+    # An old version stored the value unchecked: write it straight into the file, as it did.
+    kg.store.conn.execute("UPDATE nodes SET properties = ? WHERE id = 'a'", (nest_text(depth),))
+    kg.store.conn.commit()
+    c = client(ws)
+    for path in ("/api/kg/t/nodes", "/api/kg/t/nodes/a", "/api/kg/t/nodes/b/neighbors"):
+        assert c.get(path).status_code == 200, path
+    node = c.get("/api/kg/t/nodes/a").json()
+    assert "replace_properties=True" in node["properties"]["_kgos_error"]
+    assert c.post("/api/kg/t/search", json={"query": "alpha"}).status_code == 200
+    exported = c.get("/api/kg/t/export")
+    assert exported.status_code == 200
+    assert "_kgos_error" in json.dumps(exported.json()["nodes"])
+    issue = next(i for i in kg.validate().issues if i.rule == 8)
+    assert issue.count == 1 and issue.examples == (f"a (nests deeper than {MAX_PROPERTY_DEPTH} levels)",)
+    with pytest.raises(PropertiesTooLarge, match="replace_properties=True"):
+        kg.update_node("a", properties={"b": 1})  # a merge would silently store the marker
+    error(c.patch("/api/kg/t/nodes/a", json={"properties": {"b": 1}}), 400, "PropertiesTooLarge")
+    assert c.patch("/api/kg/t/nodes/a", json={"properties": {"b": 1}, "replace_properties": True}).status_code == 200
+    assert kg.node("a").properties == {"b": 1} and kg.validate().ok
+
+
+def test_cli_validate_names_a_node_with_too_deep_properties(tmp_path):
+    from click.testing import CliRunner
+
+    from kgos.cli import cli
+    home = tmp_path / "home"
+    with kgos.Workspace(home) as ws:
+        kg = ws.create("t")
+        kg.add_node("Alpha", id="a")
+        kg.store.conn.execute("UPDATE nodes SET properties = ? WHERE id = 'a'", (nest_text(300),))
+        kg.store.conn.commit()
+    result = CliRunner().invoke(cli, ["--home", str(home), "kg", "validate", "t", "--json"])
+    assert result.exit_code == 1, result.output  # an ERROR rule failed
+    issue = next(i for i in json.loads(result.output)["issues"] if i["rule"] == 8)
+    assert issue["examples"] == [f"a (nests deeper than {MAX_PROPERTY_DEPTH} levels)"]

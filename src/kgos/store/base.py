@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import ImportFailed, InvalidArgument, NodeNotFound, ReadOnlyKG
 from ..model import DIRECTIONS, Edge, Neighbor, Node
 from .arrays import GraphArrays, codes
+from .limits import nests_too_deep, unreadable
 
 
 def check_direction(direction: str) -> str:
@@ -34,11 +35,13 @@ def load_json_object(text: str | None, what: str) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text)
+    except RecursionError:  # deeper than the parser goes (~1000 levels): stored by an old version
+        return unreadable(what)
     except (TypeError, ValueError) as exc:
         raise ImportFailed(f"{what} is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         return {"value": value}
-    return value
+    return unreadable(what) if nests_too_deep(text, value) else value
 
 
 @contextmanager

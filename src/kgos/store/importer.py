@@ -9,7 +9,6 @@ name the offending one in the error.
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 import time
@@ -23,7 +22,7 @@ from ..errors import ImportFailed, InvalidArgument
 from ..model import normalize_name
 from . import migrations
 from .formats import Record, Source
-from .limits import check_properties
+from .limits import check_properties, parse_json
 from .native import NativeStore, merge_properties
 
 Progress = Callable[[str, int], None]
@@ -352,7 +351,7 @@ class _PropertyMerge:
 
     def __call__(self, old: str, new: str) -> str:
         try:
-            return check_properties(merge_properties(json.loads(old or "{}"), json.loads(new or "{}")))
+            return check_properties(merge_properties(parse_json(old or "{}"), parse_json(new or "{}")))
         except InvalidArgument as exc:
             self.error = exc
             raise

@@ -50,6 +50,35 @@ def too_deep(what: str) -> PropertiesTooLarge:
                               "as a JSON string or a file")
 
 
+# -- values stored before the limits existed -------------------------------------------------------
+# An older version stored properties of any depth. Reading them back must not break every listing,
+# search and export of the KG (orjson and pydantic refuse > 254 levels), so such a value is replaced,
+# when read, by a declared marker; validation (rule 8) names the nodes, and a write that would merge
+# into the marker is refused instead of storing it.
+ERROR_KEY = "_kgos_error"
+FIX = ("replace them: kg.update_node(id, properties=..., replace_properties=True) or PATCH the node "
+       "with replace_properties: true (an edge: delete and re-add it)")
+
+
+def unreadable(what: str) -> dict[str, str]:
+    """The marker shown instead of stored properties that nest deeper than the limit."""
+    return {ERROR_KEY: f"{what} nest deeper than {MAX_PROPERTY_DEPTH} levels (stored before this limit "
+                       f"existed) and are not shown; {FIX}"}
+
+
+def nests_too_deep(text: str, value: Any) -> bool:
+    """Whether ``value``, parsed from ``text``, nests deeper than the limit (the bracket count spares
+    the walk for nearly every record)."""
+    return text.count("{") + text.count("[") > MAX_PROPERTY_DEPTH and depth(value) > MAX_PROPERTY_DEPTH
+
+
+def check_mergeable(old: dict[str, Any]) -> None:
+    """Refuse to merge new properties into the marker of ``unreadable``: the write would store it."""
+    if ERROR_KEY in old:
+        raise PropertiesTooLarge(f"the stored properties nest deeper than {MAX_PROPERTY_DEPTH} levels and "
+                                 f"cannot be merged into; {FIX}")
+
+
 def parse_json(text: str | bytes, what: str = "the value") -> Any:
     """``json.loads``, except that nesting too deep for the parser (~1000 levels) is reported as
     PropertiesTooLarge instead of a RecursionError (shallower values are checked when stored)."""

@@ -21,7 +21,7 @@ from ..errors import InvalidArgument, KGOSError
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object, sqlite_read
-from .limits import check_properties
+from .limits import check_mergeable, check_properties
 from .migrations import migrate, now_iso
 
 NODE_COLS = "rowid, id, name, type, description, properties, created_at, updated_at"
@@ -54,6 +54,7 @@ def dumps(value: dict[str, Any], what: str = "properties") -> str:
 
 def merge_properties(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """New keys win, except ``evidence``, which accumulates (spec/002: evidence is merged)."""
+    check_mergeable(old)
     merged = {**old, **new}
     if "evidence" in old and "evidence" in new:
         items = _as_list(old["evidence"])

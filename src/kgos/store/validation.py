@@ -18,6 +18,9 @@ How the rules are read where spec/000 leaves room:
   a self loop alone does not connect a node to anything (rule 4 reports the loop).
 - Rule 7: the vocabulary is ``DEFAULT_EDGE_TYPES`` plus the KG's declared ``edge_types``.
 - Rule 8: a properties value that does not parse as JSON. NULL and '' mean ``{}`` (as when reading).
+  Also a value over the bounds of ``store.limits`` (deeper than 32 levels or over 1 MB of JSON), which
+  only a KG written before the bounds can hold: the example says which bound, e.g. ``a (nests deeper
+  than 32 levels)``; reads show such a too-deep value as a ``_kgos_error`` marker.
 - Rules 9 and 11: any cycle among ``requires`` (9) or ``feeds_into`` (11) edges, self loops included;
   ``count`` is the number of nodes on such cycles.
 - Rule 10: a node with an outgoing ``has_workaround`` edge but no outgoing ``has_limitation`` edge.
@@ -37,10 +40,11 @@ from typing import Any
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, PropertiesTooLarge
 from ..model import Edge
 from .arrays import GraphArrays, codes
 from .base import GraphStore
+from .limits import MAX_PROPERTY_BYTES, MAX_PROPERTY_DEPTH, nests_too_deep, parse_json
 from .native import NativeStore
 from .vocabulary import Vocabulary
 
@@ -75,7 +79,8 @@ RULES: tuple[Rule, ...] = (
          "Orphan nodes (no edge to or from another node)"),
     Rule(7, Severity.WARNING, "Edge types are from the allowed vocabulary",
          "Edges whose type is not in the allowed vocabulary"),
-    Rule(8, Severity.ERROR, "Node properties are valid JSON", "Nodes whose properties are not valid JSON"),
+    Rule(8, Severity.ERROR, "Node properties are valid JSON (within the depth and size limits)",
+         "Nodes whose properties are not valid JSON or exceed the depth/size limits"),
     Rule(9, Severity.ERROR, "No circular `requires` chains (A requires B requires A)",
          "Nodes on a circular `requires` chain"),
     Rule(10, Severity.WARNING, "`has_workaround` edges have a corresponding `has_limitation` edge",
@@ -309,6 +314,10 @@ _NATIVE_DANGLING = ("FROM edges e LEFT JOIN nodes s ON s.rowid = e.source "
                     "LEFT JOIN nodes t ON t.rowid = e.target "
                     "WHERE e.source IN (SELECT value FROM json_each(?1)) "
                     "OR e.target IN (SELECT value FROM json_each(?1))")
+# Candidates only: more brackets than the depth limit, or more bytes than the size limit.
+_NATIVE_OVER_LIMITS = ("SELECT id, properties FROM nodes WHERE json_valid(properties) AND (length(properties) "
+                       "- length(replace(replace(properties, '{', ''), '[', '')) > ?1 "
+                       "OR length(CAST(properties AS BLOB)) > ?2) ORDER BY rowid")
 _NATIVE_INVALID_JSON = ("FROM nodes WHERE properties IS NOT NULL AND properties != '' "
                         "AND NOT json_valid(properties)")
 
@@ -353,10 +362,26 @@ def invalid_properties(store: GraphStore, limit: int) -> tuple[int, list[str]]:
     if not isinstance(store, NativeStore):
         return 0, []  # a generic store hands out parsed dicts: nothing left to be invalid
     count = store.conn.execute("SELECT count(*) " + _NATIVE_INVALID_JSON).fetchone()[0]
-    if not count or not limit:
-        return count, []
-    rows = store.conn.execute("SELECT id " + _NATIVE_INVALID_JSON + " ORDER BY rowid LIMIT ?", (limit,))
-    return count, [r[0] for r in rows]
+    sql = "SELECT id " + _NATIVE_INVALID_JSON + " ORDER BY rowid LIMIT ?"
+    ids = [r[0] for r in store.conn.execute(sql, (limit,))] if count and limit else []
+    over = over_limits(store.conn)
+    return count + len(over), (ids + over)[:limit]
+
+
+def over_limits(conn: sqlite3.Connection) -> list[str]:
+    """Valid-JSON node properties over ``store.limits``' bounds, as "id (which bound)"."""
+    rows = conn.execute(_NATIVE_OVER_LIMITS, (MAX_PROPERTY_DEPTH, MAX_PROPERTY_BYTES))
+    return [f"{node_id} ({reason})" for node_id, text in rows if (reason := _over_limit(text))]
+
+
+def _over_limit(text: str) -> str | None:
+    if len(text.encode()) > MAX_PROPERTY_BYTES:
+        return f"{len(text.encode()):,} bytes of JSON; at most {MAX_PROPERTY_BYTES:,}"
+    try:
+        too_deep = nests_too_deep(text, parse_json(text))
+    except PropertiesTooLarge:  # deeper than the parser goes
+        too_deep = True
+    return f"nests deeper than {MAX_PROPERTY_DEPTH} levels" if too_deep else None
 
 
 def _scan_nodes(store: GraphStore, limit: int) -> tuple[Finding, frozenset[str]]:
