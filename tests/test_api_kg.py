@@ -9,7 +9,7 @@ import json
 import zipfile
 
 import pytest
-from api_helpers import SCRIPT, add_tiny, attach_readonly, client, error
+from api_helpers import SCRIPT, TINY_EDGES, TINY_NODES, add_tiny, attach_readonly, client, error
 
 import kgos
 from kgos.data import load_demo
@@ -191,6 +191,35 @@ def test_bad_upload_leaves_the_kg_unchanged(fresh):
     assert "cannot tell the format" in error(fresh.post("/api/kg/new/import", files={"file": ("kg.txt", b"x")}), 400)["detail"]
     error(fresh.post("/api/kg/new/import", files={"file": ("kg.zip", b"PK\x03\x04broken")}), 400, "ImportFailed")
     assert fresh.get("/api/kg/new").status_code == 404
+
+
+def _upload_and_search(client, db_id: str, **params) -> tuple[dict, list[dict]]:
+    r = client.post(f"/api/kg/{db_id}/import", params=params, files={"file": ("t.json", nodelink(TINY_NODES, TINY_EDGES))})
+    assert r.status_code == 200, r.text
+    hits = client.post(f"/api/kg/{db_id}/search", json={"query": "prompt caching cost", "k": 3}).json()["results"]
+    return r.json()["embedding"], hits
+
+
+def test_an_upload_is_embedded_with_the_fast_tier(fresh):
+    embedding, hits = _upload_and_search(fresh, "up")
+    assert embedding["fast"]["embedded"] == 6 and embedding["skipped"] is None and embedding["error"] is None
+    assert hits and max(hit["components"]["embedding"] for hit in hits) > 0  # vectors are there
+
+
+def test_an_upload_with_embed_none_stays_vectorless(fresh):
+    embedding, hits = _upload_and_search(fresh, "up", embed="none")
+    assert embedding["fast"] is None and embedding["skipped"] == "disabled" and "kgos embed up" in embedding["note"]
+    assert hits and all(hit["components"]["embedding"] == 0 for hit in hits)
+    error(fresh.post("/api/kg/up2/import", params={"embed": "full"}, files={"file": ("t.json", b"{}")}), 422)
+
+
+def test_an_embedder_failure_leaves_the_upload_in_place(fresh, monkeypatch):
+    monkeypatch.setenv("KGOS_EMBEDDER", "openai:some-model")
+    monkeypatch.setenv("KGOS_FAST_EMBEDDER", "none")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    embedding, hits = _upload_and_search(fresh, "up")
+    assert embedding["skipped"] == "failed" and embedding["error"] and "not embedded" in embedding["note"]
+    assert fresh.get("/api/kg/up").json()["nodes"] == 6 and hits
 
 
 def test_export_formats_round_trip(fresh):

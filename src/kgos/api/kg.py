@@ -26,6 +26,7 @@ from starlette.background import BackgroundTask
 
 from ..errors import EdgeNotFound, ImportFailed, InvalidArgument
 from ..kg import KG, Workspace, check_db_id
+from ..kg.embedding import embed_after_import
 from . import models as m
 from .errors import RESPONSES
 from .runtime import Runtime, runtime
@@ -202,18 +203,28 @@ KNOWN_SUFFIXES = (".json", ".jsonl", ".ndjson", ".graphml", ".xml", ".csv")
 def import_kg(db_id: DbId, rt: Rt, file: Annotated[UploadFile, File(description="The KG file")],
               mode: Literal["create", "merge", "replace"] = "create",
               format: Literal["nodelink", "jsonl", "csv", "graphml"] | None = None,
-              skip_dangling: bool = False, skip_invalid: bool = False) -> Any:
+              skip_dangling: bool = False, skip_invalid: bool = False,
+              embed: Literal["fast", "none"] = "fast") -> Any:
     """Import an uploaded file (node-link JSON, JSON Lines, GraphML, a nodes CSV or a zip of
     nodes.csv + edges.csv; any of them gzipped) all or nothing: a bad file is a 400 naming the
     record, and the KG is left as it was (``skip_invalid``: records failing their checks are left out and
-    counted instead). ``mode``: create (409 if the KG exists), merge, replace."""
+    counted instead). ``mode``: create (409 if the KG exists), merge, replace. ``embed``: ``fast``
+    embeds a KG without vectors with the fast tier (seconds; ``kgos embed DB_ID`` fills in the default
+    model), ``none`` leaves it to text and graph search; ``embedding`` in the answer says what was done
+    (an embedder that fails leaves the import in place, with a note)."""
     folder = FilePath(tempfile.mkdtemp(prefix="kgos-upload-"))
     try:
         path = save_upload(file, folder, format, rt.settings.max_upload_bytes)
         fmt = "csv" if path.is_dir() else format
-        return locked(rt, lambda ws: ws.import_file(db_id, path, fmt, mode, skip_dangling, skip_invalid=skip_invalid).to_dict())
+        return locked(rt, lambda ws: _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid, embed == "fast"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _import(ws: Workspace, db_id: str, path: FilePath, fmt: str | None, mode: str, skip_dangling: bool,
+            skip_invalid: bool, embed: bool) -> dict[str, Any]:
+    report = ws.import_file(db_id, path, fmt, mode, skip_dangling, skip_invalid=skip_invalid).to_dict()
+    return {**report, "embedding": embed_after_import(ws.kg(db_id), enabled=embed).to_dict()}
 
 
 def save_upload(file: UploadFile, folder: FilePath, format: str | None, max_bytes: int) -> FilePath:

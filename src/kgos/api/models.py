@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from ..embed.nodes import EmbedReport
 from ..kg import KGInfo, check_db_id
+from ..kg.embedding import ImportEmbedding
 from ..methods import results as R
 from ..methods.compose import MAX_TOOLS_CAP
 from ..methods.view import MAX_DEPTH
@@ -373,7 +375,10 @@ class KGDeleted(BaseModel):
 IssueOut = response_model(Issue, "IssueOut")
 RuleOut = response_model(RuleResult, "RuleOut")
 ValidationOut = response_model(ValidationReport, "ValidationOut")
-ImportOut = response_model(ImportReport, "ImportOut")
+ImportEmbeddingOut = response_model(ImportEmbedding, "ImportEmbeddingOut", fast=(
+    response_model(EmbedReport, "EmbedReportOut") | None, None))
+ImportOut = response_model(ImportReport, "ImportOut", embedding=(ImportEmbeddingOut | None, Field(
+    None, description="How the upload was embedded (fast tier only; `kgos embed DB_ID` fills in the default model)")))
 
 
 class Health(BaseModel):

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import KGOSError
+from ..kg.embedding import embed_after_import
 from . import cli, out, output_options, workspace
 from .output import table
 
@@ -67,15 +67,13 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
         report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress, skip_invalid)
     o.emit(report, lambda c: _print_import(c, report), lambda: [(report.db_id, report.nodes, report.edges)], columns=("db_id", "nodes", "edges"))
     kg = workspace(ctx).kg(db_id)
-    if no_embed or kg.embed_status().search_model:  # an embedded KG was kept embedded by the import
-        return
-    try:
-        fast = kg.embed_fast(embedder)
-    except KGOSError as exc:  # the import stands; search runs on text and graph until `kgos embed`
-        o.note(f"Imported, but not embedded ({exc}); search uses text and graph until `kgos embed {db_id}`.")
+    done = embed_after_import(kg, embedder, enabled=not no_embed)
+    if done.error is not None:  # the import stands; search runs on text and graph until `kgos embed`
+        o.note(f"Imported, but not embedded ({done.error}); search uses text and graph until `kgos embed {db_id}`.")
+    if (fast := done.fast) is None:
         return
     o.note(f"Searchable by meaning: {fast.embedded:,} nodes embedded with {fast.model} in {fast.seconds:.1f} s")
-    if fast_only or not kg.embed_status().target:
+    if fast_only or not done.fill_in:
         return
     try:
         with o.meter(f"fill-in {db_id}", "nodes") as meter:
