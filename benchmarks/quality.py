@@ -2,7 +2,7 @@
 
     python benchmarks/quality.py                     # cli-man + go + demo, writes docs/quality.md + PNG
     python benchmarks/quality.py --only cli-man --embedder hash
-    python benchmarks/quality.py --only go --sample 300 --home /tmp/kgos/benchhome --no-write
+    python benchmarks/quality.py --only go --sample 300 --home ~/kgos-bench --no-write
 
 Imports ``../shared/bench/{cli-man,go}/kg.json.gz`` (and the demo cookbook KG with its shipped probes)
 into ``--home`` (default ``benchmarks/out/ws-quality``, reused across runs), embeds them with the
