@@ -31,6 +31,23 @@ def write_nodelink(path: Path, nodes: list[dict], edges: list[dict], **meta: str
     return path
 
 
+GREEK = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu",
+         "nu", "xi", "omicron", "pi", "rho", "sigma"]
+
+
+def word_chain_kg(ws: kgos.Workspace, words: list[str], db_id: str = "t") -> kgos.KG:
+    """An embedded (hash) KG of one node per word, named '<word> <next word> widget' so names share
+    words, chained by relates_to edges."""
+    g = ws.create(db_id)
+    for i, w in enumerate(words):
+        g.add_node(f"{w} {words[(i + 1) % len(words)]} widget", "thing", f"The {w} widget for quokka keepers.",
+                   id=f"n{i}")
+    for i in range(len(words) - 1):
+        g.add_edge(f"n{i}", f"n{i + 1}", "relates_to")
+    g.embed("hash")
+    return g
+
+
 @pytest.fixture
 def tiny_graph() -> tuple[list[dict], list[dict]]:
     nodes = [

@@ -7,22 +7,16 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from conftest import GREEK, word_chain_kg
 
 from kgos.index import nearest
 
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
+WORDS = GREEK[:12]
 
 
 @pytest.fixture
 def kg(ws):
-    g = ws.create("t")
-    for i, w in enumerate(WORDS):
-        g.add_node(f"{w} {WORDS[(i + 1) % len(WORDS)]} widget", "thing", f"The {w} widget for quokka keepers.",
-                   id=f"n{i}")
-    for i in range(len(WORDS) - 1):
-        g.add_edge(f"n{i}", f"n{i + 1}", "relates_to")
-    g.embed("hash")
-    return g
+    return word_chain_kg(ws, WORDS)
 
 
 def ranking(result):

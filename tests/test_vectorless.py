@@ -9,7 +9,7 @@ import json
 import pytest
 from api_helpers import client
 from click.testing import CliRunner
-from conftest import write_nodelink
+from conftest import GREEK, word_chain_kg, write_nodelink
 
 from kgos.cli import cli
 from kgos.errors import EmbeddingServiceError
@@ -17,21 +17,13 @@ from kgos.eval.ablation import evaluate_config
 from kgos.eval.probes import Probe
 from kgos.retrieval.engine import FITTED_ON
 
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu",
-         "nu", "xi", "omicron", "pi", "rho", "sigma"]
+WORDS = GREEK[:18]
 
 
 @pytest.fixture
 def kg(ws):
     """An embedded KG of 18 nodes whose names share words, so a new exact name has rivals."""
-    g = ws.create("t")
-    for i, w in enumerate(WORDS):
-        g.add_node(f"{w} {WORDS[(i + 1) % len(WORDS)]} widget", "thing", f"The {w} widget for quokka keepers.",
-                   id=f"n{i}")
-    for i in range(len(WORDS) - 1):
-        g.add_edge(f"n{i}", f"n{i + 1}", "relates_to")
-    g.embed("hash")
-    return g
+    return word_chain_kg(ws, WORDS)
 
 
 def rank_of(result, node_id: str) -> int | None:
