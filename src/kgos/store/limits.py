@@ -37,11 +37,10 @@ def check_properties(props: dict[str, Any], what: str = "properties") -> str:
         raise PropertiesTooLarge(f"{what} take {len(data):,} bytes of JSON; at most {MAX_PROPERTY_BYTES:,} "
                                  "are allowed: store large content in a file or a node of its own and "
                                  "keep a reference (a path, URL or node id) in the properties")
-    # Each level opens one '{' or '['; fewer of them than the limit (brackets inside strings only
-    # add to the count) proves the depth without walking the value.
-    if data.count(b"{") + data.count(b"[") > MAX_PROPERTY_DEPTH and depth(props) > MAX_PROPERTY_DEPTH:
+    text = data.decode()
+    if nests_too_deep(text, props):
         raise too_deep(what)
-    return data.decode()
+    return text
 
 
 def too_deep(what: str) -> PropertiesTooLarge:
@@ -67,8 +66,9 @@ def unreadable(what: str) -> dict[str, str]:
 
 
 def nests_too_deep(text: str, value: Any) -> bool:
-    """Whether ``value``, parsed from ``text``, nests deeper than the limit (the bracket count spares
-    the walk for nearly every record)."""
+    """Whether ``value``, parsed from (or serialised to) ``text``, nests deeper than the limit. Each
+    level opens one '{' or '['; fewer of them than the limit (brackets inside strings only add to the
+    count) proves the depth without walking the value, for nearly every record."""
     return text.count("{") + text.count("[") > MAX_PROPERTY_DEPTH and depth(value) > MAX_PROPERTY_DEPTH
 
 
