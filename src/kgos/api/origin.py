@@ -68,12 +68,16 @@ def split_host(value: str) -> tuple[str, int | None] | None:
     return name, int(port) if port is not None else None
 
 
-def is_ip(name: str) -> bool:
+def ip_of(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address ``name`` spells (IPv6 with or without brackets), or None for a host name."""
     try:
-        ipaddress.ip_address(name.strip("[]"))
+        return ipaddress.ip_address(name.strip("[]"))
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def is_ip(name: str) -> bool:
+    return ip_of(name) is not None
 
 
 def url_name(host: str) -> str:
@@ -84,10 +88,8 @@ def url_name(host: str) -> str:
 
 def is_wildcard(host: str) -> bool:
     """True for the every-interface binds (``0.0.0.0``, ``::``)."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_unspecified
-    except ValueError:
-        return False
+    ip = ip_of(host)
+    return ip is not None and ip.is_unspecified
 
 
 @dataclass(frozen=True)
@@ -134,10 +136,8 @@ def is_loopback(host: str) -> bool:
     """True for 127.0.0.0/8, ::1 and ``localhost``: the only binds that may run without a token."""
     if host.lower() == "localhost":
         return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    ip = ip_of(host)
+    return ip is not None and ip.is_loopback
 
 
 def header(scope: Scope, name: bytes) -> str | None:
