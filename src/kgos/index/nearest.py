@@ -113,9 +113,9 @@ def fill_in(snap: Any, query: np.ndarray, signal: np.ndarray, rows: np.ndarray) 
 
 def ann_note(snap: Any) -> str | None:
     """What a large KG's search says when faiss is missing and every query scans all vectors."""
-    if snap.vectors is None or snap.n < ann.MIN_ROWS or ann.available():
+    if snap.vectors is None or snap.n < ann.MIN_ROWS:
         return None
-    try:
+    try:  # one import attempt per query (available() then _faiss() tried it twice)
         ann._faiss()
     except ann.MissingDependency as e:
         return f"{snap.n:,} vectors scanned exactly (no approximate index): {e}"
