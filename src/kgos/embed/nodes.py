@@ -73,9 +73,8 @@ def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None =
     size = WRITE_CHUNK if bump else FILL_CHUNK
     for start in range(0, len(changed), size):
         chunk = changed[start:start + size]
-        vectors = embedder.embed([t for _, t, _ in chunk], batch_size=batch_size, progress=progress)
-        items = [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(chunk)]
-        _write(store, table, embedder.name, vectors.shape[1], items, bump=bump)
+        dims, items = _embedded(embedder, chunk, batch_size, progress)
+        _write(store, table, embedder.name, dims, items, bump=bump)
     if stale:
         _write(store, table, embedder.name, 0, [], remove=stale, bump=bump)
     return EmbedReport(store.db_id, embedder.name, embedder.dims, len(todo), len(changed),
@@ -95,9 +94,8 @@ def embed_nodes(store: GraphStore, embedder: Embedder, node_ids: Iterable[str], 
     todo = [(nid, t, h) for nid, node in nodes.items() for t in [embed_text(node)]
             for h in [content_hash(embedder.name, t)] if known.get(nid) != h]
     if todo:
-        vectors = embedder.embed([t for _, t, _ in todo], batch_size=batch_size)
-        items = [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(todo)]
-        _write(store, table, embedder.name, vectors.shape[1], items)
+        dims, items = _embedded(embedder, todo, batch_size)
+        _write(store, table, embedder.name, dims, items)
     return len(todo)
 
 
@@ -136,6 +134,13 @@ def vector_count(store: GraphStore, model: str, cache_root: Path | None = None) 
     """How many nodes have a vector of ``model`` (current or not: progress, not validity)."""
     table = _table(store, cache_root)
     return len(table.rows(model))
+
+
+def _embedded(embedder: Embedder, todo: list[tuple[str, str, str]], batch_size: int,
+              progress: Callable[[int], None] | None = None) -> tuple[int, list[tuple[str, str, bytes]]]:
+    """Embed the texts of ``todo`` ((id, text, hash) triples): their dims and the rows to write."""
+    vectors = embedder.embed([t for _, t, _ in todo], batch_size=batch_size, progress=progress)
+    return vectors.shape[1], [(nid, h, vectors[i].astype(np.float32).tobytes()) for i, (nid, _, h) in enumerate(todo)]
 
 
 def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],
