@@ -184,15 +184,14 @@ def embedding_signal(snap: Snapshot, query_vector: np.ndarray | None, exact: boo
     return normalise(np.maximum(nearest.similarities(snap, query_vector, exact), 0))
 
 
-def name_signal(snap: Snapshot, query: str, options: SearchOptions, mode: str,
-                mask: np.ndarray | None = None) -> np.ndarray | None:
+def name_signal(snap: Snapshot, query: str, options: SearchOptions, mode: str) -> np.ndarray | None:
     """How fully the query is a name or alias of each node (index/names.py tiers: 1.0 the exact name,
     0.9 an exact alias, 0.8/0.7 the same words in any order, <= 0.3 the start of a name). Not
     renormalised: the tiers are absolute, so 0 everywhere when the query names nothing."""
     if mode not in NAME_MODES or options.name_weight <= 0 or snap.name_index is None:
         return None
-    out = snap.name_index.scores(query[:MAX_NAME_QUERY_CHARS], prefix=options.name_prefix)
-    return np.where(mask, out, np.float32(0)) if mask is not None else out
+    # a pre-filter's mask is applied to the total in ``search``: not here as well
+    return snap.name_index.scores(query[:MAX_NAME_QUERY_CHARS], prefix=options.name_prefix)
 
 
 def solution_signal(snap: Snapshot, base: np.ndarray, seeds: int, query: str = "") -> np.ndarray:
@@ -453,7 +452,7 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
     w = choose_weights(parse_weights(weights), it, mode, options, tuned)
     qv = embed_query(query) if embed_query is not None and snap.vectors is not None and w.embedding > 0 else None
     signals = signal_for_mode(compute_signals(snap, store, query, it.name, qv, options, mask), mode)
-    signals.name = name_signal(snap, query, options, mode, mask)
+    signals.name = name_signal(snap, query, options, mode)
     notes, warnings = _notes(snap, signals, w, options), _warnings(snap, signals, w)
     w = effective_weights(w, signals)
     vectorless = vectorless_rows(snap, signals)
