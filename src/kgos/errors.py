@@ -162,3 +162,24 @@ class DemoChanged(KGOSError):
     """``kgos demo`` would overwrite demo KGs that were edited since it loaded them."""
 
     status = 409
+
+
+class DatabaseUnavailable(KGOSError):
+    """The PostgreSQL server of a KG cannot be reached or refused the login (down, wrong URL or
+    password). Requests fail with this until it is back; nothing needs a restart. ``retry_after``
+    is the seconds a client should wait before trying again (HTTP ``Retry-After``)."""
+
+    status = 503
+    retry_after = 5
+
+
+class StoreBusy(DatabaseUnavailable):
+    """Every connection of the PostgreSQL pool stayed busy for the bounded wait: try again shortly."""
+
+    retry_after = 1
+
+
+class SchemaTooNew(KGOSError):
+    """A database (or KG file) migrated by a newer KG-OS than this one: upgrade KG-OS to open it."""
+
+    status = 409
