@@ -65,9 +65,13 @@ def _phrase(status: int) -> str:
 async def kgos_error(request: Request, exc: Exception) -> JSONResponse:
     """A library error: its status and message, with suggestions / candidates / record if it has them."""
     assert isinstance(exc, KGOSError)
-    return error_body(getattr(exc, "status", 400), str(exc), type(exc).__name__,
-                      suggestions=getattr(exc, "suggestions", None), candidates=getattr(exc, "candidates", None),
-                      record=getattr(exc, "record", None))
+    response = error_body(getattr(exc, "status", 400), str(exc), type(exc).__name__,
+                          suggestions=getattr(exc, "suggestions", None), candidates=getattr(exc, "candidates", None),
+                          record=getattr(exc, "record", None))
+    retry = getattr(exc, "retry_after", None)  # 503s of a busy or unreachable database
+    if retry is not None:
+        response.headers["Retry-After"] = str(retry)
+    return response
 
 
 def _loc(loc: Any) -> list[str | int]:
