@@ -1,0 +1,126 @@
+"""A throwaway PostgreSQL cluster for the tests: ``initdb`` + ``pg_ctl`` in a temp folder, one per
+test process, removed at exit. PostgreSQL refuses to run as root, so as root the server runs as
+Debian's unprivileged ``postgres`` user (``runuser``). Unix socket in the temp folder (user ``kgos``,
+trusted) plus a loopback TCP port with a password (for the wrong-password test).
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+PASSWORD = "kgos-test-secret"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    folder: Path
+    port: int
+    bin: Path
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.folder / "sock"
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgresql://kgos@/{dbname}?host={self.socket_dir}&port={self.port}"
+
+    def tcp_url(self, password: str, dbname: str = "postgres") -> str:
+        return f"postgresql://kgos:{password}@127.0.0.1:{self.port}/{dbname}"
+
+    def new_database(self) -> str:
+        """A fresh empty database; its URL."""
+        import psycopg
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def pg_ctl(self, *args: str) -> None:
+        _run([str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-l", str(self.folder / "log"), *args])
+
+    def stop(self) -> None:
+        self.pg_ctl("stop", "-m", "fast", "-w")
+
+    def start(self) -> None:
+        self.pg_ctl("start", "-w", "-o", f"-p {self.port} -k {self.socket_dir} -c listen_addresses=127.0.0.1 -F")
+
+
+_CLUSTER: Cluster | None = None
+_WHY_NOT: str | None = None
+
+
+def server_bin() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).resolve().parent if initdb else None
+
+
+def _as_server_user() -> list[str]:
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def _run(cmd: list[str]) -> None:
+    subprocess.run(_as_server_user() + cmd, check=True, capture_output=True, timeout=60)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cluster() -> tuple[Cluster | None, str | None]:
+    """(the cluster, None) or (None, why none could be started)."""
+    global _CLUSTER, _WHY_NOT
+    if _CLUSTER is None and _WHY_NOT is None:
+        try:
+            _CLUSTER = _start()
+        except Exception as exc:  # any reason is a skip reason, reported as is
+            _WHY_NOT = f"no PostgreSQL server could be started: {exc}"
+    return _CLUSTER, _WHY_NOT
+
+
+def _start() -> Cluster:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise RuntimeError("psycopg is not installed (pip install -e '.[postgres]')") from None
+    bindir = server_bin()
+    if bindir is None:
+        raise RuntimeError("no initdb found (apt-get install postgresql)")
+    folder = Path(tempfile.mkdtemp(prefix="kgos-pg-"))
+    (folder / "sock").mkdir()
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("postgres")
+        for path in (folder, folder / "sock"):
+            os.chown(path, user.pw_uid, user.pw_gid)
+    pwfile = folder / "pw"
+    pwfile.write_text(PASSWORD)
+    if os.geteuid() == 0:
+        os.chown(pwfile, pwd.getpwnam("postgres").pw_uid, -1)
+    _run([str(bindir / "initdb"), "-D", str(folder / "data"), "-U", "kgos", "--pwfile", str(pwfile),
+          "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "-E", "UTF8", "--locale=C"])
+    c = Cluster(folder, _free_port(), bindir)
+    c.start()
+    atexit.register(_remove, c)
+    return c
+
+
+def _remove(c: Cluster) -> None:
+    try:
+        c.pg_ctl("stop", "-m", "immediate", "-w")
+    except Exception:
+        pass
+    shutil.rmtree(c.folder, ignore_errors=True)
