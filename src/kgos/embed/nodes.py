@@ -18,7 +18,6 @@ import numpy as np
 
 from ..index.vectors import _table, _VectorTable, embed_text
 from ..store.base import GraphStore
-from ..store.native import NativeStore
 from .base import Embedder, content_hash
 
 WRITE_CHUNK = 4096  # nodes embedded and written per transaction: an interrupted run keeps its work
@@ -123,11 +122,11 @@ def drop_vectors(store: GraphStore, model: str, cache_root: Path | None = None) 
     """Remove every vector of ``model`` (the fast tier's, once the model it stood in for covers the KG;
     search no longer reads them, so the version stays)."""
     table = _table(store, cache_root)
-    if table.native and isinstance(store, NativeStore):
-        with store.transaction(bump=False) as conn:
-            conn.execute("DELETE FROM node_embeddings WHERE model = ?", (model,))
+    if table.native:  # the KG's own table (SQLite or PostgreSQL): one of its transactions
+        with store.transaction(bump=False):  # type: ignore[attr-defined]
+            table.drop(model)
     else:
-        table.conn.execute("DELETE FROM node_embeddings WHERE model = ?", (model,))
+        table.drop(model)
 
 
 def vector_count(store: GraphStore, model: str, cache_root: Path | None = None) -> int:
@@ -145,8 +144,8 @@ def _embedded(embedder: Embedder, todo: list[tuple[str, str, str]], batch_size: 
 
 def _write(store: GraphStore, table: _VectorTable, model: str, dims: int, items: list[tuple[str, str, bytes]],
            remove: set[str] | None = None, bump: bool = True) -> None:
-    if table.native and isinstance(store, NativeStore):  # the KG's own table: one of its transactions
-        with store.transaction(bump):
+    if table.native:  # the KG's own table (SQLite or PostgreSQL): one of its transactions
+        with store.transaction(bump):  # type: ignore[attr-defined]
             table.write(model, dims, items)
             table.remove(model, remove or ())
     else:

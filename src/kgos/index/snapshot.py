@@ -28,7 +28,6 @@ from ..errors import IndexDamaged
 from ..model import Node
 from ..store.arrays import GraphArrays
 from ..store.base import GraphStore
-from ..store.native import NativeStore
 from .graph import GraphIndex
 from .names import NameIndex, alias_strings
 from .text import TextConfig, TextIndex
@@ -209,7 +208,7 @@ def _with_vectors(snap: Snapshot, vectors: np.ndarray | None, embedder: str | No
 def _caches_vectors(store: GraphStore) -> bool:
     # Only native KGs: an attached KG's vectors live in a sidecar whose writes leave its version alone,
     # so a cached copy under that version could go stale.
-    return isinstance(store, NativeStore)
+    return store.native_schema
 
 
 def _safe(text: str) -> str:

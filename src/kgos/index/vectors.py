@@ -67,6 +67,9 @@ class _VectorTable:
             self.conn.executemany("INSERT OR REPLACE INTO node_embeddings VALUES (?, ?, ?, ?, ?)",
                                   [(nid, model, dims, h, v) for nid, h, v in items])
 
+    def drop(self, model: str) -> None:
+        self.conn.execute("DELETE FROM node_embeddings WHERE model = ?", (model,))
+
     def remove(self, model: str, node_ids: Iterable[str]) -> None:
         ids = list(node_ids)
         if self.native:  # cascades remove vectors of deleted nodes; this drops vectors of other dims
@@ -77,9 +80,12 @@ class _VectorTable:
                                   [(model, i) for i in ids])
 
 
-def _table(store: GraphStore, cache_root: Path | None) -> _VectorTable:
+def _table(store: GraphStore, cache_root: Path | None) -> Any:
     if isinstance(store, NativeStore) and not store.read_only:
         return _VectorTable(store.conn, native=True)
+    own = getattr(store, "vector_table", None)  # a store with its own table (PostgreSQL)
+    if own is not None and not store.read_only:
+        return own()
     if cache_root is None:
         raise InvalidArgument("a read-only KG keeps its vectors in the workspace cache: open it through a "
                               "Workspace (or pass cache_root)")
@@ -119,6 +125,9 @@ def load_vectors(store: GraphStore, model: str, node_ids: tuple[str, ...],
 
 def models(store: GraphStore) -> dict[str, int]:
     """Embedding models with stored vectors in a native KG, and how many nodes each covers."""
+    own = getattr(store, "vector_models", None)
+    if own is not None:
+        return dict(own())
     if not hasattr(store, "conn"):
         return {}
     try:

@@ -62,6 +62,7 @@ from ..retrieval.engine import SearchEngine
 from ..retrieval.results import SearchResult
 from ..store.base import GraphStore
 from ..store.native import NativeStore
+from ..store.proposals import ProposalQueue, open_proposal_store
 from ..store.stats import KGStats, kg_stats
 from ..store.validation import ValidationReport, validate
 
@@ -91,12 +92,16 @@ class KGHome(Protocol):
 
 
 class KG:
+    extensions: dict[str, Callable[[KG], Any]] = {}
+
     def __init__(self, workspace: KGHome, db_id: str, store: GraphStore) -> None:
         self.workspace = workspace
         self.db_id = db_id
         self.store = store
         self._engine: SearchEngine | None = None
         self._views = ViewCache()
+        self._proposals: ProposalQueue | None = None
+        self._extensions: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"<KG {self.db_id!r} nodes={self.store.node_count()} edges={self.store.edge_count()}>"
@@ -154,7 +159,7 @@ class KG:
     def _writer(self) -> NativeStore | ForeignStore:
         from ..store.foreign import ForeignStore
         self.store.require_writable()
-        if not isinstance(self.store, (NativeStore, ForeignStore)):
+        if not (self.store.native_schema or isinstance(self.store, ForeignStore)):
             raise KGOSError(f"KG '{self.db_id}' does not support writes")
         return self.store
 
@@ -191,6 +196,34 @@ class KG:
 
     def delete_edge(self, source: str, target: str, type: str) -> bool:
         return self._writer().delete_edge(source, target, type)
+
+    # -- the review queue and the layers that extend a KG ----------------------------------------
+    @property
+    def proposals(self) -> ProposalQueue:
+        """The review queue of proposed edges and nodes (link prediction, research, ...)."""
+        if self._proposals is None:
+            sidecar = self.workspace.cache_dir.parent / "proposals" / f"{self.db_id}.db"
+            self._proposals = ProposalQueue(open_proposal_store(self.store, sidecar), self.store)
+        return self._proposals
+
+    @property
+    def predict(self) -> Any:
+        """Link prediction on this KG (``kgos.linkpred.Predict``): discover, run, evaluate."""
+        return self.extension("predict")
+
+    def extension(self, name: str) -> Any:
+        """The accessor a higher layer registered under ``name`` (``KG.register_extension``), made once
+        per KG: the kg layer cannot import the layers above it."""
+        if name not in self._extensions:
+            factory = KG.extensions.get(name)
+            if factory is None:
+                raise KGOSError(f"'{name}' is not loaded: import kgos.linkpred (or the package that provides it)")
+            self._extensions[name] = factory(self)
+        return self._extensions[name]
+
+    @classmethod
+    def register_extension(cls, name: str, factory: Callable[[KG], Any]) -> None:
+        cls.extensions[name] = factory
 
     # -- search ------------------------------------------------------------------------------------
     @property
@@ -290,14 +323,14 @@ class KG:
             self.workspace.set_setting(self.db_id, key, value)
 
     def _owns_meta(self) -> bool:
-        return isinstance(self.store, NativeStore) and not self.store.read_only
+        return self.store.native_schema and not self.store.read_only
 
     def save_weight_profiles(self, profiles: dict[str, Any] | None) -> None:
         """Store (or with None remove) this KG's tuned weight profiles (``kgos.eval.tuning.tune``
         fits them)."""
         value = self.engine.profile_json(profiles) if profiles else ""  # scoped to today's vectors
-        if isinstance(self.store, NativeStore) and not self.store.read_only:
-            self.store.set_meta(weight_profiles=value)
+        if self._owns_meta():
+            self.store.set_meta(weight_profiles=value)  # type: ignore[attr-defined]
         else:
             self.workspace.set_setting(self.db_id, "weight_profiles", value)
             self.engine.tuned = value

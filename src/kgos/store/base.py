@@ -68,6 +68,8 @@ class GraphStore(ABC):
 
     db_id: str
     read_only: bool = True
+    # KG-OS's own schema (SQLite file or PostgreSQL): metadata, vectors and settings are kept in the KG
+    native_schema: bool = False
 
     @contextmanager
     def read_transaction(self) -> Iterator[None]:

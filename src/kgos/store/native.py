@@ -76,6 +76,8 @@ def check_weight(weight: Any) -> float:
 class NativeStore(GraphStore):
     """A native KG file. Open with ``NativeStore(path, db_id)``; create with ``NativeStore.create``."""
 
+    native_schema = True
+
     def __init__(self, path: Path | str, db_id: str, read_only: bool = False) -> None:
         self.path = Path(path)
         self.db_id = db_id
