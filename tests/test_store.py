@@ -148,7 +148,7 @@ def test_graph_arrays_drop_edges_to_missing_nodes(store):
 
 def test_migrations_are_recorded_and_idempotent(tmp_path, store):
     names = [r[0] for r in store.conn.execute("SELECT name FROM kg_migrations")]
-    assert names == ["001_native_schema", "002_compact_vectors"]
+    assert names == ["001_native_schema", "002_compact_vectors", "003_kg_predictions"]
     again = NativeStore(store.path, "t")
     assert again.meta()["name"] == "Test"
     assert [r[0] for r in again.conn.execute("SELECT name FROM kg_migrations")] == names

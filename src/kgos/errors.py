@@ -183,3 +183,29 @@ class SchemaTooNew(KGOSError):
     """A database (or KG file) migrated by a newer KG-OS than this one: upgrade KG-OS to open it."""
 
     status = 409
+
+
+class ProposalNotFound(KGOSError, LookupError):
+    """No proposal with that id in the KG's review queue."""
+
+    status = 404
+
+
+class ProposalConflict(KGOSError):
+    """A review that clashes with the proposal's state: accepting or rejecting one already decided
+    (another reviewer was first), undoing a pending one."""
+
+    status = 409
+
+
+class ProposalStale(KGOSError):
+    """A proposal whose nodes were deleted since it was proposed: it cannot be promoted."""
+
+    status = 409
+
+
+class NotTrained(KGOSError):
+    """A link predictor asked to score before it was fitted, or that cannot be fitted on this KG
+    (no edges, one entity)."""
+
+    status = 422

@@ -120,9 +120,40 @@ DROP TABLE node_embeddings_001;
 CREATE UNIQUE INDEX node_embeddings_key ON node_embeddings(node, model);
 """
 
+# The review queue of proposals (spec/003 kg_predictions, generalised: an edge or a node, any source);
+# store/proposals.py reads and writes it. Also the schema of the sidecar queue of attached KGs.
+M003_KG_PREDICTIONS = """
+CREATE TABLE kg_predictions (
+  prediction_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL DEFAULT 'edge' CHECK (kind IN ('edge', 'node')),
+  source_node_id TEXT NOT NULL,
+  target_node_id TEXT NOT NULL DEFAULT '',
+  predicted_relation TEXT NOT NULL,
+  predictor TEXT NOT NULL,
+  score REAL NOT NULL DEFAULT 0,
+  scores TEXT NOT NULL DEFAULT '{}',
+  evidence TEXT NOT NULL DEFAULT '{}',
+  payload TEXT NOT NULL DEFAULT '{}',
+  llm_validated INTEGER,
+  llm_reasoning TEXT,
+  llm_model TEXT,
+  combined_confidence REAL,
+  status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'accepted', 'rejected')),
+  reviewer TEXT,
+  note TEXT,
+  created_at TEXT NOT NULL,
+  reviewed_at TEXT,
+  promoted_at TEXT,
+  promoted_rowid INTEGER,
+  UNIQUE (kind, source_node_id, target_node_id, predicted_relation)
+);
+CREATE INDEX kg_predictions_status ON kg_predictions(status, combined_confidence DESC);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("001_native_schema", M001_NATIVE_SCHEMA),
     ("002_compact_vectors", M002_COMPACT_VECTORS),
+    ("003_kg_predictions", M003_KG_PREDICTIONS),
 ]
 # A migration that frees many pages (002 frees the old vector table) gives them back to the file system.
 VACUUM_FREE_PAGES = 2048
