@@ -72,8 +72,12 @@ class KGInfo:
 
 
 class Workspace:
-    def __init__(self, home: str | Path | None = None) -> None:
+    def __init__(self, home: str | Path | None = None, database_url: str | None = None) -> None:
+        """``database_url`` (default: ``$KGOS_DATABASE_URL``): new KGs are created in that PostgreSQL
+        database, and its KGs are listed with the local ones (docs/postgres.md)."""
         self.home = Path(home).expanduser() if home is not None else default_home()
+        self.database_url = database_url or os.environ.get("KGOS_DATABASE_URL") or None
+        self._pg: Any = None
         self.kgs_dir = self.home / "kgs"
         self.cache_dir = self.home / "cache"
         self.kgs_dir.mkdir(parents=True, exist_ok=True)
@@ -102,11 +106,23 @@ class Workspace:
         return self.kgs_dir / f"{check_db_id(db_id)}.db"
 
     def exists(self, db_id: str) -> bool:
-        return self.native_path(db_id).exists() or self.registry.get(db_id) is not None
+        return self.native_path(db_id).exists() or self.registry.get(db_id) is not None or self._in_pg(db_id)
 
     def db_ids(self) -> list[str]:
         native = [p.stem for p in self.kgs_dir.glob("*.db") if DB_ID_RE.fullmatch(p.stem)]
-        return sorted(set(native) | {row[0] for row in self.registry.all()})
+        shared = self.pg.kg_ids() if self.pg is not None else []
+        return sorted(set(native) | {row[0] for row in self.registry.all()} | set(shared))
+
+    @property
+    def pg(self) -> Any:
+        """The ``PgDatabase`` of ``database_url`` (connected on first use), or None."""
+        if self.database_url and self._pg is None:
+            from ..store.postgres_db import database
+            self._pg = database(self.database_url)
+        return self._pg
+
+    def _in_pg(self, db_id: str) -> bool:
+        return self.pg is not None and self.pg.kg_schema(db_id) is not None
 
     # -- opening -----------------------------------------------------------------------------------
     def kg(self, db_id: str) -> KG:
@@ -120,10 +136,18 @@ class Workspace:
         path = self.native_path(db_id)
         if path.exists():
             return NativeStore(path, db_id)
+        if self._in_pg(db_id):
+            from ..store.postgres import PostgresStore
+            return PostgresStore(self.pg, db_id)
         attached = self.registry.get(db_id)
         if attached is None:
             known = ", ".join(self.db_ids()) or "none yet (try: kgos demo)"
             raise KGNotFound(f"no KG named '{db_id}' in {self.home}; known KGs: {known}")
+        if attached[1] == "postgres":
+            from ..store.postgres import PostgresStore
+            from ..store.postgres_db import split_kg_url
+            url, remote = split_kg_url(attached[0])
+            return PostgresStore(url, db_id, read_only=attached[2], remote_id=remote)
         from ..store.foreign import ForeignStore
         return ForeignStore(attached[0], db_id, profile=attached[1], read_only=attached[2])
 
@@ -139,8 +163,9 @@ class Workspace:
         kg = self.kg(db_id)
         meta = kg.store.meta()
         attached = self.registry.get(db_id)
-        return KGInfo(db_id=db_id, kind="attached" if attached else "native",
-                      path=attached[0] if attached else str(self.native_path(db_id)),
+        location = getattr(kg.store, "location", None)  # a PostgreSQL KG: its database (no password)
+        return KGInfo(db_id=db_id, kind="attached" if attached else "postgres" if location else "native",
+                      path=location or (attached[0] if attached else str(self.native_path(db_id))),
                       profile=meta.get("profile", "native"), read_only=kg.store.read_only,
                       name=meta.get("name", db_id), description=meta.get("description", ""),
                       nodes=kg.store.node_count(), edges=kg.store.edge_count())
@@ -149,7 +174,10 @@ class Workspace:
     def create(self, db_id: str, name: str | None = None, description: str = "") -> KG:
         if self.exists(db_id):
             raise KGExists(f"a KG named '{db_id}' already exists; choose another name or delete it first")
-        NativeStore.create(self.native_path(db_id), db_id, name=name, description=description).close()
+        if self.pg is not None:
+            self.pg.create_kg(check_db_id(db_id), name, description)
+        else:
+            NativeStore.create(self.native_path(db_id), db_id, name=name, description=description).close()
         return self.kg(db_id)
 
     def attach(self, db_id: str, path: str | Path, profile: str | None = None,
@@ -158,11 +186,26 @@ class Workspace:
         from ..store.foreign import ForeignStore
         if self.exists(db_id):
             raise KGExists(f"a KG named '{db_id}' already exists; choose another name")
+        if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+            return self._attach_postgres(db_id, path, writable)
         path = Path(path).expanduser().resolve()
         if not path.is_file():
             raise SchemaNotRecognized(f"no such file: {path}")
         store = ForeignStore(path, db_id, profile=profile, read_only=not writable)
         self.registry.add(db_id, str(path), store.profile.name, not writable)
+        self._open[db_id] = KG(self, db_id, store)
+        return self._open[db_id]
+
+    def _attach_postgres(self, db_id: str, url: str, writable: bool) -> KG:
+        """A KG of a PostgreSQL database (``postgresql://.../db#name``; name defaults to ``db_id``)."""
+        from ..store.postgres import PostgresStore
+        from ..store.postgres_db import split_kg_url
+        base, remote = split_kg_url(url)
+        if "password=" in base or re.match(r"^postgres(ql)?://[^/@:]*:[^/@]*@", base):
+            raise InvalidArgument("the URL is stored in workspace.db: leave the password out of it and put it in "
+                                  "~/.pgpass or PGPASSWORD (libpq reads both)")
+        store = PostgresStore(base, db_id, read_only=not writable, remote_id=remote)
+        self.registry.add(db_id, url, "postgres", not writable)
         self._open[db_id] = KG(self, db_id, store)
         return self._open[db_id]
 
@@ -175,6 +218,9 @@ class Workspace:
         if self.registry.get(db_id) is not None:
             self.registry.remove(db_id)
             return "detached"
+        if not self.native_path(db_id).exists() and self._in_pg(db_id):
+            self.pg.drop_kg(db_id)
+            return "deleted"
         path = self.native_path(db_id)
         for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
             p.unlink(missing_ok=True)
@@ -224,13 +270,19 @@ class Workspace:
         check_db_id(db_id)
         source = open_source(path, format)
         exists = self.exists(db_id)
-        if exists and self.registry.get(db_id) is not None:
-            raise InvalidArgument(f"'{db_id}' is an attached foreign KG; import into a native KG instead")
+        attached = self.registry.get(db_id) if exists else None
+        if attached is not None and not (attached[1] == "postgres" and mode == "merge"):
+            raise InvalidArgument(f"'{db_id}' is an attached KG; import into a native KG instead"
+                                  + (" (or --merge into it)" if attached[1] == "postgres" else ""))
         if mode == "merge" and exists:
             store = self.kg(db_id).store
-            if not isinstance(store, NativeStore):  # unreachable: attached KGs are refused above
+            if getattr(store, "location", None):  # PostgreSQL: one transaction of the shared database
+                from ..store import postgres_import
+                merged = postgres_import.merge_into(store, source, skip_dangling, progress, skip_invalid)  # type: ignore[arg-type]
+            elif not isinstance(store, NativeStore):  # unreachable: attached KGs are refused above
                 raise InvalidArgument(f"'{db_id}' is not a native KG; import into a native KG instead")
-            merged = merge_into(store, source, skip_dangling, progress, skip_invalid)
+            else:
+                merged = merge_into(store, source, skip_dangling, progress, skip_invalid)
             self.kg(db_id).engine.embed_changed()  # an embedded KG stays searchable by meaning
             return merged
         if mode == "create" and exists:
@@ -242,7 +294,16 @@ class Workspace:
         return report
 
     def _build_and_swap(self, db_id: str, source: Any, skip_dangling: bool,
-                        progress: Progress | None, mode: str, skip_invalid: bool = False) -> ImportReport:
+                        progress: Progress | None, mode: str, skip_invalid: bool = False,
+                        native: bool = False) -> ImportReport:
+        """Build the KG anew: in PostgreSQL if it lives there or is new in a PostgreSQL workspace
+        (unless ``native``), else as a SQLite file swapped into place."""
+        if not native and (self._in_pg(db_id) or (self.pg is not None and not self.native_path(db_id).exists())):
+            from ..store import postgres_import  # one transaction: a killed server leaves the KG as it was
+            report = postgres_import.bulk_load(self.pg, db_id, source, mode, skip_dangling, progress, skip_invalid)
+            self._forget(db_id)
+            shutil.rmtree(self.cache_dir / db_id, ignore_errors=True)
+            return report
         final = self.native_path(db_id)
         _remove_stale_temps(self.kgs_dir)
         temp = final.with_name(f".{final.name}.importing-{os.getpid()}")
@@ -254,6 +315,40 @@ class Workspace:
         finally:
             temp.unlink(missing_ok=True)
         shutil.rmtree(self.cache_dir / db_id, ignore_errors=True)
+        return report
+
+    def copy(self, src: str, dst: str, backend: str | None = None, database_url: str | None = None) -> ImportReport:
+        """Copy KG ``src`` into a new KG ``dst`` losslessly (nodes, edges, ids, timestamps, settings,
+        vectors). ``backend``: ``native`` (a SQLite file) or ``postgres`` (``database_url``, default
+        the workspace's; a KG in another database than the workspace's is attached as ``dst``)."""
+        from .copy import copy_vectors, settings_of, store_source
+        check_db_id(dst)
+        if self.exists(dst):
+            raise KGExists(f"a KG named '{dst}' already exists; choose another name or delete it first")
+        store = self.kg(src).store
+        target = backend or ("postgres" if database_url or self.database_url else "native")
+        report = self._copy_rows(dst, store_source(store), target, database_url)
+        settings = settings_of(store, self.setting)
+        dest = self.kg(dst).store
+        if settings:
+            dest.set_meta(**settings)  # type: ignore[attr-defined]
+        copy_vectors(store, dest, self.cache_dir)
+        self._forget(dst)  # reopened with the settings just written
+        return replace(report, mode="copy")
+
+    def _copy_rows(self, dst: str, source: Any, target: str, database_url: str | None) -> ImportReport:
+        if target == "native":
+            return self._build_and_swap(dst, source, False, None, "create", native=True)
+        if target != "postgres":
+            raise InvalidArgument(f"backend must be native or postgres, not {target!r}")
+        from ..store import postgres_import
+        from ..store.postgres_db import database
+        url = database_url or self.database_url
+        if url is None:
+            raise InvalidArgument("copying to PostgreSQL needs a database URL (--database-url or KGOS_DATABASE_URL)")
+        report = postgres_import.bulk_load(database(url), dst, source, "create")
+        if url != self.database_url:  # another database than the workspace's: attach it
+            self._attach_postgres(dst, f"{url}#{dst}", writable=True)
         return report
 
     def export(self, db_id: str, path: str | Path, format: str | None = None,

@@ -111,14 +111,13 @@ class PostgresStore(GraphStore):
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        with self.db.connection() as conn, _data_errors(self.db):
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                self._local.conn = conn
-                try:
-                    yield
-                finally:
-                    self._local.conn = None
+        with self.db.connection() as conn, _data_errors(self.db), conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None
 
     # -- metadata ----------------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:

@@ -50,11 +50,15 @@ def split_kg_url(url: str) -> tuple[str, str | None]:
 
 def safe_url(url: str) -> str:
     """The URL without its password, for messages and listings."""
+    scheme_only = url.split("://", 1)[0] + "://..."
     try:
         psycopg, _ = psycopg_modules()
+    except MissingDependency:
+        return scheme_only
+    try:
         info = psycopg.conninfo.conninfo_to_dict(url)
-    except (MissingDependency, Exception):  # a malformed URL: show its scheme only
-        return url.split("://", 1)[0] + "://..."
+    except psycopg.Error:  # a malformed URL: its scheme only
+        return scheme_only
     host = info.get("host", "localhost")
     port = f":{info['port']}" if info.get("port") else ""
     user = f"{info['user']}@" if info.get("user") else ""
@@ -127,10 +131,7 @@ class PgDatabase:
 
     def _raise_unavailable(self) -> None:
         """No connection within the wait: the server is down (say why) or every connection is busy."""
-        try:
-            self._probe()
-        except DatabaseUnavailable:
-            raise
+        self._probe()  # raises DatabaseUnavailable with the server's reason
         raise StoreBusy(f"all {self.pool.max_size} connections to {self.label} stayed busy for {self.wait:g} s; "
                         "retry shortly") from None
 

@@ -1,0 +1,209 @@
+"""Loading a ``Source`` into a PostgreSQL KG, all or nothing (the PostgreSQL twin of ``importer``).
+
+``bulk_load`` builds the KG in a fresh schema with ``COPY`` (rows first, indexes after, as the
+SQLite bulk path), then, in the same transaction, drops the KG it replaces and renames the new
+schema into place: a server killed at any point leaves the KG as it was. ``merge_into`` upserts
+inside one transaction of the store. Records are checked by the importer's own functions, so an
+import fails (or skips, with ``skip_invalid``) on exactly the records the SQLite import would.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import ImportFailed, InvalidArgument, KGExists
+from .formats import Record, Source
+from .importer import ImportReport, Invalid, Progress, _batches, _edge_rows, _fail, node_row
+from .limits import check_properties, parse_json
+from .migrations import now_iso
+from .native import merge_properties
+from .postgres import PostgresStore
+from .postgres_db import PgDatabase, psycopg_modules, schema_name
+from .postgres_schema import BULK_INDEXES, KG_MIGRATIONS, lock, record
+
+NODE_COPY = "COPY {s}.nodes (rowid, id, name, norm_name, type, description, properties, created_at, updated_at) FROM STDIN"
+EDGE_COPY = "COPY {s}.edges (source, target, type, weight, properties, created_at, id) FROM STDIN"
+
+
+def bulk_load(db: PgDatabase, db_id: str, source: Source, mode: str = "create", skip_dangling: bool = False,
+              progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
+    """Create (``mode="create"``) or replace (``"replace"``) the KG ``db_id`` with ``source``'s content."""
+    t0, invalid = time.perf_counter(), Invalid(skip_invalid)
+    temp = f"kgi_{uuid.uuid4().hex[:16]}"
+    meta = {"name": source.meta.get("name") or db_id, "description": source.meta.get("description", ""),
+            "format": "kgos-native/1", "created_at": now_iso()}
+    with db.connection() as conn, conn.transaction():
+        lock(conn)  # one import or create of a name at a time; migrations wait for it too
+        old = conn.execute("SELECT schema_name FROM kgos.kgs WHERE db_id = %s", (db_id,)).fetchone()
+        if old is not None and mode != "replace":
+            raise KGExists(f"KG '{db_id}' already exists: use --merge to add to it or --replace to overwrite it")
+        db.create_schema(conn, db_id, temp, meta, only=tuple(n for n, _ in KG_MIGRATIONS if n != BULK_INDEXES))
+        s = db.ident(temp)
+        ids = _copy_nodes(conn, s, source.nodes(), progress, invalid)
+        n_edges, skipped = _copy_edges(conn, s, source.edges(), ids, skip_dangling, progress, invalid)
+        duplicates = _finish(conn, s, progress)
+        _swap(db, conn, db_id, temp, old[0] if old else None, meta["created_at"])
+    return ImportReport(db_id, source.format, mode, len(ids), n_edges - duplicates, skipped, duplicates,
+                        time.perf_counter() - t0, invalid.count, tuple(invalid.examples))
+
+
+def _copy_nodes(conn: Any, s: str, records: Iterator[Record], progress: Progress | None,
+                invalid: Invalid) -> dict[str, int]:
+    ids: dict[str, int] = {}
+    ts = now_iso()
+    if progress:
+        progress("nodes", 0)
+    with conn.cursor().copy(NODE_COPY.replace("{s}", s)) as copy:
+        for batch in _batches(records):
+            for loc, rec in batch:
+                try:
+                    row = node_row(loc, rec, ts)
+                except ImportFailed as exc:
+                    invalid.take(exc, rec)
+                    continue
+                if row[0] in ids:  # the first of the two stays: edges to this id are kept
+                    invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
+                    continue
+                ids[row[0]] = len(ids) + 1
+                copy.write_row((len(ids), *row))
+            if progress:
+                progress("nodes", len(ids))
+    conn.execute("SELECT setval(pg_get_serial_sequence(%s, 'rowid'), %s, true)", (f"{s}.nodes", max(len(ids), 1)))
+    return ids
+
+
+def _copy_edges(conn: Any, s: str, records: Iterator[Record], ids: dict[str, int], skip_dangling: bool,
+                progress: Progress | None, invalid: Invalid) -> tuple[int, int]:
+    ts, count, skipped = now_iso(), 0, 0
+    if progress:
+        progress("edges", 0)
+    with conn.cursor().copy(EDGE_COPY.replace("{s}", s)) as copy:
+        for batch in _batches(records):
+            rows, dropped = _edge_rows(batch, ids, skip_dangling, ts, invalid)
+            skipped += dropped
+            for row in rows:
+                copy.write_row(row)
+            count += len(rows)
+            if progress:
+                progress("edges", count)
+    return count, skipped
+
+
+def _finish(conn: Any, s: str, progress: Progress | None) -> int:
+    """Collapse duplicate edges (the first row, the max weight), build the indexes; duplicates removed."""
+    if progress:
+        progress("indexes", 0)
+    conn.execute(f"CREATE TEMP TABLE kgos_keep ON COMMIT DROP AS SELECT min(rowid) AS rid, max(weight) AS w "
+                 f"FROM {s}.edges GROUP BY source, target, type HAVING count(*) > 1")
+    removed = conn.execute(f"DELETE FROM {s}.edges e USING kgos_keep k, {s}.edges f WHERE f.rowid = k.rid "
+                           "AND e.source = f.source AND e.target = f.target AND e.type = f.type "
+                           "AND e.rowid <> k.rid").rowcount
+    conn.execute(f"UPDATE {s}.edges e SET weight = k.w FROM kgos_keep k WHERE e.rowid = k.rid")
+    conn.execute("DROP TABLE kgos_keep")
+    try:
+        conn.execute(dict(KG_MIGRATIONS)[BULK_INDEXES].replace("{s}", s))
+    except psycopg_modules()[0].errors.UniqueViolation:
+        raise ImportFailed("two edges in the file share the same id; edge ids must be unique") from None
+    record(conn, s, [BULK_INDEXES])
+    return int(removed)
+
+
+def _swap(db: PgDatabase, conn: Any, db_id: str, temp: str, old: str | None, created_at: str) -> None:
+    """The new schema takes the KG's name; the KG it replaces is dropped (same transaction)."""
+    final = schema_name(db_id)
+    if old is not None:
+        conn.execute(f"DROP SCHEMA {db.ident(old)} CASCADE")
+        conn.execute("DELETE FROM kgos.kgs WHERE db_id = %s", (db_id,))
+    conn.execute(f"ALTER SCHEMA {db.ident(temp)} RENAME TO {db.ident(final)}")
+    conn.execute("INSERT INTO kgos.kgs VALUES (%s, %s, %s)", (db_id, final, created_at))
+    s = db.ident(final)  # other servers learn the new version under the KG's own name
+    v = conn.execute(f"UPDATE {s}.kg_version SET v = nextval('kgos.versions') RETURNING v").fetchone()[0]
+    conn.execute("SELECT pg_notify('kgos_version', %s)", (f"{final} {v}",))
+
+
+# -- merge into an existing KG ---------------------------------------------------------------------
+def merge_into(store: PostgresStore, source: Source, skip_dangling: bool = False,
+               progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
+    """Upsert ``source`` into ``store`` in one transaction: nodes by id (properties merged), edges by
+    (source, target, type) with weight = max(old, new), as ``importer.merge_into``."""
+    t0, invalid = time.perf_counter(), Invalid(skip_invalid)
+    with store.transaction() as conn:
+        n_nodes = _merge_nodes(conn, store.s, source.nodes(), progress, invalid)
+        ids = dict(conn.execute(f"SELECT id, rowid FROM {store.s}.nodes").fetchall())
+        n_edges, skipped = _merge_edges(conn, store.s, source.edges(), ids, skip_dangling, progress, invalid)
+    return ImportReport(store.db_id, source.format, "merge", n_nodes, n_edges, skipped, 0,
+                        time.perf_counter() - t0, invalid.count, tuple(invalid.examples))
+
+
+def _merged(old: str | None, new: str) -> str:
+    if old is None:
+        return new
+    try:
+        return check_properties(merge_properties(parse_json(old), parse_json(new)))
+    except InvalidArgument as exc:
+        raise ImportFailed(f"{exc} (once merged with the properties already in the KG)") from None
+
+
+def _merge_nodes(conn: Any, s: str, records: Iterator[Record], progress: Progress | None, invalid: Invalid) -> int:
+    ts, count, seen = now_iso(), 0, set()
+    sql = (f"INSERT INTO {s}.nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
+           "VALUES (%s,%s,%s,%s,%s,%s::jsonb,%s,%s) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
+           "norm_name = excluded.norm_name, type = excluded.type, description = CASE WHEN excluded.description = '' "
+           "THEN nodes.description ELSE excluded.description END, properties = excluded.properties, updated_at = %s")
+    for batch in _batches(records):
+        rows = []
+        for loc, rec in batch:
+            try:
+                row = node_row(loc, rec, ts)
+            except ImportFailed as exc:
+                invalid.take(exc, rec)
+                continue
+            if row[0] in seen:
+                invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
+                continue
+            seen.add(row[0])
+            rows.append(row)
+        old = dict(conn.execute(f"SELECT id, properties::text FROM {s}.nodes WHERE id = ANY(%s) FOR UPDATE",
+                                ([r[0] for r in rows],)).fetchall())
+        conn.cursor().executemany(sql, [(*r[:5], _merged(old.get(r[0]), r[5]), *r[6:], ts) for r in rows])
+        count += len(rows)
+        if progress:
+            progress("nodes", count)
+    return count
+
+
+def _merge_edges(conn: Any, s: str, records: Iterator[Record], ids: dict[str, int], skip_dangling: bool,
+                 progress: Progress | None, invalid: Invalid) -> tuple[int, int]:
+    ts, count, skipped = now_iso(), 0, 0
+    sql = (f"INSERT INTO {s}.edges (source, target, type, weight, properties, created_at, id) "
+           "VALUES (%s,%s,%s,%s,%s::jsonb,%s,%s) ON CONFLICT (source, target, type) DO UPDATE SET "
+           "weight = GREATEST(edges.weight, excluded.weight), properties = excluded.properties")
+    for batch in _batches(records):
+        rows, dropped = _edge_rows(batch, ids, skip_dangling, ts, invalid)
+        skipped += dropped
+        current = _existing_edges(conn, s, rows)
+        for row in rows:  # several rows of one key in the file merge in order, as row-by-row upserts do
+            key = row[:3]
+            props = _merged(current[key][1], row[4]) if key in current else row[4]
+            weight = max(current[key][0], row[3]) if key in current else row[3]
+            current[key] = (weight, props, row)
+        final = [(k[0], k[1], k[2], w, p, r[5], r[6]) for k, (w, p, r) in current.items() if r is not None]
+        conn.cursor().executemany(sql, final)
+        count += len(rows)
+        if progress:
+            progress("edges", count)
+    return count, skipped
+
+
+def _existing_edges(conn: Any, s: str, rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], Any]:
+    """(source, target, type) -> (weight, properties text, None) of the edges already in the KG."""
+    if not rows:
+        return {}
+    found = conn.execute(
+        f"SELECT e.source, e.target, e.type, e.weight, e.properties::text FROM {s}.edges e JOIN "
+        "unnest(%s::bigint[], %s::bigint[], %s::text[]) AS k(s, t, y) ON e.source = k.s AND e.target = k.t "
+        "AND e.type = k.y FOR UPDATE OF e", ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]))
+    return {(r[0], r[1], r[2]): (r[3], r[4], None) for r in found.fetchall()}
