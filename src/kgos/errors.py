@@ -209,3 +209,47 @@ class NotTrained(KGOSError):
     (no edges, one entity)."""
 
     status = 422
+
+
+class PipelineError(KGOSError):
+    """A pipeline module or research run that cannot do what was asked (spec/004)."""
+
+
+class ModuleNotFound(PipelineError, LookupError):
+    """No pipeline module or reasoner registered under that id; ``suggestions`` holds close ids."""
+
+    status = 404
+
+    def __init__(self, message: str, suggestions: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.suggestions = suggestions or []
+
+
+class SnapshotMismatch(PipelineError):
+    """A stored hash (config, input, output, manifest) that its content no longer gives, or a replay
+    whose output hash differs from the recorded one: ``field`` names the hash, with both values."""
+
+    status = 409
+
+    def __init__(self, message: str, field: str = "", expected: str = "", actual: str = "") -> None:
+        super().__init__(message)
+        self.field, self.expected, self.actual = field, expected, actual
+
+
+class ReplayMiss(PipelineError):
+    """A replay that needs an outside response (LLM, HTTP) its snapshot does not hold."""
+
+    status = 409
+
+
+class RunNotFound(PipelineError, LookupError):
+    """No research run with that id in the workspace."""
+
+    status = 404
+
+
+class RunStateConflict(PipelineError):
+    """A control request the run's state does not allow (answering a run that asks nothing,
+    resuming a finished run)."""
+
+    status = 409
