@@ -59,7 +59,7 @@ def workspace(ctx: click.Context) -> Any:
     from ..kg import Workspace
     root = ctx.find_root().obj
     if "ws" not in root:
-        root["ws"] = Workspace(root["home"])
+        root["ws"] = Workspace(root["home"], database_url=root.get("database_url"))
         ctx.find_root().call_on_close(root["ws"].close)
     return root["ws"]
 
@@ -67,17 +67,21 @@ def workspace(ctx: click.Context) -> Any:
 @click.group(cls=KgosGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", type=click.Path(file_okay=False), envvar="KGOS_HOME",
               help="Workspace folder (default: $KGOS_HOME or ~/.kgos).")
+@click.option("--database-url", envvar="KGOS_DATABASE_URL", metavar="URL",
+              help="postgresql://... : create and list KGs in this PostgreSQL database (default: "
+                   "$KGOS_DATABASE_URL; docs/postgres.md).")
 @click.option("--json", "json_", is_flag=True, help="Machine output: one JSON document on stdout.")
 @click.option("--plain", "plain_", is_flag=True, help="Plain tab-separated output for pipes.")
 @click.option("--header/--no-header", default=False, help=HEADER_HELP)
 @click.version_option(package_name="kgos")
 @click.pass_context
-def cli(ctx: click.Context, home: str | None, json_: bool, plain_: bool, header: bool) -> None:
+def cli(ctx: click.Context, home: str | None, database_url: str | None, json_: bool, plain_: bool,
+        header: bool) -> None:
     """KG-OS: knowledge graphs in SQLite, queried by intent.
 
     Start with `kgos demo`, then try the commands it prints.
     """
-    ctx.obj = {"home": home, "json": json_, "plain": plain_, "header": header}
+    ctx.obj = {"home": home, "json": json_, "plain": plain_, "header": header, "database_url": database_url}
 
 
 def main() -> None:

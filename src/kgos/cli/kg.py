@@ -116,21 +116,44 @@ def export(ctx: click.Context, db_id: str, path: Path, fmt: str | None, json_: b
 
 @kg_group.command("attach")
 @click.argument("db_id")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("path")
 @click.option("--profile", help="Schema profile (default: detected): unified, standard, claude, hal, "
                                 "from_node, entities, memory or heuristic.")
 @click.option("--writable", is_flag=True, help="Allow KG-OS to write to the file (read-only by default).")
 @output_options
 @click.pass_context
-def attach(ctx: click.Context, db_id: str, path: Path, profile: str | None, writable: bool,
+def attach(ctx: click.Context, db_id: str, path: str, profile: str | None, writable: bool,
            json_: bool, plain_: bool) -> None:
-    """Attach an existing SQLite KG file of another schema as DB_ID (the file stays where it is)."""
-    workspace(ctx).attach(db_id, path, profile=profile, writable=writable)
+    """Attach an existing SQLite KG file of another schema as DB_ID (the file stays where it is), or a
+    KG of a PostgreSQL database: PATH = postgresql://user@host/db#name (name defaults to DB_ID)."""
+    workspace(ctx).attach(db_id, path if path.startswith(("postgresql://", "postgres://")) else Path(path),
+                          profile=profile, writable=writable)
     info = workspace(ctx).info(db_id)
     mode = "read-only" if info.read_only else "writable"
     out(ctx, json_, plain_).emit(info, lambda c: c.print(
         f"Attached [bold]{db_id}[/] ({info.profile} profile, {mode}): {info.nodes:,} nodes, {info.edges:,} edges"),
         lambda: [(db_id, info.profile, info.nodes, info.edges)], columns=("db_id", "profile", "nodes", "edges"))
+
+
+@kg_group.command("copy")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--to", "backend", type=click.Choice(["native", "postgres"]),
+              help="Backend of the copy (default: postgres with a database URL, else native).")
+@click.option("--to-url", "to_url", metavar="URL",
+              help="The PostgreSQL database of the copy (default: --database-url); attached as DST.")
+@output_options
+@click.pass_context
+def copy(ctx: click.Context, src: str, dst: str, backend: str | None, to_url: str | None,
+         json_: bool, plain_: bool) -> None:
+    """Copy KG SRC into a new KG DST, e.g. from a SQLite file into PostgreSQL: every node and edge with its
+    id, timestamps and properties, the settings and the vectors."""
+    report = workspace(ctx).copy(src, dst, backend=backend, database_url=to_url)
+    info = workspace(ctx).info(dst)
+    out(ctx, json_, plain_).emit(report, lambda c: c.print(
+        f"Copied [bold]{src}[/] to [bold]{dst}[/] ({info.kind}): {report.nodes:,} nodes, {report.edges:,} edges "
+        f"in {report.seconds:.1f} s"), lambda: [(dst, info.kind, report.nodes, report.edges)],
+        columns=("db_id", "kind", "nodes", "edges"))
 
 
 @kg_group.command("list")
