@@ -12,6 +12,7 @@ psycopg (3) and psycopg_pool are the optional extra ``postgres``, imported here 
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -22,8 +23,10 @@ from ..errors import DatabaseUnavailable, InvalidArgument, KGExists, KGNotFound,
 from . import postgres_schema
 from .migrations import now_iso
 
+# Connections per server process, and how long a request waits for a free one before its 503;
+# KGOS_PG_POOL_MAX and KGOS_PG_POOL_WAIT override them.
 POOL_MAX = 8
-POOL_WAIT_SECONDS = 5.0  # a request waits this long for a free connection, then gets a 503
+POOL_WAIT_SECONDS = 5.0
 CONNECT_TIMEOUT = 5
 _DATABASES: dict[str, PgDatabase] = {}
 _DATABASES_LOCK = threading.Lock()
@@ -90,8 +93,10 @@ def schema_name(db_id: str) -> str:
 class PgDatabase:
     """A pool of autocommit connections to one database, migrated on first use."""
 
-    def __init__(self, url: str, pool_max: int = POOL_MAX, wait: float = POOL_WAIT_SECONDS) -> None:
+    def __init__(self, url: str, pool_max: int | None = None, wait: float | None = None) -> None:
         self.psycopg, pool_mod = psycopg_modules()
+        pool_max = pool_max or _env_number("KGOS_PG_POOL_MAX", POOL_MAX, int)
+        wait = wait or _env_number("KGOS_PG_POOL_WAIT", POOL_WAIT_SECONDS, float)
         self.url, self.label, self.wait = url, safe_url(url), wait
         self.closed = False
         self._probe()  # a wrong URL or password fails here, at once, with the server's reason
@@ -217,6 +222,17 @@ class PgDatabase:
                 schema, _, version = notice.payload.rpartition(" ")
                 if version.isdigit() and int(version) > self.versions.get(schema, -1):
                     self.versions[schema] = int(version)
+
+
+def _env_number(name: str, default: Any, kind: Any) -> Any:
+    raw = os.environ.get(name)
+    try:
+        value = kind(raw) if raw else default
+    except ValueError:
+        raise InvalidArgument(f"{name} must be a number, not {raw!r}") from None
+    if value <= 0:
+        raise InvalidArgument(f"{name} must be positive, not {raw!r}")
+    return value
 
 
 def _reason(exc: Exception) -> str:
