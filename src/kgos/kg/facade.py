@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..embed import get_embedder, resolve_spec
 from ..embed.nodes import EmbedReport, EmbedStatus, drop_vectors, embed_store, vector_count
 from ..embed.registry import fast_spec
+from ..index.vectors import models as vector_models
 from ..errors import InvalidArgument, KGOSError
 from ..methods import analytics, autodims, compose, dimensions, keyword, orchestrator, structure
 from ..methods import capability as capabilities
@@ -101,6 +102,7 @@ class KG:
         self._engine: SearchEngine | None = None
         self._views = ViewCache()
         self._proposals: ProposalQueue | None = None
+        self._model_engines: dict[str, SearchEngine] = {}  # other models' vectors: search(..., model=...)
         self._extensions: dict[str, Any] = {}
 
     def __repr__(self) -> str:
@@ -245,19 +247,52 @@ class KG:
         return self.view(snap), snap
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
-               mode: str = "hybrid", filters: Mapping[str, Any] | None = None) -> SearchResult:
+               mode: str = "hybrid", filters: Mapping[str, Any] | None = None,
+               model: str | None = None) -> SearchResult:
         """Intent-adaptive hybrid search (spec/001); every hit explains its score.
 
         ``weights``: explicit (alpha, beta, gamma, delta), normalised to sum 1; None uses the intent's
         profile. ``intent``: one of the 8 retrieval intents, or None to classify the query. ``mode``:
         hybrid (default), fixed3, fixed4, embedding, bm25, fts, text, graph or rrf (for ablations).
         ``filters``: dimension constraints ({name: {min, max, exact, gt, lt}}) as a pre-filter: only
-        nodes meeting all of them are scored.
+        nodes meeting all of them are scored. ``model``: search with the vectors of this embedder spec
+        (stored beside the search model's by :meth:`embed_side`) instead of the KG's search model.
         """
         prefilter = dimensions.prefilter(self.store, filters) if filters else None
-        result: SearchResult = self.engine.search(query, k=k, weights=weights, intent=intent, mode=mode,
-                                                  prefilter=prefilter)
+        result: SearchResult = self._search_engine(model).search(query, k=k, weights=weights, intent=intent,
+                                                                 mode=mode, prefilter=prefilter)
         return result
+
+    def _search_engine(self, model: str | None) -> SearchEngine:
+        """The engine that searches with ``model``'s vectors (the KG's own engine for its search model)."""
+        if model is None:
+            return self.engine
+        embedder = get_embedder(model)
+        if _model_name(self._setting("embedder")) == embedder.name:
+            return self.engine
+        engine = self._model_engines.get(embedder.name)
+        if engine is None:
+            engine = SearchEngine(self.store, self.workspace.cache_dir, embedder=embedder.spec)
+            engine.tuned = self.engine.tuned  # scoped to the model it was fitted with: ignored, with a warning
+        if engine.snapshot().embedder is None:
+            raise InvalidArgument(f"'{self.db_id}' has no vectors of {embedder.name}: embed them beside the "
+                                  f"search model with `kgos embed add {self.db_id} --model {model}`")
+        self._model_engines[embedder.name] = engine
+        return engine
+
+    def embed_side(self, model: str, batch_size: int = 64, progress: Callable[[int], None] | None = None,
+                   total: Callable[[int], None] | None = None) -> EmbedReport:
+        """Embed the nodes (those whose text changed) with ``model`` beside the search model's vectors:
+        search keeps its model, and ``search(..., model=model)`` uses these. Nodes written later get
+        vectors of the search model only; rerun this to refresh the side model."""
+        embedder = get_embedder(model)
+        if _model_name(self._setting("embedder")) in (None, embedder.name):
+            return self.embed(model, batch_size, progress, total)  # no search model yet, or this one
+        return embed_store(self.store, embedder, self.workspace.cache_dir, batch_size, progress, total)
+
+    def embedding_models(self) -> dict[str, int]:
+        """The models with vectors stored in this KG (its own table) and how many nodes each covers."""
+        return vector_models(self.store)
 
     def embed(self, model: str | None = None, batch_size: int = 64,
               progress: Callable[[int], None] | None = None,
