@@ -361,10 +361,10 @@ class EdgeDeleted(BaseModel):
 
 
 # -- responses: KGs -----------------------------------------------------------------------------------------
-KGInfoOut = response_model(KGInfo, "KGInfoOut", kind=Literal["native", "attached"])
+KGInfoOut = response_model(KGInfo, "KGInfoOut", kind=Literal["native", "attached", "postgres"])
 DegreeSummaryOut = response_model(DegreeSummary, "DegreeSummaryOut")
 KGStatsOut = response_model(KGStats, "KGStatsOut")
-KGDetail = response_model(KGInfo, "KGDetail", register=False, kind=Literal["native", "attached"], stats=KGStatsOut)
+KGDetail = response_model(KGInfo, "KGDetail", register=False, kind=Literal["native", "attached", "postgres"], stats=KGStatsOut)
 
 
 class KGDeleted(BaseModel):

@@ -58,7 +58,7 @@ def default_home() -> Path:
 @dataclass(frozen=True)
 class KGInfo:
     db_id: str
-    kind: str  # "native" | "attached"
+    kind: str  # "native" | "attached" | "postgres" (a KG of the workspace's database)
     path: str
     profile: str
     read_only: bool
