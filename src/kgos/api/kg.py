@@ -321,7 +321,7 @@ def search(db_id: DbId, body: m.SearchIn, rt: Rt) -> Any:
     """Intent-adaptive hybrid search; each hit explains its score signal by signal."""
     return on_kg(rt, db_id, lambda kg: search_dict(kg.search(body.query, k=body.k, weights=m.weights_arg(body.weights),
                                                              intent=body.intent, mode=body.mode,
-                                                             filters=body.filters), body.explain))
+                                                             filters=body.filters, model=body.model), body.explain))
 
 
 @router.post("/search", tags=["search"], response_model=m.SearchOut)
@@ -329,7 +329,7 @@ def search_many(body: m.MultiSearchIn, rt: Rt) -> Any:
     """One query over several KGs: hits tagged with ``source_kg``, duplicates by name merged."""
     return locked(rt, lambda ws: search_dict(ws.search(body.db_ids, body.query, k=body.k,
                                                        weights=m.weights_arg(body.weights), intent=body.intent,
-                                                       mode=body.mode, filters=body.filters),
+                                                       mode=body.mode, filters=body.filters, model=body.model),
                                              body.explain))
 
 

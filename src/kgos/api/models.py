@@ -182,6 +182,9 @@ class SearchIn(Strict):
     explain: bool = Field(True, description="Include each hit's signal components and edge annotations")
     filters: DimensionFilters | None = Field(None, description="Dimension pre-filter: only nodes meeting every "
                                              "constraint are scored, e.g. {\"pricing_tier\": {\"max\": 0.3}}")
+    model: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$",
+                              description="Search with this embedding model's vectors (stored beside the search "
+                                          "model's by `kgos embed add`), e.g. \"fast\"; default: the KG's search model")
 
 
 class MultiSearchIn(SearchIn):

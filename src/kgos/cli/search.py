@@ -11,6 +11,7 @@ from rich.markup import escape
 from ..retrieval.hybrid import MODES
 from ..retrieval.intents import INTENTS
 from . import cli, out, output_options, workspace
+from .embed import embed_group
 
 
 @cli.command("search")
@@ -22,18 +23,20 @@ from . import cli, out, output_options, workspace
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
               help="Scoring strategy (single signals, fixed hybrids and RRF are for comparisons).")
 @click.option("--explain", is_flag=True, help="Show each hit's per-signal breakdown and why it ranked.")
+@click.option("--model", help="Search with this embedding model's vectors (added with `kgos embed add`); "
+                             "default: the KG's search model.")
 @click.option("--filter", "filters", multiple=True, metavar="NAME<0.3",
               help="Dimension pre-filter (repeatable): only nodes meeting every one are scored.")
 @output_options
 @click.pass_context
 def search(ctx: click.Context, db_ids: str, query: str, k: int, intent: str | None, weights: str | None,
-           mode: str, explain: bool, filters: tuple[str, ...], json_: bool, plain_: bool) -> None:
+           mode: str, explain: bool, filters: tuple[str, ...], model: str | None, json_: bool, plain_: bool) -> None:
     """Search one KG (or several, comma-separated) for QUERY, by intent-adaptive hybrid scoring."""
     from ..methods.dimensions import merge_filters
     ids = [d.strip() for d in db_ids.split(",") if d.strip()]
     ws = workspace(ctx)
     options: dict[str, Any] = {"weights": weights, "intent": intent, "mode": mode,
-                               "filters": merge_filters(filters) if filters else None}
+                               "filters": merge_filters(filters) if filters else None, "model": model}
     result = ws.kg(ids[0]).search(query, k=k, **options) if len(ids) == 1 else ws.search(ids, query, k=k, **options)
     out(ctx, json_, plain_).emit(result, lambda c: _print(c, result, explain),
                                  lambda: [(h.rank, f"{h.score:.4f}", h.node.id, h.node.name) for h in result.results], columns=("rank", "score", "id", "name"))
@@ -73,7 +76,7 @@ def _print(c: Console, r: Any, explain: bool) -> None:
     c.print(f"[dim]{r.took_ms:.1f} ms[/]")
 
 
-@cli.command("embed")
+@embed_group.command("run")
 @click.argument("db_id")
 @click.option("--model", default=None,
               help="Embedder: default, minilm, hash[:dims], fast, static:PATH, openai:MODEL, gemini:MODEL "

@@ -1,0 +1,154 @@
+"""``kgos embed``: embed a KG (``kgos embed KG``, the ``run`` subcommand), keep other models' vectors
+beside it (``add``, ``models``), benchmark models x projections (``bench``, spec/003 3.6) and compare
+models on a probe set (``compare``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from . import cli, out, output_options, workspace
+from .output import table
+
+DEFAULT_SUBCOMMAND = "run"
+
+
+class EmbedGroup(click.Group):
+    """A group whose first argument, when it is not a subcommand, goes to ``run``: ``kgos embed KG``
+    keeps working beside ``kgos embed bench KG`` (a KG named like a subcommand: ``kgos embed run NAME``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [DEFAULT_SUBCOMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group("embed", cls=EmbedGroup)
+def embed_group() -> None:
+    """Embed a KG's nodes (`kgos embed KG`), keep several models side by side (add, models),
+    benchmark models and projections (bench) and compare models on probes (compare)."""
+
+
+def _specs(models: str | None) -> list[str] | None:
+    return [m.strip() for m in models.split(",") if m.strip()] if models else None
+
+
+@embed_group.command("add")
+@click.argument("db_id")
+@click.option("--model", required=True, help="Embedder spec to add beside the search model (e.g. fast, minilm, hash).")
+@click.option("--batch-size", default=64, show_default=True)
+@output_options
+@click.pass_context
+def add(ctx: click.Context, db_id: str, model: str, batch_size: int, json_: bool, plain_: bool) -> None:
+    """Embed DB_ID with MODEL beside its search model's vectors (search keeps its model; use
+    `kgos search --model MODEL` for these)."""
+    o = out(ctx, json_, plain_)
+    kg = workspace(ctx).kg(db_id)
+    with o.meter(f"embed {db_id} ({model})", "nodes") as meter:
+        report = kg.embed_side(model, batch_size=batch_size, progress=meter.advance, total=meter.total)
+    o.emit(report, lambda c: c.print(f"Embedded {report.embedded:,} of {report.nodes:,} nodes of [bold]{db_id}[/] "
+                                     f"with {report.model} beside the search model ({report.unchanged:,} unchanged)"),
+           lambda: [(db_id, report.model, report.embedded)], columns=("db_id", "model", "embedded"))
+
+
+@embed_group.command("models")
+@click.argument("db_id")
+@output_options
+@click.pass_context
+def models(ctx: click.Context, db_id: str, json_: bool, plain_: bool) -> None:
+    """List the embedding models with vectors stored in DB_ID and the one search uses."""
+    kg = workspace(ctx).kg(db_id)
+    counts, status = kg.embedding_models(), kg.embed_status()
+    data = {"db_id": db_id, "search_model": status.search_model, "nodes": status.nodes, "models": counts}
+    rows = [(name, n) for name, n in sorted(counts.items())]
+    out(ctx, json_, plain_).emit(data, lambda c: c.print(table(
+        f"{db_id}: search uses {status.search_model or 'no vectors'} ({status.nodes:,} nodes)",
+        ["model", "vectors"], [(m, f"{n:,}") for m, n in rows])), lambda: rows, columns=("model", "vectors"))
+
+
+@embed_group.command("bench")
+@click.argument("db_id")
+@click.option("--models", help="Comma-separated embedder specs (default: every installed local embedder).")
+@click.option("--dims", default=54, show_default=True, help="Target dimensions of the projections.")
+@click.option("--negatives", default=50, show_default=True, help="Corrupted edges per true edge.")
+@click.option("--sample", type=int, help="Benchmark this many random nodes (and the edges among them).")
+@click.option("--epochs", default=20, show_default=True, help="Training epochs of the learned projection.")
+@click.option("--seed", default=0, show_default=True)
+@output_options
+@click.pass_context
+def bench(ctx: click.Context, db_id: str, models: str | None, dims: int, negatives: int, sample: int | None,
+          epochs: int, seed: int, json_: bool, plain_: bool) -> None:
+    """The spec/003 3.6 benchmark on DB_ID: every model x projection (truncate, PCA, learned linear;
+    split, blend, concat-PCA for pairs), scored by MRR of held-out true edges against corrupted ones,
+    intra/inter-type similarity and PCA variance. Writes nothing to the KG."""
+    from ..embed.bench import bench as run_bench
+    ws = workspace(ctx)
+    o = out(ctx, json_, plain_)
+    report = run_bench(ws.kg(db_id).store, _specs(models), dims=dims, negatives=negatives, sample=sample,
+                       epochs=epochs, seed=seed, cache_root=ws.cache_dir, progress=o.note)
+    o.emit(report, lambda c: _print_bench(c, report), lambda: [_bench_row(r) for r in report.rows],
+           columns=BENCH_COLUMNS)
+
+
+BENCH_COLUMNS = ("config", "dims", "mrr", "intra", "inter", "separation", "pca_variance", "fit_s")
+
+
+def _bench_row(r: Any) -> tuple[Any, ...]:
+    return (r.config, r.dims, f"{r.mrr:.4f}", f"{r.intra:.3f}", f"{r.inter:.3f}", f"{r.separation:.3f}",
+            "" if r.explained is None else f"{r.explained:.3f}", f"{r.fit_seconds:.2f}")
+
+
+def _print_bench(c: Console, r: Any) -> None:
+    c.print(table(f"{r.db_id}: {r.nodes:,} nodes, {r.types} types; MRR of {r.test_edges:,} held-out edges vs "
+                  f"{r.negatives} corrupted tails each", ["configuration", "dims", "MRR", "intra", "inter",
+                                                          "separation", "PCA var", "fit s"],
+                  [_bench_row(x) for x in r.rows]))
+    c.print(table("models", ["spec", "model", "dims", "ms/node", "load MB", "reused"],
+                  [(m.spec, m.name, m.dims, f"{m.seconds_per_node * 1000:.3f}",
+                    "" if m.load_mb is None else f"{m.load_mb:.0f}", f"{m.reused:,}") for m in r.models]))
+    best = r.best()
+    c.print(f"best MRR: {best.config} {best.mrr:.4f}")
+
+
+@embed_group.command("compare")
+@click.argument("db_id")
+@click.argument("probes", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--models", required=True, help="Comma-separated embedder specs, e.g. minilm,fast,hash.")
+@click.option("-k", "k", default=10, show_default=True, help="Depth of the ranking scored.")
+@click.option("--mode", "modes", multiple=True, type=click.Choice(("embedding", "hybrid")),
+              help="Search mode(s) to compare (repeatable; default: both).")
+@click.option("--no-embed", is_flag=True, help="Do not embed missing vectors: a model without vectors is an error.")
+@output_options
+@click.pass_context
+def compare(ctx: click.Context, db_id: str, probes: Path, models: str, k: int, modes: tuple[str, ...],
+            no_embed: bool, json_: bool, plain_: bool) -> None:
+    """Compare embedding models on PROBES: each model's vectors beside the others in DB_ID (embedded
+    where missing), the probes searched with each, Recall@1/5/10, MRR@10 and nDCG@10 per model and mode."""
+    from ..eval.models import MODES, compare_models
+    from ..eval.probes import load_probes
+    o = out(ctx, json_, plain_)
+    result = compare_models(workspace(ctx).kg(db_id), load_probes(probes), _specs(models) or [], k,
+                            modes or MODES, embed=not no_embed, progress=o.note)
+    o.emit(result, lambda c: _print_compare(c, result), lambda: [_compare_row(r) for r in result.rows],
+           columns=COMPARE_COLUMNS)
+    for w in dict.fromkeys(w for r in result.rows for w in r.report.warnings):  # stderr: stdout stays one document
+        click.echo(f"warning: {w}", err=True)
+
+
+METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+COMPARE_COLUMNS = ("model", "mode", "probes", *METRICS, "lenient_recall@10", "p50_ms")
+
+
+def _compare_row(r: Any) -> tuple[Any, ...]:
+    rep = r.report
+    return (r.model, r.mode, rep.n, *(f"{rep.strict[m]:.4f}" for m in METRICS),
+            f"{rep.lenient['recall@10']:.4f}", f"{rep.latency_ms['p50']:.2f}")
+
+
+def _print_compare(c: Console, result: Any) -> None:
+    c.print(table(f"{result.db_id}: models compared (strict, k={result.k})",
+                  ["model", "mode", "probes", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "lenient R@10", "p50 ms"],
+                  [_compare_row(r) for r in result.rows]))
