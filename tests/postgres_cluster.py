@@ -7,6 +7,7 @@ trusted) plus a loopback TCP port with a password (for the wrong-password test).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import glob
 import os
 import pwd
@@ -87,7 +88,7 @@ def cluster() -> tuple[Cluster | None, str | None]:
     if _CLUSTER is None and _WHY_NOT is None:
         try:
             _CLUSTER = _start()
-        except Exception as exc:  # any reason is a skip reason, reported as is
+        except (RuntimeError, OSError, KeyError, subprocess.SubprocessError) as exc:  # the skip reason, as is
             _WHY_NOT = f"no PostgreSQL server could be started: {exc}"
     return _CLUSTER, _WHY_NOT
 
@@ -119,8 +120,6 @@ def _start() -> Cluster:
 
 
 def _remove(c: Cluster) -> None:
-    try:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):  # already stopped
         c.pg_ctl("stop", "-m", "immediate", "-w")
-    except Exception:
-        pass
     shutil.rmtree(c.folder, ignore_errors=True)
