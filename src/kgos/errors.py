@@ -253,3 +253,14 @@ class RunStateConflict(PipelineError):
     resuming a finished run)."""
 
     status = 409
+
+
+class IngestFailed(KGOSError):
+    """An ingest that could not start or was rolled back (no readable path, nothing to ingest); the KG
+    is unchanged. Files that merely could not be read are skipped and listed in the report instead."""
+
+
+class JobNotFound(KGOSError, LookupError):
+    """No background job with that id (finished jobs are kept for a while, then forgotten)."""
+
+    status = 404

@@ -92,6 +92,9 @@ class Proposal:
         return asdict(self)
 
 
+Proposals = list[Proposal]  # (a class defining a ``list`` method cannot write ``list[...]`` in its body)
+
+
 @dataclass(frozen=True)
 class ProposeReport:
     """Outcome of adding drafts: new ids, pending ones whose scores were merged, and those skipped
@@ -118,7 +121,8 @@ class ProposalFilter:
     ids: tuple[int, ...] | None = None
 
     def where(self) -> tuple[str, list[Any]]:
-        parts, args = [], []  # type: ignore[var-annotated]
+        parts: list[str] = []
+        args: list[Any] = []
         for column, value in (("status", self.status), ("predictor", self.origin),
                               ("predicted_relation", self.type)):
             if value is not None:
@@ -132,7 +136,7 @@ class ProposalFilter:
             args.append(float(self.min_confidence))
         if self.ids is not None:
             parts.append(f"prediction_id IN ({','.join('?' * len(self.ids))})" if self.ids else "0")
-            args += list(self.ids)
+            args.extend(self.ids)
         return (" WHERE " + " AND ".join(parts)) if parts else "", args
 
 
@@ -149,7 +153,7 @@ class ProposalStore(ABC):
         """The proposal (``ProposalNotFound`` otherwise)."""
 
     @abstractmethod
-    def list(self, where: ProposalFilter, limit: int = 50, offset: int = 0) -> tuple[int, list[Proposal]]:
+    def list(self, where: ProposalFilter, limit: int = 50, offset: int = 0) -> tuple[int, Proposals]:
         """(how many match, one page ordered by confidence then id)."""
 
     @abstractmethod
@@ -166,11 +170,11 @@ class ProposalStore(ABC):
         """Store an LLM verdict and the combined confidence."""
 
     @abstractmethod
-    def reject(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> list[Proposal]:
+    def reject(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> Proposals:
         """Mark pending proposals rejected (``ProposalConflict`` if one is decided already)."""
 
     @abstractmethod
-    def promote(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> list[Proposal]:
+    def promote(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> Proposals:
         """Accept pending proposals and write their edges/nodes into the KG, all or none."""
 
     @abstractmethod
@@ -239,7 +243,7 @@ class SQLiteProposalStore(ProposalStore):
         with self._lock:
             return self._fetch(proposal_id)
 
-    def list(self, where: ProposalFilter, limit: int = 50, offset: int = 0) -> tuple[int, list[Proposal]]:
+    def list(self, where: ProposalFilter, limit: int = 50, offset: int = 0) -> tuple[int, Proposals]:
         sql, args = where.where()
         with self._lock:
             total = self.conn.execute(f"SELECT count(*) FROM kg_predictions{sql}", args).fetchone()[0]
@@ -302,7 +306,7 @@ class SQLiteProposalStore(ProposalStore):
                          (None if verdict is None else int(verdict), reasoning, model, confidence, int(proposal_id)))
         return self.get(proposal_id)
 
-    def _pending(self, ids: Sequence[int]) -> list[Proposal]:
+    def _pending(self, ids: Sequence[int]) -> Proposals:
         """The proposals, each still pending (checked inside the write lock: two reviewers cannot both
         decide one proposal)."""
         found = [self._fetch(i) for i in ids]
@@ -313,14 +317,14 @@ class SQLiteProposalStore(ProposalStore):
                                    f"{p.reviewed_at}); undo it first to review it again")
         return found
 
-    def reject(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> list[Proposal]:
+    def reject(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> Proposals:
         with self._tx() as conn:
             for p in self._pending(ids):
                 conn.execute("UPDATE kg_predictions SET status = 'rejected', reviewer = ?, note = ?, reviewed_at = ? "
                              "WHERE prediction_id = ?", (reviewer, note, now_iso(), p.id))
         return [self.get(i) for i in ids]
 
-    def promote(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> list[Proposal]:
+    def promote(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> Proposals:
         self.graph.require_writable()
         if self.same_file:
             with self._tx(bump=True) as conn:
@@ -576,7 +580,7 @@ class ProposalQueue:
 
     def list(self, status: str | None = "pending", origin: str | None = None, type: str | None = None,
              node: str | None = None, min_confidence: float | None = None, limit: int = 50,
-             offset: int = 0) -> tuple[int, list[Proposal]]:
+             offset: int = 0) -> tuple[int, Proposals]:
         """(how many match, a page of them, most confident first); ``status=None`` lists every status."""
         if status is not None and status not in STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
@@ -598,15 +602,15 @@ class ProposalQueue:
         """Reject one proposal; the same edge is never proposed again (until an undo)."""
         return self.store.reject(_ids([proposal_id]), reviewer, note)[0]
 
-    def accept_many(self, ids: Iterable[int], reviewer: str | None = None, note: str | None = None) -> list[Proposal]:
+    def accept_many(self, ids: Iterable[int], reviewer: str | None = None, note: str | None = None) -> Proposals:
         return self.store.promote(_ids(ids), reviewer, note)
 
-    def reject_many(self, ids: Iterable[int], reviewer: str | None = None, note: str | None = None) -> list[Proposal]:
+    def reject_many(self, ids: Iterable[int], reviewer: str | None = None, note: str | None = None) -> Proposals:
         return self.store.reject(_ids(ids), reviewer, note)
 
     def review_where(self, decision: str, origin: str | None = None, type: str | None = None,
                      min_confidence: float | None = None, limit: int = 1000, reviewer: str | None = None,
-                     note: str | None = None) -> list[Proposal]:
+                     note: str | None = None) -> Proposals:
         """Batch review by filter: accept or reject the pending proposals that match (all or none)."""
         if decision not in ("accept", "reject"):
             raise InvalidArgument(f"decision must be accept or reject, not {decision!r}")

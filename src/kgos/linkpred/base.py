@@ -1,0 +1,78 @@
+"""The interface every link predictor implements, and the factory keyed by name.
+
+A predictor is fitted on a ``LinkGraph`` and then scores every entity as the tail of (h, r, ?) or the
+head of (?, r, t), for a batch of queries at once: one (batch, n_entities) array, higher is better.
+Scores are only compared within one query (ranking), never read as probabilities.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgument, NotTrained
+from .triples import LinkGraph, Triples
+
+
+class Predictor(ABC):
+    name: str = "predictor"
+    light = False  # True: fitting is counting or a closed form, cheap enough for any KG
+
+    def __init__(self) -> None:
+        self.graph: LinkGraph | None = None
+
+    def fit(self, graph: LinkGraph, valid: Triples | None = None) -> Predictor:
+        if len(graph.triples) == 0:
+            raise NotTrained(f"{self.name}: the KG has no edges to learn from; add edges first")
+        self.graph = graph
+        self._fit(graph, valid)
+        return self
+
+    @abstractmethod
+    def _fit(self, graph: LinkGraph, valid: Triples | None) -> None: ...
+
+    @abstractmethod
+    def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
+        """(batch, n) scores of every entity as the tail of (head[i], relation[i], ?)."""
+
+    @abstractmethod
+    def score_heads(self, tail: np.ndarray, relation: np.ndarray) -> np.ndarray:
+        """(batch, n) scores of every entity as the head of (?, relation[i], tail[i])."""
+
+    def evidence(self, head: int, relation: int, tail: int) -> dict[str, Any]:
+        """What supports (head, relation, tail) in this predictor's terms (paths, shared neighbours)."""
+        return {}
+
+    def fitted(self) -> LinkGraph:
+        if self.graph is None:
+            raise NotTrained(f"{self.name} is not fitted yet: call fit(graph) first")
+        return self.graph
+
+
+REGISTRY: dict[str, Callable[..., Predictor]] = {}
+
+
+def register(name: str) -> Callable[[type[Predictor]], type[Predictor]]:
+    def deco(cls: type[Predictor]) -> type[Predictor]:
+        REGISTRY[name] = cls
+        return cls
+    return deco
+
+
+def predictor(name: str, **params: Any) -> Predictor:
+    """A new predictor by name (``kgos.linkpred.predictors()`` lists the names)."""
+    try:
+        factory = REGISTRY[name]
+    except KeyError:
+        raise InvalidArgument(f"unknown predictor {name!r}; choose one of {', '.join(sorted(REGISTRY))}") from None
+    try:
+        return factory(**params)
+    except TypeError as exc:
+        raise InvalidArgument(f"bad parameters for predictor {name!r}: {exc}") from None
+
+
+def predictors() -> list[str]:
+    return sorted(REGISTRY)

@@ -1,0 +1,337 @@
+"""``kg.predict``: link prediction on one KG: queries, discovery, runs into the review queue, evaluation.
+
+The KG's current version is read once into a ``LinkGraph`` (the snapshot's CSR out-adjacency as
+triples, node types, the search vectors); fitted predictors are kept per KG version, so a second
+query of the same process does not train again. Candidates are every node, scored in one vectorised
+pass, then filtered: existing edges, the node itself, the relation's type constraints (node types seen
+at that end of the relation) and rejected proposals; what is left is cut by rank.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from ..store.proposals import ProposalDraft, ProposeReport
+from .base import Predictor, predictor
+from .ensemble import Ensemble
+from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
+from .results import Prediction, PredictionList, RunReport
+from .triples import LinkGraph, Triples
+
+if TYPE_CHECKING:
+    from ..kg import KG
+
+MAX_K = 1000
+SIMILAR_POOL = 4096  # existing edges per relation searched for the "most similar edges" evidence
+RUN_NODES = 500  # nodes a run scans by default on a large KG (the best connected ones)
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Scores of one side's queries: row i asks (ent[i], rels[i], ?) for "tail", (?, rels[i], ent[i]) for "head"."""
+
+    side: str
+    ent: np.ndarray
+    rels: np.ndarray
+    scores: np.ndarray
+    raw: dict[str, np.ndarray]
+
+
+def _check_k(k: Any, name: str = "k") -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidArgument(f"{name} must be an integer in 1..{MAX_K}, not {k!r}")
+    return k
+
+
+class Predict:
+    def __init__(self, kg: KG) -> None:
+        self.kg = kg
+        self._version: str | None = None
+        self._graph: LinkGraph | None = None
+        self._known: KnownEdges | None = None
+        self._models: dict[tuple[str, str], Predictor] = {}
+
+    # -- the training graph --------------------------------------------------------------------------
+    def graph(self) -> LinkGraph:
+        """The KG's current version as a LinkGraph (rebuilt when the KG changed)."""
+        snap = self.kg.engine.snapshot()
+        if snap.version != self._version or self._graph is None:
+            view = self.kg.view(snap)
+            out = view.graph.out
+            n = view.n
+            head = np.repeat(np.arange(n, dtype=np.int64), np.diff(out.indptr))
+            triples = Triples(head, np.asarray(out.etype, np.int64), np.asarray(out.indices, np.int64),
+                              tuple(view.node_ids), tuple(view.graph.types))
+            self._graph = LinkGraph(triples, np.asarray(view.node_types, np.int64), tuple(view.type_names),
+                                    snap.vectors)
+            self._known = KnownEdges(triples)
+            self._version, self._models = snap.version, {}
+        return self._graph
+
+    def model(self, name: str = "ensemble", **params: Any) -> Predictor:
+        """The predictor ``name`` fitted on the KG's current version (kept for the next call)."""
+        graph = self.graph()
+        key = (name, json.dumps(params, sort_keys=True, default=str))
+        if key not in self._models:
+            self._models[key] = predictor(name, **params).fit(graph)
+        return self._models[key]
+
+    # -- queries --------------------------------------------------------------------------------------
+    def tails(self, head: str, relation: str, k: int = 10, predictor: str = "ensemble",
+              explain: bool = True, **params: Any) -> PredictionList:
+        """``(head, relation, ?)``: the best missing tails."""
+        return self._query(head, relation, "tail", k, predictor, explain, params)
+
+    def heads(self, tail: str, relation: str, k: int = 10, predictor: str = "ensemble",
+              explain: bool = True, **params: Any) -> PredictionList:
+        """``(?, relation, tail)``: the best missing heads."""
+        return self._query(tail, relation, "head", k, predictor, explain, params)
+
+    def discover(self, node: str, k: int = 10, relations: Sequence[str] | None = None,
+                 predictor: str = "ensemble", explain: bool = True, **params: Any) -> PredictionList:
+        """The best missing edges of one node, over every relation and both directions."""
+        rels = None if relations is None else list(relations)
+        return self._ranked(node, rels, ("tail", "head"), k, predictor, explain, params)
+
+    def _query(self, ref: str, relation: str, side: str, k: int, name: str, explain: bool,
+               params: Mapping[str, Any]) -> PredictionList:
+        return self._ranked(ref, [relation], (side,), k, name, explain, params)
+
+    def _ranked(self, ref: str, relations: list[str] | None, sides: tuple[str, ...], k: int, name: str,
+                explain: bool, params: Mapping[str, Any]) -> PredictionList:
+        t0 = time.perf_counter()
+        _check_k(k)
+        m, g = self.model(name, **params), self.graph()
+        row, rels = self._row(ref), self._relations(relations)
+        blocks = [self._block(m, np.full(rels.size, row, np.int64), rels, side) for side in sides]
+        scores = np.concatenate([b.scores for b in blocks])
+        preds = [self._prediction(m, blocks, i, c, rank, explain) for rank, (i, c) in enumerate(self._top(scores, k), 1)]
+        query: dict[str, Any] = {"node": g.triples.entities[row], "relations": [g.triples.relations[r] for r in rels],
+                                 "predict": list(sides)}
+        return PredictionList(query, m.name, tuple(preds), int(np.isfinite(scores).sum()),
+                              round(time.perf_counter() - t0, 4))
+
+    def _row(self, ref: str) -> int:
+        self.graph()
+        return self.kg.view().row(self.kg.resolve(ref).id)
+
+    def _relations(self, names: Sequence[str] | None) -> np.ndarray:
+        t = self.graph().triples
+        if names is None:
+            return np.arange(t.n_relations, dtype=np.int64)
+        unknown = [r for r in names if r not in t.relations]
+        if unknown:
+            known = ", ".join(t.relations) or "none (the KG has no edges)"
+            raise InvalidArgument(f"unknown relation {unknown[0]!r} in KG '{self.kg.db_id}'; known: {known}")
+        return np.array([t.relations.index(r) for r in names], np.int64)
+
+    def _block(self, m: Predictor, ent: np.ndarray, rels: np.ndarray, side: str) -> _Block:
+        """The (batch, n) scores of one side's queries, every filtered candidate at -inf."""
+        g = self.graph()
+        if isinstance(m, Ensemble):
+            raw = m.parts(ent, rels, side)
+            scores = m.combine(raw)
+        else:
+            scores = m.score_tails(ent, rels) if side == "tail" else m.score_heads(ent, rels)
+            raw = {m.name: scores}
+        scores = np.array(scores, np.float64)
+        assert self._known is not None
+        blocked = self._known.mask(ent, rels, side)
+        blocked[np.arange(ent.size), ent] = True
+        blocked |= self._type_block(rels, side, g)
+        blocked |= self._rejected(ent, rels, side)
+        flat = scores.max(axis=1, keepdims=True) == scores.min(axis=1, keepdims=True)
+        scores[blocked | flat] = -np.inf  # a constant row carries no signal: nothing to propose
+        return _Block(side, ent, rels, scores, raw)
+
+    def _type_block(self, rels: np.ndarray, side: str, g: LinkGraph) -> np.ndarray:
+        """(batch, n) True where the candidate's node type never occurs at this end of the relation."""
+        t, types = g.triples, g.node_types
+        if types is None or len(g.type_names) < 2:
+            return np.zeros((rels.size, g.n_entities), bool)
+        ends = t.tail if side == "tail" else t.head
+        seen = np.zeros((t.n_relations, len(g.type_names)), bool)
+        seen[t.relation, types[ends]] = True
+        return ~seen[rels][:, types]
+
+    def _rejected(self, ent: np.ndarray, rels: np.ndarray, side: str) -> np.ndarray:
+        g = self.graph().triples
+        out = np.zeros((ent.size, g.n_entities), bool)
+        rejected = self.kg.proposals.rejected_edges()
+        if not rejected:
+            return out
+        index = {e: i for i, e in enumerate(g.entities)}
+        for i, (e, r) in enumerate(zip(ent.tolist(), rels.tolist())):
+            me, rel = g.entities[e], g.relations[r]
+            for s, t, typ in rejected:
+                if typ == rel and (s if side == "tail" else t) == me:
+                    other = index.get(t if side == "tail" else s)
+                    if other is not None:
+                        out[i, other] = True
+        return out
+
+    @staticmethod
+    def _top(scores: np.ndarray, k: int) -> list[tuple[int, int]]:
+        flat = scores.ravel()
+        ok = np.flatnonzero(np.isfinite(flat))
+        if ok.size > k:
+            ok = ok[np.argpartition(-flat[ok], k - 1)[:k]]
+        ok = ok[np.lexsort((ok, -flat[ok]))]
+        n = scores.shape[1]
+        return [(int(i // n), int(i % n)) for i in ok]
+
+    def _prediction(self, m: Predictor, blocks: list[_Block], i: int, cand: int, rank: int,
+                    explain: bool) -> Prediction:
+        g = self.graph().triples
+        b = blocks[0]
+        for b in blocks:
+            if i < b.ent.size:
+                break
+            i -= b.ent.size
+        e, r = int(b.ent[i]), int(b.rels[i])
+        h, t = (e, cand) if b.side == "tail" else (cand, e)
+        member = {name: round(float(s[i, cand]), 6) for name, s in b.raw.items()}
+        evidence = {**m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)} if explain else {}
+        return Prediction(g.entities[h], g.entities[t], g.relations[r], round(float(b.scores[i, cand]), 6), rank,
+                          member, evidence)
+
+    def _similar(self, h: int, r: int, t: int, top: int = 3) -> list[dict[str, str | float]]:
+        """The existing edges of relation r whose ends are most like (h, t): mean cosine of the two ends."""
+        g = self.graph()
+        if g.vectors is None:
+            return []
+        tr = g.triples
+        rows = np.flatnonzero(tr.relation == r)
+        if rows.size > SIMILAR_POOL:
+            rows = rows[np.random.default_rng(r).choice(rows.size, SIMILAR_POOL, replace=False)]
+        v = g.vectors
+        sim = 0.5 * (v[tr.head[rows]] @ v[h] + v[tr.tail[rows]] @ v[t])
+        best = rows[np.argsort(-sim)[:top]]
+        order = np.argsort(-sim)[:top]
+        return [{"source": tr.entities[tr.head[e]], "target": tr.entities[tr.tail[e]], "similarity": round(float(s), 4)}
+                for e, s in zip(best.tolist(), sim[order].tolist())]
+
+    # -- runs into the review queue ---------------------------------------------------------------------
+    def run(self, nodes: Iterable[str] | None = None, k: int = 50, per_node: int = 5, predictor: str = "ensemble",
+            origin: str | None = None, queue: bool = True, **params: Any) -> RunReport:
+        """Discover the missing edges of ``nodes`` (default: every node of a small KG, else the
+        ``RUN_NODES`` best connected), keep the ``k`` best overall and stage them in the review queue."""
+        t0 = time.perf_counter()
+        _check_k(k)
+        _check_k(per_node, "per_node")
+        m = self.model(predictor, **params)
+        refs = list(nodes) if nodes is not None else self._busiest()
+        found: dict[tuple[str, str, str], Prediction] = {}
+        for ref in refs:
+            for p in self.discover(ref, per_node, predictor=predictor, explain=False, **params).predictions:
+                key = (p.source, p.target, p.type)
+                if key not in found or found[key].score < p.score:
+                    found[key] = p
+        best = sorted(found.values(), key=lambda p: -p.score)[:k]
+        best = [self._explained(m, p, rank) for rank, p in enumerate(best, 1)]
+        report = self.stage(best, origin or m.name) if queue else ProposeReport((), (), 0, 0)
+        weights = m.weights if isinstance(m, Ensemble) else {m.name: 1.0}
+        return RunReport(m.name, len(refs), tuple(best), report, dict(weights), round(time.perf_counter() - t0, 3))
+
+    def _busiest(self) -> list[str]:
+        g = self.graph().triples
+        if g.n_entities <= RUN_NODES:
+            return list(g.entities)
+        degree = np.bincount(np.concatenate([g.head, g.tail]), minlength=g.n_entities)
+        return [g.entities[i] for i in np.argsort(-degree, kind="stable")[:RUN_NODES].tolist()]
+
+    def _explained(self, m: Predictor, p: Prediction, rank: int) -> Prediction:
+        tr = self.graph().triples
+        h, t, r = tr.entities.index(p.source), tr.entities.index(p.target), tr.relations.index(p.type)
+        evidence = {**m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)}
+        return Prediction(p.source, p.target, p.type, p.score, rank, p.scores, evidence)
+
+    def stage(self, predictions: Iterable[Prediction], origin: str) -> ProposeReport:
+        """Put predictions in the review queue (rank and scores kept; the confidence is the rank's 1/rank)."""
+        drafts = [ProposalDraft(p.source, p.target, p.type, origin, round(1.0 / p.rank, 6),
+                                {**p.scores, "score": p.score}, {**p.evidence, "rank": p.rank})
+                  for p in predictions]
+        return self.kg.proposals.propose(drafts)
+
+    # -- evaluation -----------------------------------------------------------------------------------
+    def evaluate(self, predictor: str = "ensemble", test: str | Path | Sequence[Mapping[str, Any]] | None = None,
+                 holdout: float | None = None, seed: int = 0, max_test: int | None = None,
+                 **params: Any) -> RankMetrics:
+        """Filtered MRR and Hits@1/3/10 (both directions) on ``test`` edges absent from the KG (a JSONL
+        file or records of source/target/type), or on a random ``holdout`` fraction of the KG's edges
+        left out of training. The KG itself is never changed."""
+        g = self.graph()
+        if (test is None) == (holdout is None):
+            raise InvalidArgument("give either test edges or a holdout fraction")
+        if test is not None:
+            train, test_t = g.triples, self._test_triples(test)
+        else:
+            train, test_t = self._holdout(g.triples, holdout, seed)  # type: ignore[arg-type]
+        if max_test is not None and len(test_t) > max_test:
+            test_t = test_t.subset(np.sort(np.random.default_rng(seed).choice(len(test_t), max_test, replace=False)))
+        t0 = time.perf_counter()
+        m = self._fresh(predictor, params).fit(LinkGraph(train, g.node_types, g.type_names, g.vectors))
+        ranks = filtered_ranks(m.score_tails, m.score_heads, test_t, KnownEdges(g.triples, test_t))
+        return metrics(ranks, m.name, time.perf_counter() - t0)
+
+    @staticmethod
+    def _fresh(name: str, params: Mapping[str, Any]) -> Predictor:
+        return predictor(name, **params)
+
+    def _holdout(self, t: Triples, fraction: float, seed: int) -> tuple[Triples, Triples]:
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+            raise InvalidArgument(f"holdout must be a fraction in (0, 1), e.g. 0.05, not {fraction!r}")
+        m = round(len(t) * fraction)
+        if m < 1 or len(t) - m < 1:
+            raise InvalidArgument(f"a holdout of {fraction:g} of {len(t)} edges leaves "
+                                  f"{'no test edge' if m < 1 else 'no training edge'}; the KG is too small for it")
+        rows = np.random.default_rng(seed).permutation(len(t))
+        return t.subset(np.sort(rows[m:])), t.subset(np.sort(rows[:m]))
+
+    def _test_triples(self, test: str | Path | Sequence[Mapping[str, Any]]) -> Triples:
+        records = _read_edges(Path(test)) if isinstance(test, (str, Path)) else list(test)
+        t = self.graph().triples
+        index = {e: i for i, e in enumerate(t.entities)}
+        rows = []
+        for i, rec in enumerate(records, 1):
+            try:
+                s, o, typ = rec["source"], rec["target"], rec["type"]
+            except (KeyError, TypeError):
+                raise InvalidArgument(f"test edge {i}: needs source, target and type") from None
+            for node in (s, o):
+                if node not in index:
+                    raise InvalidArgument(f"test edge {i}: no node {node!r} in KG '{self.kg.db_id}'")
+            if typ not in t.relations:
+                raise InvalidArgument(f"test edge {i}: relation {typ!r} has no edge in KG '{self.kg.db_id}' to learn from")
+            rows.append((index[s], t.relations.index(typ), index[o]))
+        if not rows:
+            raise InvalidArgument("no test edges given")
+        a = np.array(rows, np.int64)
+        present = self._known.mask(a[:, 0], a[:, 1], "tail")[np.arange(len(a)), a[:, 2]]  # type: ignore[union-attr]
+        if present.any():
+            raise InvalidArgument(f"{int(present.sum())} test edge(s) are in the KG (e.g. line "
+                                  f"{int(np.flatnonzero(present)[0]) + 1}): test edges must be absent from it")
+        return Triples(a[:, 0], a[:, 1], a[:, 2], t.entities, t.relations)
+
+
+def _read_edges(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            raise InvalidArgument(f"{path}:{i}: not JSON ({exc})") from None
+        if not isinstance(rec, dict):
+            raise InvalidArgument(f"{path}:{i}: expected an object with source, target and type")
+        out.append(rec)
+    return out
