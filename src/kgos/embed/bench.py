@@ -118,14 +118,17 @@ def type_similarity(y: np.ndarray, types: np.ndarray) -> tuple[float, float]:
 
 def edge_mrr(y: np.ndarray, edges: np.ndarray, negatives: int, seed: int = 0) -> float:
     """Mean reciprocal rank of each true edge (h, t) among ``negatives`` corrupted (h, t'), t' drawn
-    uniformly from the other nodes, scored by cosine; ties count half (Berrendorf et al. 2020)."""
+    uniformly from the nodes other than h and t, scored by cosine; ties count half (Berrendorf et al.
+    2020). Needs at least 3 rows."""
     if len(edges) == 0:
         return 0.0
     y = unit_rows(y)
     rng = np.random.default_rng(seed)
     h, t = edges[:, 0], edges[:, 1]
-    neg = rng.integers(0, len(y) - 1, (len(edges), negatives))
-    neg += neg >= t[:, None]  # skip the true tail
+    neg = rng.integers(0, len(y) - 2, (len(edges), negatives))
+    low, high = np.minimum(h, t)[:, None], np.maximum(h, t)[:, None]
+    neg += neg >= low  # skip the head (a self loop is no corruption) and the true tail
+    neg += neg >= high
     true = np.einsum("ij,ij->i", y[h], y[t])
     scores = np.einsum("ij,ikj->ik", y[h], y[neg])
     rank = 1 + (scores > true[:, None]).sum(1) + 0.5 * (scores == true[:, None]).sum(1)
@@ -213,10 +216,9 @@ def bench(store: GraphStore, specs: Sequence[str] | None = None, dims: int = DIM
     installed local embedder; ``sample`` benchmarks that many random nodes (and the edges among them)."""
     _check(dims, negatives, test_fraction, sample)
     graph = _graph(store, sample, seed)
-    if len(graph.texts) <= negatives or len(graph.edges) < 2:
-        raise InvalidArgument(f"'{store.db_id}' is too small for this benchmark: it needs more than {negatives} "
-                              f"nodes and at least 2 edges (has {len(graph.texts)} and {len(graph.edges)}); "
-                              "lower --negatives")
+    if len(graph.texts) < 3 or len(graph.edges) < 2:
+        raise InvalidArgument(f"'{store.db_id}' is too small for this benchmark: it needs at least 3 nodes and 2 "
+                              f"edges between them (has {len(graph.texts)} and {len(graph.edges)})")
     train, test = split_edges(graph.edges, test_fraction, seed)
     runs, vectors = [], {}
     for spec in dict.fromkeys(specs or installed_specs()):
