@@ -7,6 +7,7 @@ caller opted out or the import kept it embedded; the default model's fill-in is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,16 +33,19 @@ class ImportEmbedding:
         return asdict(self)
 
 
-def embed_after_import(kg: KG, model: str = "default", enabled: bool = True) -> ImportEmbedding:
+def embed_after_import(kg: KG, model: str = "default", enabled: bool = True,
+                       progress: Callable[[int], None] | None = None,
+                       total: Callable[[int], None] | None = None) -> ImportEmbedding:
     """Embed a just-imported ``kg`` with the fast tier towards ``model``, unless ``enabled`` is False
-    or it already has vectors search uses (a merge into an embedded KG keeps them)."""
+    or it already has vectors search uses (a merge into an embedded KG keeps them). ``progress`` and
+    ``total`` are passed to :meth:`KG.embed_fast` (a progress bar with ETA)."""
     later = f"`kgos embed {kg.db_id}` embeds it with the default model"
     if not enabled:
         return ImportEmbedding(kg.db_id, skipped="disabled", note=f"Not embedded: search uses text and graph until {later}.")
     if kg.embed_status().search_model:
         return ImportEmbedding(kg.db_id, skipped="kept", note="Kept the KG's vectors: search by meaning as before.")
     try:
-        fast = kg.embed_fast(model)
+        fast = kg.embed_fast(model, progress=progress, total=total)
     except KGOSError as exc:  # the import stands; search runs on text and graph until `kgos embed`
         return ImportEmbedding(kg.db_id, skipped="failed", error=str(exc),
                                note=f"Imported, but not embedded: search uses text and graph until {later}.")

@@ -96,8 +96,9 @@ def build_prompt(content: str, known: Extraction, max_edges: int, max_chars: int
     return SYSTEM_PROMPT.replace("{max_edges}", str(max_edges)), user
 
 
-def parse_output(text: str) -> LLMOutput:
-    """The validated model answer. Accepts a fenced ```json block; raises ValueError otherwise."""
+def parse_output(text: str, schema: type[BaseModel] = LLMOutput) -> Any:
+    """The model answer validated against ``schema`` (default: this module's ``LLMOutput``; ingestion's
+    semantic tier passes its own). Accepts a fenced ```json block; raises ValueError otherwise."""
     body = text.strip()
     fenced = re.search(r"```(?:json)?\s*(.*?)```", body, re.DOTALL)
     if fenced:
@@ -112,7 +113,7 @@ def parse_output(text: str) -> LLMOutput:
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc.msg} at {exc.pos})") from None
     try:
-        return LLMOutput.model_validate(data)
+        return schema.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
