@@ -1,0 +1,143 @@
+"""Output (spec/004 "Output: Synthesized Answer + Knowledge Graph Delta").
+
+``output.answer`` is a pipeline module like the stages, so the answer is snapshotted and replayed too.
+By default it is extractive and offline: the answer's best claims, ordered by the plan's subtopics,
+each sentence followed by its citation numbers; every citation names its source (file and character
+span, or KG node) and the claim node of the KG delta. With ``provider`` set (``kgos.llm`` spec, e.g.
+``openai:gpt-4o-mini``) a chat model writes the answer from the numbered claims only, citing them as
+``[n]``; its reply goes through ``context.external`` so a replay needs no model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import PipelineError
+from ..pipeline import BaseModule, ProcessContext, StageInput, StageOutput, content_hash, register
+from .plan import addressed
+
+__all__ = ["AnswerModule", "extractive_answer"]
+
+SYSTEM = ("You answer a research question using ONLY the numbered claims given. Write short sentences; end "
+          "every sentence with the numbers of the claims it rests on, like [1] or [2][3]. If the claims do not "
+          "answer the question, say so. Mention disagreements between claims.")
+_CITE = re.compile(r"\[(\d+)\]")
+
+
+@register()
+class AnswerModule(BaseModule):
+    """The synthesized answer with citations per sentence (extractive offline, or through an LLM)."""
+
+    id = "output.answer"
+    name = "Answer synthesis"
+    category = "output"
+    config_schema = {"type": "object", "additionalProperties": False, "properties": {
+        "max_sentences": {"type": "integer", "minimum": 1, "maximum": 50, "default": 6},
+        "provider": {"type": "string", "default": "",
+                     "description": "kgos.llm provider spec ('' = extractive, offline)"},
+        "max_tokens": {"type": "integer", "minimum": 16, "default": 600}}}
+
+    async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
+        data = input.data
+        claims = _ordered_claims(data, config["max_sentences"])
+        if not config["provider"]:
+            out = extractive_answer(data["question"], claims, data["knowledge"])
+            return StageOutput({**out, "kg_delta_sha256": data.get("kg_delta_sha256")})
+        prompt = _prompt(data["question"], claims)
+        key = "llm|" + content_hash({"provider": config["provider"], "prompt": prompt, "max": config["max_tokens"]})
+        text = await asyncio.to_thread(context.external.fetch, key, lambda: _complete(context, config, prompt))
+        out = _llm_answer(text, claims, data["knowledge"])
+        return StageOutput({**out, "kg_delta_sha256": data.get("kg_delta_sha256")},
+                           metrics={"tokens": (len(prompt) + len(SYSTEM) + len(text)) // 4})
+
+
+def _ordered_claims(data: Mapping[str, Any], limit: int) -> list[dict[str, Any]]:
+    """The answer's claims, one or more per subtopic in plan order first, then by relevance."""
+    kn = data["knowledge"]
+    pool = [kn["claims"][c] for c in data.get("answer_claims", []) if c in kn["claims"]]
+    chosen: list[dict[str, Any]] = []
+    for s in data.get("subtopics", []):
+        hit = next((c for c in pool if c not in chosen and addressed(s, [c], data.get("entities", []))), None)
+        if hit is not None:
+            chosen.append(hit)
+    chosen += [c for c in pool if c not in chosen]
+    return chosen[:limit]
+
+
+def _citation(claim: Mapping[str, Any], source: Mapping[str, Any], n: int) -> dict[str, Any]:
+    cite = {"n": n, "source": source["source"], "span": source["span"], "claim": claim["id"],
+            "claim_node": f"research:claim:{claim['id'][2:]}", "authority": claim.get("authority")}
+    if source["source"].startswith("kg:"):
+        db, _, node = source["source"][3:].partition("/")
+        cite["kg_node"] = {"db": db, "id": node}
+    return cite
+
+
+def extractive_answer(question: str, claims: Sequence[Mapping[str, Any]],
+                      knowledge: Mapping[str, Any]) -> dict[str, Any]:
+    """One sentence per claim, cited by every source that supports it."""
+    citations: list[dict[str, Any]] = []
+    index: dict[tuple[str, tuple[int, ...]], int] = {}
+    sentences = []
+    for c in claims:
+        nums = []
+        for s in c["sources"]:
+            key = (s["source"], tuple(s["span"]))
+            if key not in index:
+                index[key] = len(citations) + 1
+                citations.append(_citation(c, s, index[key]))
+            nums.append(index[key])
+        text = c["text"].rstrip()
+        sentences.append({"text": text, "citations": nums, "claims": [c["id"]],
+                          "nodes": [f"research:claim:{c['id'][2:]}"]})
+    conflicts = _conflicts(claims, knowledge)
+    body = " ".join(f"{s['text']} {''.join(f'[{n}]' for n in s['citations'])}" for s in sentences)
+    if not sentences:
+        body = f"No source found answers {question!r}."
+    return {"question": question, "answer": body, "sentences": sentences, "citations": citations,
+            "conflicts": conflicts, "mode": "extractive"}
+
+
+def _conflicts(claims: Sequence[Mapping[str, Any]], knowledge: Mapping[str, Any]) -> list[dict[str, Any]]:
+    ids = {c["id"] for c in claims}
+    return [c for c in knowledge.get("conflicts", []) if ids & set(c["claims"])]
+
+
+def _prompt(question: str, claims: Sequence[Mapping[str, Any]]) -> str:
+    lines = [f"[{i}] {c['text']} (source: {c['sources'][0]['source']})" for i, c in enumerate(claims, 1)]
+    return f"Question: {question}\n\nClaims:\n" + "\n".join(lines)
+
+
+def _complete(context: ProcessContext, config: Mapping[str, Any], prompt: str) -> str:
+    from ..llm.base import Message
+    provider = context.services.get("provider")
+    if provider is None:
+        from ..llm.registry import get_provider
+        provider = get_provider(config["provider"])
+    text = provider.complete([Message("user", prompt)], system=SYSTEM, max_tokens=config["max_tokens"])
+    if not isinstance(text, str):
+        raise PipelineError("the answer provider returned no text")
+    return text
+
+
+def _llm_answer(text: str, claims: Sequence[Mapping[str, Any]], knowledge: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's sentences with their ``[n]`` mapped back to claims and sources; a number that names
+    no claim is dropped (and counted), never shown as a citation."""
+    base = extractive_answer("", claims, knowledge)
+    by_claim = {i: claims[i - 1] for i in range(1, len(claims) + 1)}
+    first = {cit["claim"]: cit["n"] for cit in base["citations"]}
+    sentences, invalid = [], 0
+    for raw in re.split(r"(?<=[.!?\]])\s+(?=[A-Z])", text.strip()):
+        if not raw.strip():
+            continue
+        nums = [int(n) for n in _CITE.findall(raw)]
+        invalid += sum(1 for n in nums if n not in by_claim)
+        used = [by_claim[n] for n in dict.fromkeys(nums) if n in by_claim]
+        sentences.append({"text": _CITE.sub("", raw).strip(), "claims": [c["id"] for c in used],
+                          "citations": [first[c["id"]] for c in used if c["id"] in first],
+                          "nodes": [f"research:claim:{c['id'][2:]}" for c in used]})
+    return {"answer": text.strip(), "sentences": sentences, "citations": base["citations"],
+            "conflicts": base["conflicts"], "mode": "llm", "invalid_citations": invalid}

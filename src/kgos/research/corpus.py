@@ -1,0 +1,277 @@
+"""A folder of documents searched by BM25 and by embeddings: the research pipeline's corpus backend.
+
+Files (text, Markdown, reStructuredText, HTML as its text, source code; anything that decodes as UTF-8
+and is at most ``MAX_FILE_BYTES``) are cut into chunks of whole paragraphs of about ``chunk_chars``
+characters; each chunk keeps its character span in the document's text so a claim can cite it. The
+BM25 side is the engine's own ``kgos.index.text.TextIndex``; the vector side is one float32 matrix of
+unit rows from a ``kgos.embed`` embedder. A built index is cached per (content fingerprint, chunking,
+embedder) in memory and under the workspace cache, so a second run over an unchanged folder reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..embed.registry import get_embedder
+from ..errors import InvalidArgument
+from ..index.text import TextConfig, TextIndex
+
+__all__ = ["Chunk", "Corpus", "MAX_FILE_BYTES", "chunk_text", "document_text", "open_corpus"]
+
+MAX_FILE_BYTES = 2_000_000
+MAX_FILES = 50_000
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"}
+_lock = threading.Lock()
+_open: dict[str, Corpus] = {}
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage of one document: ``path`` relative to the corpus folder, ``start``/``end`` its
+    character span in the document's text (HTML: in its extracted text)."""
+
+    id: str
+    path: str
+    title: str
+    start: int
+    end: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class _TextOfHTML(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self._skip += tag in ("script", "style")
+        self._in_title = tag == "title"
+        if tag in ("p", "div", "br", "li", "h1", "h2", "h3", "h4", "pre", "dt", "dd", "tr", "section"):
+            self.parts.append("\n\n" if tag in ("p", "h1", "h2", "h3", "h4", "pre", "section") else "\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._skip -= tag in ("script", "style") and self._skip > 0
+        self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.parts.append(data)
+
+
+def document_text(path: Path) -> tuple[str, str] | None:
+    """(title, text) of a file, or None when it is not text (binary, too large, not UTF-8)."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if b"\x00" in raw[:4096]:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if path.suffix.lower() in (".html", ".htm"):
+        parser = _TextOfHTML()
+        parser.feed(text)
+        body = "".join(parser.parts)
+        lines = [" ".join(line.split()) for line in body.splitlines()]
+        return (" ".join(parser.title.split()) or path.stem, "\n".join(lines).strip())
+    return (path.stem, text)
+
+
+def chunk_text(text: str, chunk_chars: int = 700) -> list[tuple[int, int]]:
+    """Spans of chunks made of whole paragraphs (blank-line separated) up to ``chunk_chars``; a longer
+    paragraph is cut at the last sentence end or space before the limit."""
+    spans: list[tuple[int, int]] = []
+    start = end = None
+    for p_start, p_end in _paragraphs(text):
+        for s, e in _pieces(text, p_start, p_end, chunk_chars):
+            if start is not None and e - start > chunk_chars:
+                spans.append((start, end))  # type: ignore[arg-type]
+                start = None
+            start = s if start is None else start
+            end = e
+    if start is not None:
+        spans.append((start, end))  # type: ignore[arg-type]
+    return spans
+
+
+def _paragraphs(text: str) -> Iterator[tuple[int, int]]:
+    pos = 0
+    for block in text.split("\n\n"):
+        lead = len(block) - len(block.lstrip())
+        body = block.strip()
+        if body:
+            yield pos + lead, pos + lead + len(body)
+        pos += len(block) + 2
+
+
+def _pieces(text: str, start: int, end: int, limit: int) -> Iterator[tuple[int, int]]:
+    while end - start > limit:
+        window = text[start:start + limit]
+        cut = max(window.rfind(". "), window.rfind("\n"))
+        cut = cut + 1 if cut > limit // 3 else (window.rfind(" ") if window.rfind(" ") > limit // 3 else limit)
+        yield start, start + cut
+        start += cut
+        while start < end and text[start].isspace():
+            start += 1
+    if end > start:
+        yield start, end
+
+
+class Corpus:
+    """The chunks of a folder with their BM25 index and embedding matrix."""
+
+    def __init__(self, root: Path, fingerprint: str, chunks: list[Chunk], text_index: TextIndex,
+                 vectors: np.ndarray, embedder: str) -> None:
+        self.root, self.fingerprint, self.chunks = root, fingerprint, chunks
+        self.text_index, self.vectors, self.embedder_spec = text_index, vectors, embedder
+        self.paths = np.array([c.path for c in chunks], dtype=object)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def search_scored(self, query: str, k: int = 10, backend: str = "bm25",
+                      allowed: np.ndarray | None = None) -> list[tuple[Chunk, float]]:
+        """Top ``k`` (chunk, score) by ``backend`` (``bm25`` or ``vector``), among ``allowed`` rows."""
+        if not self.chunks:
+            return []
+        return _top(self._scores(query, backend, allowed), k, self.chunks)
+
+    def count_matches(self, query: str, backend: str = "bm25", allowed: np.ndarray | None = None) -> int:
+        """How many chunks score above zero: the size of the candidate set (too broad or too narrow)."""
+        if not self.chunks:
+            return 0
+        scores = self._scores(query, backend, allowed)
+        # cosine is positive for most chunks: count those at least half as close as the best
+        floor = 0.5 * float(scores.max()) if backend == "vector" and scores.size else 0.0
+        return int(np.count_nonzero(scores > max(floor, 0.0)))
+
+    def _scores(self, query: str, backend: str, allowed: np.ndarray | None) -> np.ndarray:
+        if backend == "bm25":
+            scores = self.text_index.scores(self.text_index.query_terms(query))
+        elif backend == "vector":
+            q = get_embedder(self.embedder_spec).embed_query(query)
+            scores = self.vectors @ q
+        else:
+            raise InvalidArgument(f"corpus backend must be bm25 or vector, not {backend!r}")
+        if allowed is not None:
+            scores = np.where(allowed, scores, 0.0)
+        return scores
+
+    def mask(self, paths: set[str]) -> np.ndarray:
+        return np.isin(self.paths, list(paths))
+
+
+def _top(scores: np.ndarray, k: int, chunks: Sequence[Chunk]) -> list[tuple[Chunk, float]]:
+    live = np.flatnonzero(scores > 0)
+    if live.size > k:
+        live = live[np.argpartition(-scores[live], k - 1)[:k]]
+    # ties by chunk order: deterministic across runs
+    order = sorted(live.tolist(), key=lambda i: (-float(scores[i]), i))
+    return [(chunks[i], round(float(scores[i]), 6)) for i in order]
+
+
+def files_of(root: Path) -> list[Path]:
+    """The files of ``root`` (sorted, hidden and tool folders skipped), at most ``MAX_FILES``."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        found.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
+        if len(found) > MAX_FILES:
+            raise InvalidArgument(f"corpus {root} has more than {MAX_FILES} files: point at a smaller folder")
+    return found
+
+
+def fingerprint(root: Path, files: Sequence[Path]) -> str:
+    """sha256 over (relative path, sha256 of bytes) of every file: the corpus's content identity."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
+        try:
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+        except OSError:
+            h.update(b"unreadable")
+    return "sha256:" + h.hexdigest()
+
+
+def open_corpus(root: str | Path, cache_dir: Path | None = None, embedder: str = "default",
+                chunk_chars: int = 700) -> Corpus:
+    """The indexed corpus of folder ``root`` (built, or read from the cache when unchanged)."""
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise InvalidArgument(f"corpus folder {root} does not exist or is not a folder")
+    files = files_of(path)
+    spec = get_embedder(embedder).name
+    fp = fingerprint(path, files)
+    key = hashlib.sha256(f"{fp}|{chunk_chars}|{spec}|{embedder}".encode()).hexdigest()[:24]
+    with _lock:
+        if key in _open:
+            return _open[key]
+    corpus = _load(path, fp, cache_dir / key, embedder) if cache_dir else None
+    if corpus is None:
+        corpus = _build(path, files, fp, embedder, chunk_chars)
+        if cache_dir:
+            _save(corpus, cache_dir / key)
+    with _lock:
+        _open[key] = corpus
+    return corpus
+
+
+def _build(root: Path, files: Sequence[Path], fp: str, embedder: str, chunk_chars: int) -> Corpus:
+    chunks: list[Chunk] = []
+    for f in files:
+        doc = document_text(f)
+        if doc is None:
+            continue
+        title, text = doc
+        rel = f.relative_to(root).as_posix()
+        for i, (s, e) in enumerate(chunk_text(text, chunk_chars)):
+            chunks.append(Chunk(f"{rel}#{i}", rel, title, s, e, text[s:e]))
+    index = TextIndex.build([(c.title, c.path, "", c.text) for c in chunks], TextConfig())
+    vectors = (get_embedder(embedder).embed([c.text for c in chunks]) if chunks
+               else np.zeros((0, 1), np.float32))
+    return Corpus(root, fp, chunks, index, np.ascontiguousarray(vectors, np.float32), embedder)
+
+
+def _save(corpus: Corpus, folder: Path) -> None:
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "chunks.json").write_text(json.dumps([c.to_dict() for c in corpus.chunks]), encoding="utf-8")
+    np.save(tmp / "vectors.npy", corpus.vectors)
+    if corpus.chunks:
+        corpus.text_index.save(tmp)
+    try:
+        tmp.rename(folder)
+    except OSError:  # another process saved it first
+        pass
+
+
+def _load(root: Path, fp: str, folder: Path, embedder: str) -> Corpus | None:
+    try:
+        chunks = [Chunk(**c) for c in json.loads((folder / "chunks.json").read_text(encoding="utf-8"))]
+        vectors = np.load(folder / "vectors.npy")
+        index = TextIndex.load(folder, TextConfig()) if chunks else TextIndex.build([], TextConfig())
+    except (OSError, ValueError, TypeError):
+        return None
+    return Corpus(root, fp, chunks, index, vectors, embedder)
