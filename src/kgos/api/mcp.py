@@ -1,0 +1,324 @@
+"""The MCP server: KG-OS's query methods, experts and memory as Model Context Protocol tools,
+resources and prompts, built with the official SDK (``mcp``; its ``MCPServer`` is what SDK 1.x
+called ``FastMCP``).
+
+- ``kgos mcp`` serves it over stdio (Claude Desktop, Claude Code, any MCP client);
+- ``kgos serve`` mounts the same server at ``/mcp`` (streamable HTTP) behind the API's token,
+  Host and Origin checks (``security.py``, ``origin.SiteGuard``).
+
+Tool arguments carry the Python API's names (``kg`` is the KG's db_id, then ``query``, ``k``,
+``node``, ``direction``, ``max_depth``...), and every tool returns the library result's ``to_dict()``.
+A library error (unknown KG or node, bad argument) comes back as an MCP tool error with the
+library's message; arguments of the wrong type are refused by the tool's JSON schema the same way.
+Write tools (``add_node``, ``add_edge``, ``proposal_accept``, ``proposal_reject``) exist only on a
+server created with ``allow_writes=True`` (``kgos mcp --allow-writes``, ``KGOS_MCP_WRITES=1``).
+
+Resources: ``kgos://kg/{db_id}`` (a KG's summary and stats) and ``kgos://kg/{db_id}/node/{node_id}``
+(a node with its neighbours). Prompts: one per expert, its persona and the retrieval context for a
+question.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
+
+from .. import __version__
+from ..errors import KGOSError, MissingDependency
+from ..retrieval.hybrid import MAX_K
+from .turns import ask
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from ..kg import Workspace
+    from ..llm.base import ChatProvider
+
+log = logging.getLogger(__name__)
+SERVER_NAME = "kgos"
+MAX_DEPTH = 10
+INSTRUCTIONS = ("KG-OS knowledge graphs. Call list_kgs first to learn the KG ids (the `kg` argument of every "
+                "other tool), then search or the query methods; ask_expert answers a question with citations "
+                "[Source: kg:node] to graph nodes.")
+
+KgId = Annotated[str, Field(description="the KG's db_id, as list_kgs shows it (e.g. 'demo')", min_length=1,
+                            max_length=128)]
+Text = Annotated[str, Field(min_length=1, max_length=8_000)]
+NodeRef = Annotated[str, Field(description="a node id (e.g. 'feature:batch_api') or an unambiguous node name",
+                               min_length=1, max_length=1_000)]
+K = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many results (1-{MAX_K})")]
+Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH, description=f"hops to follow (1-{MAX_DEPTH})")]
+
+
+def load_sdk() -> Any:
+    """The SDK's server module, or MissingDependency naming the ``mcp`` extra."""
+    try:
+        from mcp.server import mcpserver
+    except ImportError as exc:
+        raise MissingDependency("the MCP SDK (mcp)", "mcp") from exc
+    return mcpserver
+
+
+def create_server(workspace: Workspace, *, allow_writes: bool = False,
+                  provider: Callable[[], ChatProvider] | None = None) -> MCPServer:
+    """The MCP server over ``workspace``. ``provider()`` makes the chat provider ``ask_expert`` answers
+    with (default: ``kgos.llm.get_provider()``, i.e. ``$KGOS_LLM_PROVIDER`` or offline)."""
+    sdk = load_sdk()
+    server = sdk.MCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    tools = Tools(workspace, provider or _default_provider)
+    for fn, read_only in tools.catalogue(allow_writes):
+        server.add_tool(_tool_errors(fn), name=fn.__name__, description=fn.__doc__,
+                        annotations=_annotations(read_only), structured_output=False)
+    _add_resources(server, tools)
+    _add_prompts(server, tools)
+    return server
+
+
+def _default_provider() -> ChatProvider:
+    from ..llm import get_provider
+    return get_provider()
+
+
+def _annotations(read_only: bool) -> Any:
+    from mcp.types import ToolAnnotations
+    return ToolAnnotations(read_only_hint=read_only, destructive_hint=False, idempotent_hint=read_only,
+                           open_world_hint=False)
+
+
+def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A library error becomes an MCP tool error (``isError``) carrying the library's message."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return json.dumps(fn(*args, **kwargs), ensure_ascii=False, default=str)
+        except KGOSError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+    return run
+
+
+class Tools:
+    """The tool functions; their names, docstrings and annotated parameters are what clients see."""
+
+    def __init__(self, workspace: Workspace, provider: Callable[[], ChatProvider]) -> None:
+        self.ws = workspace
+        self.provider = provider
+
+    def catalogue(self, allow_writes: bool) -> list[tuple[Callable[..., Any], bool]]:
+        reads = [self.list_kgs, self.search, self.intent_search, self.want_to, self.can_it, self.compose_for,
+                 self.similar_to, self.impact_analysis, self.trace_path, self.explore_smart, self.dimension_filter,
+                 self.get_node, self.neighbors, self.proposals, self.memory_context]
+        writes = [self.add_node, self.add_edge, self.proposal_accept, self.proposal_reject]
+        # ask_expert and memory_add write to the workspace (the conversation, the memory) but not to any KG
+        chats = [self.ask_expert, self.memory_add]
+        return [(f, True) for f in reads] + [(f, False) for f in chats + (writes if allow_writes else [])]
+
+    def _kg(self, kg: str) -> Any:
+        return self.ws.kg(kg)
+
+    def _locked(self, kg: str, call: Callable[[Any], Any]) -> Any:
+        with self.ws.lock:
+            result = call(self._kg(kg))
+            return result.to_dict() if hasattr(result, "to_dict") else result
+
+    # -- reads ------------------------------------------------------------------------------------------
+    def list_kgs(self) -> dict[str, Any]:
+        """List the knowledge graphs of this workspace: db_id (the `kg` argument of the other tools),
+        name, description, node and edge counts."""
+        with self.ws.lock:
+            return {"kgs": [i.to_dict() for i in self.ws.list()]}
+
+    def search(self, kg: KgId, query: Text, k: K = 10,
+               intent: Annotated[str | None, Field(description="one of the 8 retrieval intents; omit to "
+                                                               "classify the query")] = None) -> dict[str, Any]:
+        """Intent-adaptive hybrid search (meaning + BM25 text + graph + intent signals) of one KG. Returns
+        the ranked hits, each with its node, score and per-signal components, plus the detected intent."""
+        return self._locked(kg, lambda g: g.search(query, k=k, intent=intent))
+
+    def intent_search(self, kg: KgId, query: Text) -> dict[str, Any]:
+        """Classify the query into KG-OS's 14 intent categories, run the query methods they call for
+        (want_to, can_it, compose_for, ...) and merge them with hybrid search."""
+        return self._locked(kg, lambda g: g.intent_search(query))
+
+    def want_to(self, kg: KgId, goal: Text, k: K = 10) -> dict[str, Any]:
+        """Nodes that help reach a goal ("I want to ..."): keyword matches, then nodes linked to the goal
+        by enables / optimizes / solves / contributes_to edges."""
+        return self._locked(kg, lambda g: g.want_to(goal, k=k))
+
+    def can_it(self, kg: KgId, capability: Text) -> dict[str, Any]:
+        """Can it do X? A verdict (yes / yes_with_limitations / no / unknown) with the limitations found
+        and their workarounds."""
+        return self._locked(kg, lambda g: g.can_it(capability))
+
+    def compose_for(self, kg: KgId, goal: Text,
+                    max_tools: Annotated[int, Field(ge=1, le=20)] = 5) -> dict[str, Any]:
+        """A multi-step plan for a goal: tools ordered by feeds_into / requires edges, with conflicts
+        (conflicts_with) reported as warnings."""
+        return self._locked(kg, lambda g: g.compose_for(goal, max_tools=max_tools))
+
+    def similar_to(self, kg: KgId, node: NodeRef, k: K = 10) -> dict[str, Any]:
+        """Nodes structurally similar to a node (0.7 neighbour Jaccard + 0.2 same type + 0.1 name overlap)."""
+        return self._locked(kg, lambda g: g.similar_to(node, k=k))
+
+    def impact_analysis(self, kg: KgId, node: NodeRef,
+                        direction: Literal["forward", "backward", "both"] = "both",
+                        max_depth: Depth = 3) -> dict[str, Any]:
+        """What is affected if a node changes: breadth-first over edges (forward = what it points to,
+        backward = what points to it), each reached node with depth and risk."""
+        return self._locked(kg, lambda g: g.impact_analysis(node, direction=direction, max_depth=max_depth))
+
+    def trace_path(self, kg: KgId, node_a: NodeRef, node_b: NodeRef, max_depth: Depth = 5) -> dict[str, Any]:
+        """The shortest path between two nodes, each step with its edge type and direction; found is
+        false when none exists within max_depth."""
+        return self._locked(kg, lambda g: g.trace_path(node_a, node_b, max_depth=max_depth))
+
+    def explore_smart(self, kg: KgId, node: NodeRef, depth: Annotated[int, Field(ge=1, le=5)] = 2,
+                      per_level: Annotated[int, Field(ge=1, le=100)] = 10) -> dict[str, Any]:
+        """A node's neighbourhood level by level, each level ranked by degree and edge diversity, hubs
+        marked."""
+        return self._locked(kg, lambda g: g.explore_smart(node, depth=depth, per_level=per_level))
+
+    def dimension_filter(self, kg: KgId,
+                         filters: Annotated[dict[str, dict[str, Any]], Field(
+                             description="{dimension: {min, max, exact, gt, lt}}, e.g. {\"cost\": {\"max\": 0.3}}")],
+                         limit: K = 20) -> dict[str, Any]:
+        """Nodes whose semantic dimensions (cost, complexity, maturity, ...) meet every constraint."""
+        return self._locked(kg, lambda g: g.dimension_filter(filters, limit=limit))
+
+    def get_node(self, kg: KgId, node: NodeRef) -> dict[str, Any]:
+        """One node by id or name: id, name, type, description and properties."""
+        return self._locked(kg, lambda g: g.resolve(node))
+
+    def neighbors(self, kg: KgId, node: NodeRef,
+                  direction: Literal["outgoing", "incoming", "both"] = "both",
+                  limit: K = 50) -> dict[str, Any]:
+        """Nodes one edge away from a node, with the edge type and direction of each."""
+        def read(g: Any) -> dict[str, Any]:
+            ref = g.resolve(node)
+            return {"node": ref.id, "neighbors": [n.to_dict() for n in g.neighbors(ref.id, direction, limit=limit)]}
+        return self._locked(kg, read)
+
+    def proposals(self, kg: KgId, status: Literal["pending", "accepted", "rejected"] = "pending",
+                  limit: Annotated[int, Field(ge=1, le=200)] = 20) -> dict[str, Any]:
+        """The KG's review queue: proposed edges and nodes (from link prediction and other sources), most
+        confident first, each with its id for proposal_accept / proposal_reject."""
+        def read(g: Any) -> dict[str, Any]:
+            total, page = g.proposals.list(status=status, limit=limit)
+            return {"total": total, "proposals": [p.to_dict() for p in page]}
+        return self._locked(kg, read)
+
+    def memory_context(self, query: Text) -> dict[str, Any]:
+        """What the agent memory knows about a query: the context block an expert would inject, with the
+        entities and edges behind it."""
+        from ..memory import MemoryService
+        with self.ws.lock:
+            return MemoryService(self.ws).context(query).to_dict()
+
+    # -- conversation and memory (workspace writes, no KG writes) ----------------------------------------
+    def ask_expert(self, expert: Annotated[str, Field(description="the expert's id (prompts/list shows one "
+                                                                  "prompt per expert)", min_length=1)],
+                   question: Text,
+                   conversation_id: Annotated[str | None, Field(description="continue this conversation")] = None
+                   ) -> dict[str, Any]:
+        """Ask an expert (a KG + persona): a grounded answer citing graph nodes as [Source: kg:node], the
+        sources it was given, and the citation check (citations that point at nodes it was not shown)."""
+        answer = ask(self.ws, self.provider(), expert, question, conversation_id=conversation_id)
+        return answer.to_dict()
+
+    def memory_add(self, content: Text, tags: list[str] | None = None) -> dict[str, Any]:
+        """Remember something (a fact, a preference): stored in the agent memory and linked into the
+        memory KG; secrets such as API keys are redacted first."""
+        from ..memory import MemoryService
+        with self.ws.lock:
+            return MemoryService(self.ws).add(content, tags or ()).to_dict()
+
+    # -- KG writes (only with allow_writes) --------------------------------------------------------------
+    def add_node(self, kg: KgId, name: Text, type: str = "entity", description: str = "",
+                 properties: dict[str, Any] | None = None, id: str | None = None) -> dict[str, Any]:
+        """Add a node to a KG (writable KGs only); returns it with its id."""
+        return self._locked(kg, lambda g: g.add_node(name, type, description, properties, id=id))
+
+    def add_edge(self, kg: KgId, source: NodeRef, target: NodeRef, type: Text,
+                 weight: Annotated[float, Field(ge=0.0, le=1e6)] = 1.0,
+                 properties: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Add an edge between two existing nodes of a KG (ids or names)."""
+        def write(g: Any) -> Any:
+            return g.add_edge(g.resolve(source).id, g.resolve(target).id, type, weight, properties)
+        return self._locked(kg, write)
+
+    def proposal_accept(self, kg: KgId, proposal_id: Annotated[int, Field(ge=1)],
+                        note: str | None = None) -> dict[str, Any]:
+        """Accept a proposal of the review queue: its edge (or node) is added to the KG with provenance."""
+        return self._locked(kg, lambda g: g.proposals.accept(proposal_id, reviewer="mcp", note=note))
+
+    def proposal_reject(self, kg: KgId, proposal_id: Annotated[int, Field(ge=1)],
+                        note: str | None = None) -> dict[str, Any]:
+        """Reject a proposal of the review queue; the same edge is not proposed again."""
+        return self._locked(kg, lambda g: g.proposals.reject(proposal_id, reviewer="mcp", note=note))
+
+
+# -- resources and prompts --------------------------------------------------------------------------------
+def _add_resources(server: Any, tools: Tools) -> None:
+    from mcp.server.mcpserver.exceptions import ResourceError
+
+    def guarded(read: Callable[..., dict[str, Any]]) -> Callable[..., str]:
+        @functools.wraps(read)
+        def run(**kwargs: str) -> str:
+            try:
+                return json.dumps(read(**kwargs), ensure_ascii=False, default=str)
+            except KGOSError as exc:
+                raise ResourceError(f"{type(exc).__name__}: {exc}") from exc
+        return run
+
+    def kg_summary(db_id: str) -> dict[str, Any]:
+        with tools.ws.lock:
+            return {"kg": tools.ws.info(db_id).to_dict(), "stats": tools.ws.kg(db_id).stats().to_dict()}
+
+    def node(db_id: str, node_id: str) -> dict[str, Any]:
+        return {"node": tools.get_node(db_id, node_id),
+                "neighbors": tools.neighbors(db_id, node_id, limit=50)["neighbors"]}
+
+    server.resource("kgos://kg/{db_id}", name="kg", mime_type="application/json",
+                    description="A KG's summary: name, description, kind, node and edge counts, type statistics"
+                    )(guarded(kg_summary))
+    server.resource("kgos://kg/{db_id}/node/{node_id}", name="node", mime_type="application/json",
+                    description="A node (id or name) with its neighbours")(guarded(node))
+    from mcp.server.mcpserver.resources import FunctionResource
+    with tools.ws.lock:
+        infos = tools.ws.list()
+    for info in infos:  # listed concretely too, so resources/list shows the KGs there are at start
+        server.add_resource(FunctionResource.from_function(
+            functools.partial(guarded(kg_summary), db_id=info.db_id), uri=f"kgos://kg/{info.db_id}",
+            name=f"kg-{info.db_id}", title=info.name, mime_type="application/json",
+            description=f"KG '{info.db_id}': {info.description or info.name} ({info.nodes} nodes, {info.edges} edges)"))
+
+
+def _add_prompts(server: Any, tools: Tools) -> None:
+    from mcp.server.mcpserver.prompts.base import Prompt
+
+    from ..experts import ExpertService
+    with tools.ws.lock:
+        experts = ExpertService(tools.ws).list()
+    for summary in experts:
+        server.add_prompt(Prompt.from_function(_expert_prompt(tools, summary.id), name=summary.id,
+                                               title=summary.name,
+                                               description=f"Answer as the expert '{summary.name}': its persona "
+                                                           "and the knowledge-graph context for the question"))
+
+
+def _expert_prompt(tools: Tools, expert_id: str) -> Callable[[str], str]:
+    from ..experts import ExpertService
+    from ..experts.context import assemble_prompt, retrieve
+
+    def prompt(question: str) -> str:
+        with tools.ws.lock:
+            expert = ExpertService(tools.ws).get(expert_id)
+            ctx = retrieve(tools.ws, expert.config, question)
+        return f"{assemble_prompt(expert.config, ctx)}\n\nQuestion: {question}"
+    return prompt

@@ -1,0 +1,73 @@
+"""One expert turn run to its end, as a result the MCP ``ask_expert`` tool and the OpenAI-compatible
+``/v1/chat/completions`` route both answer from (the SSE route streams the same events instead).
+
+>>> import tempfile, kgos
+>>> from kgos.data import load_demo
+>>> from kgos.llm import get_provider
+>>> ws = kgos.Workspace(tempfile.mkdtemp()); _ = load_demo(ws, embedder=None)
+>>> a = ask(ws, get_provider("offline"), "demo", "How do I reduce my API costs?")
+>>> a.citations["ok"], "[Source: demo:" in a.answer
+(True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..experts.chat import ExpertChat, Turn
+
+if TYPE_CHECKING:
+    from ..kg import Workspace
+    from ..llm.base import ChatProvider
+
+
+@dataclass(frozen=True)
+class TurnAnswer:
+    """A finished turn: the answer text (with ``[Source: kg:node]`` citations), the nodes it was
+    grounded on, the citation check, and the provider's error if it failed (``error_status``: HTTP)."""
+
+    conversation_id: str
+    answer: str
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    citations: dict[str, Any] = field(default_factory=dict)
+    intent: str | None = None
+    message_id: str | None = None
+    error: str | None = None
+    error_status: int = 502
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"conversation_id": self.conversation_id, "answer": self.answer, "sources": self.sources,
+             "citations": self.citations, "intent": self.intent, "message_id": self.message_id}
+        return {**d, "error": self.error} if self.error else d
+
+
+def collect(events: Iterable[dict[str, Any]], turn: Turn) -> TurnAnswer:
+    """The events of ``ExpertChat.events`` folded into one ``TurnAnswer``."""
+    text: list[str] = []
+    sources: list[dict[str, Any]] = []
+    done: dict[str, Any] = {}
+    error: dict[str, Any] = {}
+    for e in events:
+        kind = e["type"]
+        if kind == "token":
+            text.append(e["content"])
+        elif kind == "sources":
+            sources = e["nodes"]
+        elif kind == "error":
+            error = e
+        elif kind == "done":
+            done = e
+    return TurnAnswer(turn.conversation_id, "".join(text), sources, done.get("citations") or {},
+                      turn.context.intent, done.get("message_id"), error.get("content"),
+                      error.get("status", 502))
+
+
+def ask(ws: Workspace, provider: ChatProvider, expert: str, question: str, *, conversation_id: str | None = None,
+        history: Sequence[Any] | None = None, max_tokens: int = 1024, timeout: float = 60.0) -> TurnAnswer:
+    """Ask ``expert`` one question through the 8-stage loop (retrieval, prompt, model, citation
+    check, persistence); raises a KGOSError for bad input (unknown expert, empty question)."""
+    engine = ExpertChat(ws, provider, lock=ws.lock, max_tokens=max_tokens, timeout=timeout)
+    turn = engine.start(expert, question, conversation_id=conversation_id, history=history)
+    return collect(engine.events(turn), turn)
