@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
 from ..kg import Workspace
-from . import errors, experts, graph, kg, kgos, memory, pages, security, studio
+from . import errors, experts, graph, ingest, jobs, kg, kgos, memory, pages, security, studio
 from .models import ErrorBody, Health
 from .runtime import Runtime, ServerSettings, runtime
 
@@ -60,6 +60,8 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(experts.router)
     app.include_router(graph.router)
     app.include_router(memory.router)
+    app.include_router(ingest.router)
+    app.include_router(jobs.router)
     app.add_api_route("/api/health", health, methods=["GET"], response_model=Health, tags=["server"],
                       responses=errors.RESPONSES)
     studio.install(app)  # '/' is the studio (registered first, it answers before pages' start page)

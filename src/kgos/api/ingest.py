@@ -1,0 +1,59 @@
+"""``POST /api/kg/{db_id}/ingest``: build or update a KG from folders and files on the server's disk,
+as a background job (``kgos.api.jobs``): the answer is 202 with the job, ``GET /api/jobs/{job_id}``
+shows its progress and, at the end, the ingest report.
+
+The job opens its own ``Workspace`` on the same folder, so its SQLite connections are its own and the
+other routes are not held up while it runs (readers see the new version when its one transaction
+commits). Paths are checked before the job starts: none existing is a 400, not a failed job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FilePath
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import IngestFailed
+from ..ingest import IngestOptions, ingest
+from ..kg import Workspace, check_db_id
+from .errors import RESPONSES
+from .jobs import JobOut, JobRegistry, ProgressFn, jobs
+from .runtime import Runtime, runtime
+
+router = APIRouter(prefix="/api", responses=RESPONSES, tags=["ingest"])
+
+
+class IngestRequest(BaseModel):
+    """What to ingest: server-side ``paths`` (folders or files) and the options of ``kgos ingest``."""
+
+    model_config = ConfigDict(extra="forbid")
+    paths: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(min_length=1, max_length=100)
+    include: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(default_factory=list, max_length=50)
+    exclude: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(default_factory=list, max_length=50)
+    tiers: list[Annotated[int, Field(ge=1, le=2)]] = Field(default=[1, 2], min_length=1, max_length=2,
+                                                           description="1 structure, 2 patterns (tier 3 needs a provider: CLI or Python)")
+    max_bytes: int = Field(default=5_000_000, ge=1, le=1_000_000_000)
+    embed: bool = True
+    embedder: str = Field(default="default", max_length=200)
+    dimensions: bool = True
+    prune: bool = Field(default=True, description="Remove the nodes of files gone from a folder")
+
+
+@router.post("/kg/{db_id}/ingest", response_model=JobOut, status_code=202)
+def start_ingest(db_id: Annotated[str, Path()], body: IngestRequest, rt: Annotated[Runtime, Depends(runtime)],
+                 registry: Annotated[JobRegistry, Depends(jobs)]) -> Any:
+    """Start ingesting ``paths`` into DB_ID (created if missing); poll the returned job."""
+    db_id = check_db_id(db_id)
+    missing = [p for p in body.paths if not FilePath(p).expanduser().exists()]
+    if len(missing) == len(body.paths):
+        raise IngestFailed(f"nothing to ingest: no such path on the server: {', '.join(missing[:5])}")
+    options = IngestOptions(tuple(body.include), tuple(body.exclude), tuple(body.tiers), body.max_bytes, body.embed,
+                            body.embedder, body.dimensions, True, body.prune).checked()
+    home = rt.workspace.home
+
+    def work(progress: ProgressFn) -> dict[str, Any]:
+        with Workspace(home) as ws:
+            return ingest(ws, db_id, list(body.paths), options, progress=progress).to_dict()
+    return registry.submit("ingest", work).to_dict()
