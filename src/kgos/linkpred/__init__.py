@@ -7,7 +7,7 @@ queue itself is ``kg.proposals`` (``kgos.store.proposals``), shared with every o
 from ..kg.facade import KG
 from . import complex, ensemble, features, structural  # noqa: F401  (importing registers the predictors)
 from .base import Predictor, predictor, predictors
-from .predict import Predict
+from .predict import Predict, evaluate_split
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
 from .results import Prediction, PredictionList, RunReport, Verdict
 from .triples import LinkGraph, Split, Triples, read_split
@@ -15,5 +15,5 @@ from .triples import LinkGraph, Split, Triples, read_split
 KG.register_extension("predict", Predict)
 
 __all__ = ["KnownEdges", "LinkGraph", "Predict", "Prediction", "PredictionList", "Predictor", "RankMetrics",
-           "RunReport", "Split", "Triples", "Verdict", "filtered_ranks", "metrics", "predictor", "predictors",
+           "RunReport", "Split", "Triples", "Verdict", "evaluate_split", "filtered_ranks", "metrics", "predictor", "predictors",
            "read_split"]

@@ -20,14 +20,16 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..store.proposals import ProposalDraft, ProposeReport
+from . import validation
 from .base import Predictor, predictor
 from .ensemble import Ensemble
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
-from .results import Prediction, PredictionList, RunReport
-from .triples import LinkGraph, Triples
+from .results import Prediction, PredictionList, RunReport, Verdict
+from .triples import LinkGraph, Triples, read_split
 
 if TYPE_CHECKING:
     from ..kg import KG
+    from ..llm.base import ChatProvider
 
 MAX_K = 1000
 SIMILAR_POOL = 4096  # existing edges per relation searched for the "most similar edges" evidence
@@ -261,6 +263,12 @@ class Predict:
                   for p in predictions]
         return self.kg.proposals.propose(drafts)
 
+    # -- LLM validation -------------------------------------------------------------------------------
+    def validate(self, proposal_id: int, provider: ChatProvider, auto_accept: float | None = None,
+                 timeout: float = 60.0, reviewer: str | None = None) -> Verdict:
+        """An LLM verdict on one edge proposal, stored with it (``kgos.linkpred.validation``)."""
+        return validation.validate(self.kg, proposal_id, provider, auto_accept, timeout, reviewer)
+
     # -- evaluation -----------------------------------------------------------------------------------
     def evaluate(self, predictor: str = "ensemble", test: str | Path | Sequence[Mapping[str, Any]] | None = None,
                  holdout: float | None = None, seed: int = 0, max_test: int | None = None,
@@ -320,6 +328,17 @@ class Predict:
             raise InvalidArgument(f"{int(present.sum())} test edge(s) are in the KG (e.g. line "
                                   f"{int(np.flatnonzero(present)[0]) + 1}): test edges must be absent from it")
         return Triples(a[:, 0], a[:, 1], a[:, 2], t.entities, t.relations)
+
+
+def evaluate_split(folder: str | Path, predictor_name: str = "ensemble", **params: Any) -> RankMetrics:
+    """Filtered MRR and Hits@1/3/10 on a standard split folder: fit on train (the ensemble weighs its
+    members on valid), rank test in both directions, filtered by train + valid + test."""
+    split = read_split(folder)
+    t0 = time.perf_counter()
+    m = predictor(predictor_name, **params)
+    m.fit(LinkGraph(split.train), split.valid if predictor_name == "ensemble" else None)
+    known = KnownEdges(split.train, split.valid, split.test)
+    return metrics(filtered_ranks(m.score_tails, m.score_heads, split.test, known), m.name, time.perf_counter() - t0)
 
 
 def _read_edges(path: Path) -> list[dict[str, Any]]:
