@@ -1,6 +1,6 @@
 // The studio's router: "#/<view>/<arg>?<params>" -> views/<view>.js render(root, route).
 // A view that throws shows its message in the page (never a blank screen).
-import { clear, h } from "./dom.js";
+import { append, clear, h } from "./dom.js";
 
 const VIEWS = ["workspace", "explore", "search", "methods", "experts", "review", "memory", "eval", "research"];
 const root = document.getElementById("view");
@@ -15,12 +15,13 @@ export function parseRoute(hash) {
 export function showError(err, where = root) {
   const kind = err && err.kind ? `${err.kind}: ` : "";
   const text = err && err.message ? err.message : String(err);
-  where.append(h("div", { class: "card bad", role: "alert", "data-error": err?.kind || "Error" }, kind + text));
+  append(where, h("div", { class: "card bad", role: "alert", "data-error": err?.kind || "Error" }, kind + text));
 }
 
 async function route() {
   const r = parseRoute(location.hash);
   const token = ++current;
+  delete root.dataset.ready;
   for (const a of document.querySelectorAll("#nav a[data-view]")) a.classList.toggle("active", a.dataset.view === r.view);
   if (!VIEWS.includes(r.view)) {
     clear(root, h("div", { class: "card bad", role: "alert" }, `No view '${r.view}'. Pick one above.`));
@@ -37,7 +38,7 @@ async function route() {
     console.warn(err);
     showError(err);
   }
-  root.dataset.ready = r.view;
+  if (token === current) root.dataset.ready = r.view;
 }
 
 window.addEventListener("hashchange", route);

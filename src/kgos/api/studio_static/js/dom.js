@@ -11,11 +11,11 @@ export function h(tag, attrs = {}, ...children) {
     else if (key === "value" || key === "checked" || key === "disabled" || key === "hidden") el[key] = value;
     else el.setAttribute(key, value === true ? "" : String(value));
   }
-  append(el, children);
-  return el;
+  return append(el, ...children);
 }
 
-export function append(el, children) {
+/** ``el.append`` for what views build: nested arrays flattened, null/undefined/false skipped. */
+export function append(el, ...children) {
   for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
@@ -25,7 +25,7 @@ export function append(el, children) {
 
 export function clear(el, ...children) {
   el.replaceChildren();
-  return append(el, children);
+  return append(el, ...children);
 }
 
 export function fmt(x, digits = 3) {

@@ -1,5 +1,5 @@
 // The token dialog: shown when the server answers 401 (a server off loopback requires a token).
-import { h } from "./dom.js";
+import { append, h } from "./dom.js";
 
 export function askForToken(previous) {
   return new Promise((resolve) => {
@@ -10,7 +10,7 @@ export function askForToken(previous) {
       h("form", { method: "dialog" }, h("h2", {}, "API token"), h("p", { class: previous ? "bad" : "muted" }, note),
         input, " ", h("button", { class: "primary", type: "submit" }, "Use token")));
     dialog.addEventListener("close", () => { dialog.remove(); resolve(input.value.trim()); });
-    document.body.append(dialog);
+    append(document.body, dialog);
     dialog.showModal();
   });
 }

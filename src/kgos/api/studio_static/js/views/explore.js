@@ -3,7 +3,7 @@
 // "Expand" to add its neighbours; type colours + legend, type filters, search-to-focus, path
 // highlighting (POST .../trace), impact by depth (POST .../impact) and layouts.
 import { get, post } from "../api.js";
-import { bar, clear, field, fmt, h, message, select, table } from "../dom.js";
+import { append, bar, clear, field, fmt, h, message, select, table } from "../dom.js";
 import { showError } from "../app.js";
 
 const PALETTE = ["#2f6fdb", "#12b76a", "#f79009", "#7a5af8", "#ee46bc", "#06aed4", "#f04438", "#667085", "#84cc16", "#a15c07", "#0e9384", "#c01574"];
@@ -18,10 +18,10 @@ export function colourOf(type) {
 
 export async function render(root, route) {
   const kgs = await get("kg");
-  if (!kgs.length) { root.append(message("No KGs in this workspace: import one on the Workspace page.", "bad")); return; }
+  if (!kgs.length) { append(root, message("No KGs in this workspace: import one on the Workspace page.", "bad")); return; }
   const dbId = route.args[0] || kgs[0].db_id;
   if (!kgs.some((k) => k.db_id === dbId)) {
-    root.append(h("div", { class: "card bad", role: "alert" }, `No KG '${dbId}' in this workspace. Open one of: `,
+    append(root, h("div", { class: "card bad", role: "alert" }, `No KG '${dbId}' in this workspace. Open one of: `,
       kgs.map((k) => [h("a", { href: `#/explore/${encodeURIComponent(k.db_id)}` }, k.db_id), " "])));
     return;
   }
@@ -39,19 +39,19 @@ export async function render(root, route) {
   const info = h("div", { id: "graph-info" });
   const panel = h("div", { id: "node-panel", class: "card" }, message("Click a node to see its properties, dimensions and edges."));
   const tools = h("div", { id: "graph-tools" });
-  root.append(h("h1", {}, "Graph explorer"),
+  append(root, h("h1", {}, "Graph explorer"),
     h("form", { class: "row card", onsubmit: (e) => { e.preventDefault(); go(); } }, field("KG", kgSel), node, list,
       field("depth", depth), field("max nodes", maxNodes), field("layout", layout), h("button", { class: "primary" }, "Show")),
     info, h("div", { class: "grid2" }, h("div", {}, h("div", { id: "graph" }), h("div", { id: "legend", class: "legend card" }), tools), panel));
   const params = { node: p.get("node") || undefined, depth: depth.value, max_nodes: maxNodes.value };
   let data;
   try { data = await get(`kg/${encodeURIComponent(dbId)}/neighborhood`, params); }
-  catch (err) { showError(err, info); if (err.body?.suggestions?.length) info.append(suggestions(dbId, err.body.suggestions)); return; }
-  if (data.message) info.append(h("div", { class: "card", id: "graph-message", role: "status" }, data.message));
-  info.append(h("p", { class: "muted" }, `${fmt(data.nodes.length)} nodes, ${fmt(data.edges.length)} edges around `, h("b", { class: "long" }, data.center),
+  catch (err) { showError(err, info); if (err.body?.suggestions?.length) append(info, suggestions(dbId, err.body.suggestions)); return; }
+  if (data.message) append(info, h("div", { class: "card", id: "graph-message", role: "status" }, data.message));
+  append(info, h("p", { class: "muted" }, `${fmt(data.nodes.length)} nodes, ${fmt(data.edges.length)} edges around `, h("b", { class: "long" }, data.center),
     ` (${fmt(data.reachable)} reachable within ${data.depth} hops).`));
   draw(data, panel, layout.value);
-  tools.append(pathTool(), impactTool());
+  append(tools, pathTool(), impactTool());
   window.kgosExplorer = { ready: true, nodes: state.cy.nodes().length, edges: state.cy.edges().length };
 }
 
@@ -203,7 +203,7 @@ function pathTool() {
     e.preventDefault(); clear(out);
     try {
       const r = await post(`kg/${encodeURIComponent(state.dbId)}/trace`, { source: a.value.trim(), target: b.value.trim() });
-      if (!r.found) { out.append(message(`No path within ${r.max_depth} hops. ${r.notes.join(" ")}`)); highlight(null); return; }
+      if (!r.found) { append(out, message(`No path within ${r.max_depth} hops. ${r.notes.join(" ")}`)); highlight(null); return; }
       const ids = new Set();
       const steps = r.path.filter((x) => x.node);
       const missing = steps.filter((s) => state.cy.getElementById(s.node).empty());
@@ -217,7 +217,7 @@ function pathTool() {
       }
       steps.forEach((s) => ids.add(s.node));
       highlight(ids);
-      out.append(h("p", { class: "long" }, `${r.length} hops: `, steps.map((s, i) => [i ? " → " : "", s.name])));
+      append(out, h("p", { class: "long" }, `${r.length} hops: `, steps.map((s, i) => [i ? " → " : "", s.name])));
     } catch (err) { showError(err, out); }
   } }, h("h3", {}, "Path (trace_path)"), a, " ", b, " ", h("button", {}, "Highlight"), " ", h("button", { type: "button", onclick: () => highlight(null) }, "Clear"), out);
 }
@@ -232,7 +232,7 @@ async function impact(id) {
   try {
     const r = await post(`kg/${encodeURIComponent(state.dbId)}/impact`, { node: id });
     const ids = new Set([id]);
-    out.append(h("p", {}, `${fmt(r.total_impacted)} nodes impacted by `, h("b", { class: "long" }, r.node.name)),
+    append(out, h("p", {}, `${fmt(r.total_impacted)} nodes impacted by `, h("b", { class: "long" }, r.node.name)),
       Object.entries(r.risk_by_depth).map(([d, items]) => {
         items.forEach((x) => ids.add(x.node.id));
         return h("details", { open: d === "1" }, h("summary", {}, `depth ${d}: ${fmt(r.counts_by_depth[d])} nodes`),

@@ -1,13 +1,13 @@
 // Workspace: KGs with counts and kind; create, import by upload (with progress), export, delete
 // (with confirmation); validation by rule with links to the offending nodes; stats.
 import { get, post, raw, send, upload } from "../api.js";
-import { clear, field, fmt, h, message, select, table } from "../dom.js";
+import { append, clear, field, fmt, h, message, select, table } from "../dom.js";
 import { showError } from "../app.js";
 
 export async function render(root, route) {
   const kgs = await get("kg");
   const detail = h("div", { id: "kg-detail" });
-  root.append(h("h1", {}, "Workspace"),
+  append(root, h("h1", {}, "Workspace"),
     h("div", { class: "card" }, table(["KG", "Name", "Kind", "Nodes", "Edges", ""], kgs.map((kg) => [
       h("a", { href: `#/workspace/${encodeURIComponent(kg.db_id)}` }, kg.db_id), h("span", { class: "long" }, kg.name || ""),
       kg.kind + (kg.read_only ? " (read-only)" : ""), fmt(kg.nodes), fmt(kg.edges), actions(kg)])),
@@ -34,7 +34,7 @@ async function exportKg(dbId, format) {
   const url = URL.createObjectURL(await response.blob());
   const name = (response.headers.get("content-disposition") || "").match(/filename="?([^";]+)/)?.[1] || `${dbId}.${format}`;
   const a = h("a", { href: url, download: name });
-  document.body.append(a); a.click(); a.remove();
+  append(document.body, a); a.click(); a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
@@ -58,14 +58,14 @@ function importForm(kgs) {
   const out = h("div", { id: "import-result" });
   const form = h("form", { class: "card", onsubmit: async (e) => {
     e.preventDefault(); clear(out);
-    if (!file.files.length) { out.append(message("Choose a file first.", "bad")); return; }
+    if (!file.files.length) { append(out, message("Choose a file first.", "bad")); return; }
     const body = new FormData();
     body.append("file", file.files[0]);
     bar.hidden = false; bar.value = 0;
     try {
       const report = await upload(`kg/${encodeURIComponent(id.value.trim())}/import?mode=${mode.value}`, body, (p) => { bar.value = p; });
       bar.value = 1;
-      out.append(h("p", { class: "ok" }, `Imported ${fmt(report.nodes ?? report.nodes_imported ?? 0)} nodes and ${fmt(report.edges ?? report.edges_imported ?? 0)} edges into '${id.value.trim()}'.`),
+      append(out, h("p", { class: "ok" }, `Imported ${fmt(report.nodes ?? report.nodes_imported ?? 0)} nodes and ${fmt(report.edges ?? report.edges_imported ?? 0)} edges into '${id.value.trim()}'.`),
         h("a", { href: `#/workspace/${encodeURIComponent(id.value.trim())}` }, "Open it"));
     } catch (err) { bar.hidden = true; showError(err, out); }
   } }, h("h2", {}, "Import a file"), id, " ", file, " ", field("mode", mode), " ", h("button", { class: "primary" }, "Upload"), bar, out,
@@ -77,7 +77,7 @@ async function showDetail(el, dbId) {
   const db = encodeURIComponent(dbId);
   const [kg, report] = await Promise.all([get(`kg/${db}`), get(`kg/${db}/validate`)]);
   const s = kg.stats;
-  el.append(h("h2", {}, `${kg.db_id}: ${kg.name || ""}`), h("p", { class: "muted long" }, kg.description || ""),
+  append(el, h("h2", {}, `${kg.db_id}: ${kg.name || ""}`), h("p", { class: "muted long" }, kg.description || ""),
     h("div", { class: "row" },
       h("div", { class: "card" }, h("h3", {}, "Stats"), table(["", ""], [["nodes", fmt(s.nodes)], ["edges", fmt(s.edges)],
         ["orphans", fmt(s.orphans)], ["components", fmt(s.components)], ["largest component", fmt(s.largest_component)],

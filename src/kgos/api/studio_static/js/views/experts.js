@@ -1,0 +1,144 @@
+// Experts: list, create and edit (forms generated from the ExpertCreate JSON Schema of
+// /openapi.json), duplicate, export/import, delete; chat over SSE with citations that open their
+// node, a collapsible reasoning trace per answer, and the conversation history.
+import { get, post, raw, send, stream } from "../api.js";
+import { append, clear, field, fmt, h, message, nodeLink, table } from "../dom.js";
+import { showError } from "../app.js";
+import { schemaForm } from "../schemaform.js";
+
+export async function render(root, route) {
+  const [id, sub] = route.args;
+  if (id === "new") return editor(root, null);
+  if (id && sub === "edit") return editor(root, id);
+  if (id) return chat(root, id, route.params.get("c"));
+  const experts = await get("experts");
+  const out = h("div");
+  const file = h("input", { type: "file", accept: ".json,application/json", id: "expert-import" });
+  append(root, h("h1", {}, "Experts"), h("div", { class: "row" }, h("a", { href: "#/experts/new" }, h("button", { class: "primary" }, "New expert")),
+    h("span", {}, "Import an exported expert: ", file, h("button", { onclick: () => importExpert(file, out) }, "Import"))), out,
+  h("div", { class: "card" }, experts.length ? table(["Expert", "KGs", "Persona", "Conversations", ""], experts.map((x) => [
+    h("a", { href: `#/experts/${encodeURIComponent(x.id)}` }, x.name), (x.kg_db_ids?.length ? x.kg_db_ids : [x.kg_db_id]).join(", "),
+    `${x.persona?.name || ""} (${x.persona?.style || ""})`, fmt(x.conversation_count), actions(x, out)])) : message("No experts yet.")));
+}
+
+function actions(x, out) {
+  const eid = encodeURIComponent(x.id);
+  return h("span", { class: "row" }, h("a", { href: `#/experts/${eid}` }, "Chat"), h("a", { href: `#/experts/${eid}/edit` }, "Edit"),
+    h("button", { onclick: async () => { try { await post(`experts/${eid}/duplicate`, { new_name: `${x.name} (copy)` }); rerender(); } catch (err) { showError(err, out); } } }, "Duplicate"),
+    h("button", { onclick: () => download(`api/experts/${eid}/export`, `${x.id}.expert.json`).catch((err) => showError(err, out)) }, "Export"),
+    h("button", { class: "danger", onclick: async () => {
+      if (!confirm(`Delete the expert '${x.name}'?`)) return;
+      try { await send("DELETE", `experts/${eid}`); rerender(); } catch (err) { showError(err, out); }
+    } }, "Delete"));
+}
+
+function rerender() { dispatchEvent(new HashChangeEvent("hashchange")); }
+
+async function download(path, name) {
+  const blob = await (await raw(path)).blob();
+  const url = URL.createObjectURL(blob);
+  const a = h("a", { href: url, download: name });
+  append(document.body, a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+async function importExpert(file, out) {
+  clear(out);
+  if (!file.files.length) { append(out, message("Choose an exported expert file first.", "bad")); return; }
+  try {
+    const document = JSON.parse(await file.files[0].text());
+    const made = await post("experts/import", { document });
+    location.hash = `#/experts/${encodeURIComponent(made.id)}`;
+  } catch (err) { showError(err, out); }
+}
+
+async function editor(root, id) {
+  const [spec, current] = await Promise.all([fetchOpenapi(), id ? get(`experts/${encodeURIComponent(id)}`) : null]);
+  const schemas = spec.components.schemas;
+  const out = h("div");
+  const form = schemaForm(schemas.ExpertCreate, schemas, current || {}, id ? ["id", "schema_version"] : ["schema_version"]);
+  append(root, h("h1", {}, id ? `Edit ${current.name}` : "New expert"), h("p", { class: "muted" }, "This form is generated from the expert config's JSON Schema (ExpertCreate in /openapi.json)."),
+    h("form", { class: "card", id: "expert-form", onsubmit: async (e) => {
+      e.preventDefault(); clear(out);
+      try {
+        const value = form.read();
+        const made = id ? await send("PUT", `experts/${encodeURIComponent(id)}`, value) : await post("experts", value);
+        location.hash = `#/experts/${encodeURIComponent(made.id || id)}`;
+      } catch (err) { showError(err, out); }
+    } }, form.el, h("button", { class: "primary" }, id ? "Save" : "Create"), out));
+}
+
+async function fetchOpenapi() {
+  return (await raw("openapi.json")).json();
+}
+
+// -- chat -------------------------------------------------------------------------------------------
+async function chat(root, id, conversationId) {
+  const eid = encodeURIComponent(id);
+  const [expert, convs] = await Promise.all([get(`experts/${eid}`), get(`experts/${eid}/conversations`, { limit: 20 })]);
+  const log = h("div", { class: "chat card", id: "chat-log" });
+  const input = h("textarea", { id: "chat-input", placeholder: "Ask the expert…", required: true });
+  const state = { conversationId, busy: false };
+  const history = h("div", { class: "card", id: "history" }, h("h3", {}, "Conversations"),
+    convs.conversations.length ? convs.conversations.map((c) => h("div", {}, h("a", { href: `#/experts/${eid}?c=${encodeURIComponent(c.id)}` }, c.preview || c.id),
+      h("span", { class: "muted" }, ` ${c.message_count} messages, ${c.last_message_at?.slice(0, 16) || ""}`))) : message("none yet"),
+    h("a", { href: `#/experts/${eid}` }, "New conversation"));
+  append(root, h("h1", {}, expert.name), h("p", { class: "muted long" }, expert.description || ""),
+    h("div", { class: "grid2" }, h("div", {}, expert.persona?.greeting ? h("p", { class: "msg" }, expert.persona.greeting) : null, log,
+      h("form", { class: "card", onsubmit: async (e) => { e.preventDefault(); if (!state.busy && input.value.trim()) await ask(expert, state, input, log); } },
+        input, h("button", { class: "primary", id: "chat-send" }, "Ask"))), history));
+  if (conversationId) {
+    const conv = await get(`experts/${eid}/conversations/${encodeURIComponent(conversationId)}`);
+    for (const m of conv.messages) append(log, m.role === "user" ? h("div", { class: "msg user" }, `You: ${m.content}`) : answerText(m.content));
+  }
+}
+
+/** Answer text with every "[Source: kg:node]" turned into a link that opens the node. */
+export function answerText(text, el = h("div", { class: "msg answer" })) {
+  const pattern = /\[Source: ([a-z0-9_-]{1,64}):([^\]\s][^\]]*)\]/g;
+  let last = 0;
+  for (const m of text.matchAll(pattern)) {
+    append(el, document.createTextNode(text.slice(last, m.index)));
+    append(el, h("a", { class: "citation", href: `#/explore/${encodeURIComponent(m[1])}?node=${encodeURIComponent(m[2])}`, title: `${m[1]}:${m[2]}` }, `[${m[2]}]`));
+    last = m.index + m[0].length;
+  }
+  append(el, document.createTextNode(text.slice(last)));
+  return el;
+}
+
+async function ask(expert, state, input, log) {
+  const query = input.value.trim();
+  input.value = "";
+  state.busy = true;
+  const answer = h("div", { class: "msg answer streaming" });
+  const trace = { meta: null, sources: [], done: null, errors: [] };
+  const traceEl = h("details", { class: "trace" }, h("summary", {}, "Reasoning trace"));
+  append(log, h("div", { class: "msg user" }, `You: ${query}`), answer, traceEl);
+  let text = "";
+  try {
+    await stream(`experts/${encodeURIComponent(expert.id)}/chat`, { query, conversation_id: state.conversationId || null }, (ev) => {
+      if (ev.type === "conversation_start") state.conversationId = ev.conversation_id;
+      else if (ev.type === "token") { text += ev.content; answer.textContent = text; log.scrollTop = log.scrollHeight; }
+      else if (ev.type === "injection_meta") trace.meta = ev;
+      else if (ev.type === "sources") trace.sources = ev.nodes;
+      else if (ev.type === "error") trace.errors.push(ev.content);
+      else if (ev.type === "done") trace.done = ev;
+    });
+    if (!trace.done) trace.errors.push("the stream ended before the answer was complete: the server stopped or restarted; ask again");
+  } catch (err) { trace.errors.push(err.message); }
+  clear(answer); answerText(text, answer); answer.classList.remove("streaming");
+  for (const e of trace.errors) append(log, h("div", { class: "bad", role: "alert" }, e));
+  fillTrace(traceEl, trace);
+  state.busy = false;
+}
+
+function fillTrace(el, t) {
+  const c = t.done?.citations;
+  append(el, 
+    t.meta ? h("p", {}, `Injected: ${t.meta.kg_nodes} KG nodes, skills ${t.meta.skills ? "yes" : "no"}, memories ${t.meta.memories ? "yes" : "no"}`) : null,
+    h("h3", {}, `Retrieved nodes (${t.sources.length})`),
+    table(["node", "KG", "score"], t.sources.map((n) => [nodeLink(n.source_kg, n), n.source_kg, fmt(n.score)])),
+    h("h3", {}, "Citation check"),
+    c ? h("p", { class: c.ok ? "ok" : "bad" }, `${c.count} citations, ${c.valid.length} valid, ${c.unknown.length} unknown${c.unknown.length ? `: ${c.unknown.join(", ")}` : ""}`) : message("no citation check (the answer did not finish)"),
+    h("p", { class: "muted" }, "The stream reports the injected context, the retrieved nodes and the citation check; intent, methods and edges followed are not in the chat API yet."));
+}
