@@ -94,8 +94,9 @@ class RunStore:
         self.write_json(manifest["run_id"], "manifest.json", seal(manifest))
 
     def manifest(self, run_id: str) -> dict[str, Any]:
+        path = self.folder(run_id) / "manifest.json"
         try:
-            data = json.loads((self.folder(run_id) / "manifest.json").read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise SnapshotMismatch(f"run {run_id}: manifest.json is not valid JSON ({exc})",
                                    field="manifest_sha256") from None

@@ -12,7 +12,7 @@ Knowledge is JSON-shaped and accumulates over iterations::
 - **Claims** saying the same thing (one frame: content tokens less numbers and negations, stemmed; same
   numbers; same polarity) from different sources become one claim with several sources: that is
   corroboration, which raises confidence.
-- **Conflicts** are claims with one frame whose numbers differ ("100K QPS" vs "50K QPS") or whose polarity
+- **Conflicts** are claims with one frame, about one subject (or naming a common entity), whose numbers differ ("100K QPS" vs "50K QPS") or whose polarity
   differs ("does compress" vs "does not compress"). A conflict is resolved by source authority, then
   recency; equal on both, it stays open for the reasoner.
 """
@@ -84,6 +84,8 @@ def detect_conflicts(claims: Mapping[str, Mapping[str, Any]]) -> list[dict[str, 
 def _disagreement(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     if {s["source"] for s in a["sources"]} & {s["source"] for s in b["sources"]}:
         return None  # one source qualifying itself is not a conflict between sources
+    if a.get("subject") != b.get("subject") and not set(a.get("entities", [])) & set(b.get("entities", [])):
+        return None  # "the default level is 6" of zip and "... is 9" of gzip speak of different things
     if a["numbers"] and b["numbers"] and a["numbers"] != b["numbers"]:
         return "number"
     if a["negated"] != b["negated"]:
@@ -160,11 +162,15 @@ def _add_entity(kn: dict[str, Any], alias: dict[str, str], e: Mapping[str, Any],
         ent = kn["entities"][target]
         ent["aliases"] = sorted(set(ent["aliases"]) | ({e["name"]} if e["name"] != ent["name"] else set())
                                 | set(e.get("aliases", [])))
+        for a in ent["aliases"]:
+            alias.setdefault(normalize_name(a), target)
         return False
     kn["entities"][key] = {"key": key, "name": e["name"], "type": e.get("type", "term"),
                            "aliases": sorted(set(e.get("aliases", []))), "first_iteration": iteration}
     alias[key] = key
     alias.setdefault(_stem_key(key), key)
+    for a in e.get("aliases", []):
+        alias.setdefault(normalize_name(a), key)
     return True
 
 

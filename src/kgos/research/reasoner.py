@@ -221,14 +221,16 @@ def _over_budget(budget: Mapping[str, Any]) -> bool:
 
 
 def decide(data: Mapping[str, Any], a: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-    """stop (a criterion is met), ask (a trigger of ``ask_on``), else loop on the most urgent gaps."""
+    """ask (a trigger of ``ask_on``; the caps still stop first), stop (a criterion is met), else loop on
+    the most urgent gaps."""
     met = met_criteria(data, a, config)
     summary = (f"confidence {a['confidence']:.2f}, coverage {a['coverage']:.2f}, "
                f"new information {a['new_info']:.1%}")
-    if met:
+    ask = _ask(data, a, config)
+    # a question a person must settle comes before converging on it, but never past the caps
+    if met and not (ask and not {"budget", "max_iterations"} & set(met)):
         return {"action": "stop", "criterion": met[0], "met": met,
                 "rationale": f"{_why(met[0], config)} ({summary})"}
-    ask = _ask(data, a, config)
     if ask:
         return ask
     return _loop(data, a, config, summary)

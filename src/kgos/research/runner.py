@@ -206,6 +206,9 @@ class ResearchRunner:
             stopped_by, status = await self._loop()
         except Interrupted:
             stopped_by, status = "user_interrupt", "stopped"
+            its = self.manifest["iterations"]
+            if its and not its[-1]["stages"]:
+                its.pop()  # stopped before its first stage: nothing of it ran
             self._decide_by_runner("stop", "user_interrupt", "stopped by the user")
         if status == "waiting":
             return self._result()
@@ -245,7 +248,7 @@ class ResearchRunner:
         return await self._iteration(iteration)
 
     async def _iteration(self, i: int) -> dict[str, Any] | None:
-        reason = "initial_search" if i == 1 else (self.history[-1].get("loop_type") or "answer")
+        reason = "initial_search" if i == 1 or not self.history else (self.history[-1].get("loop_type") or "answer")
         rec: dict[str, Any] = {"iteration": i, "reason": reason, "stages": [], "reasoning": None}
         self.manifest["iterations"].append(rec)
         self.control.emit("iteration_started", {"iteration": i, "reason": reason})
@@ -301,7 +304,8 @@ class ResearchRunner:
         return d
 
     async def _stage(self, rec: dict[str, Any], stage: str, data: dict[str, Any]) -> dict[str, Any] | None:
-        self.control.gate(stage)
+        if stage != "output":  # the answer of a stopped run is still written
+            self.control.gate(stage)
         module = self.modules[stage]
         ctx = ProcessContext(self.run_id, rec["iteration"], stage, self.external, self._deadline(), self.services,
                              self.control.emit)
@@ -352,7 +356,7 @@ class ResearchRunner:
     async def _ask(self, d: Mapping[str, Any]) -> bool:
         """Pause for a person's answer: in-line (CLI), by blocking (API), or by returning ``waiting``."""
         self.manifest["status"], self.manifest["pending_question"] = "waiting", d["question"]
-        self.store.save_manifest(self.manifest)
+        self._save_state()
         self.control.emit("ask", {"question": d["question"]})
         answer = None
         if self.on_ask is not None:
