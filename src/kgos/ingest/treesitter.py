@@ -189,5 +189,6 @@ def _comment_before(node: Any) -> str:
     if prev is not None and prev.type in ("comment", "line_comment", "block_comment") \
             and prev.end_point[0] + 1 >= node.start_point[0]:
         text = prev.text.decode("utf-8", "replace")
+        text = re.sub(r"\s*\*/\s*$", "", text)
         return re.sub(r"^\s*(/\*\*?|\*/|\*|///?|//!)\s?", "", text, flags=re.MULTILINE).strip()
     return ""
