@@ -8,10 +8,8 @@ worker sees ``cancel`` set, the provider stops and the partial answer is still s
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import threading
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
@@ -26,6 +24,7 @@ from ..experts.playbooks import PlaybookLibrary, split_sections
 from ..experts.store import ID_RE
 from ..llm.base import ProviderError
 from .runtime import Runtime, runtime
+from .turns import stream_events
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["experts"])
@@ -204,33 +203,8 @@ def _frame(event: dict[str, Any]) -> str:
 
 
 async def _sse(engine: ExpertChat, turn: Turn) -> AsyncIterator[str]:
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-    cancel = threading.Event()
-
-    def put(item: dict[str, Any] | None) -> None:
-        try:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-        except RuntimeError:  # the loop is gone: nobody is listening any more
-            cancel.set()
-
-    def produce() -> None:
-        try:
-            for event in engine.events(turn, cancel):
-                put(event)
-        except Exception:
-            log.exception("chat turn %s failed", turn.conversation_id)
-            put({"type": "error", "content": "the chat turn failed; see the server log"})
-            put({"type": "done", "conversation_id": turn.conversation_id})
-        finally:
-            put(None)
-
-    threading.Thread(target=produce, name=f"chat-{turn.conversation_id}", daemon=True).start()
-    try:
-        while (event := await queue.get()) is not None:
-            yield _frame(event)
-    finally:
-        cancel.set()  # the client left (or we are done): stop generating; the worker still saves
+    async for event in stream_events(engine, turn):
+        yield _frame(event)
 
 
 # -- providers and playbooks ------------------------------------------------------------------------------

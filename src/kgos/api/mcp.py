@@ -20,10 +20,12 @@ question.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
@@ -322,3 +324,47 @@ def _expert_prompt(tools: Tools, expert_id: str) -> Callable[[str], str]:
             ctx = retrieve(tools.ws, expert.config, question)
         return f"{assemble_prompt(expert.config, ctx)}\n\nQuestion: {question}"
     return prompt
+
+
+# -- the HTTP mount of ``kgos serve`` ------------------------------------------------------------------------
+MCP_PATH = "/mcp"
+
+
+def mount(app: Any, workspace: Workspace, provider: Callable[[], ChatProvider], allow_writes: bool) -> None:
+    """Serve the MCP server at ``/mcp`` of ``app`` (streamable HTTP, stateless, JSON answers). It sits
+    inside the app's middleware, so the bearer token, body limits and SiteGuard's Host/Origin checks
+    apply to it as to every route; the SDK's own Host check is off (SiteGuard's allow-list is the one
+    ``--allowed-host`` configures). Without the ``mcp`` extra, ``/mcp`` answers 501 naming it."""
+    try:
+        load_sdk()
+    except MissingDependency as exc:
+        missing = exc
+
+        def unavailable() -> None:
+            raise missing
+        app.add_api_route(MCP_PATH, unavailable, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+        return
+    from mcp.server.transport_security import TransportSecuritySettings
+    server = create_server(workspace, allow_writes=allow_writes, provider=provider)
+    http = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+                                      transport_security=TransportSecuritySettings(
+                                          enable_dns_rebinding_protection=False))
+    app.router.routes.extend(http.routes)
+    app.state.mcp = server
+
+
+@contextlib.asynccontextmanager
+async def running(app: Any) -> AsyncIterator[None]:
+    """The mounted server's session manager, for the app's lifespan (a mounted app's own lifespan
+    never runs)."""
+    server = getattr(app.state, "mcp", None)
+    if server is None:
+        yield
+        return
+    async with server.session_manager.run():
+        yield
+
+
+def writes_allowed() -> bool:
+    """``$KGOS_MCP_WRITES`` is 1/true/yes: the HTTP mount offers the write tools too."""
+    return os.environ.get("KGOS_MCP_WRITES", "").strip().lower() in ("1", "true", "yes", "on")

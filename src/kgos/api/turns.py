@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
     from ..kg import Workspace
     from ..llm.base import ChatProvider
 
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TurnAnswer:
@@ -71,3 +75,36 @@ def ask(ws: Workspace, provider: ChatProvider, expert: str, question: str, *, co
     engine = ExpertChat(ws, provider, lock=ws.lock, max_tokens=max_tokens, timeout=timeout)
     turn = engine.start(expert, question, conversation_id=conversation_id, history=history)
     return collect(engine.events(turn), turn)
+
+
+async def stream_events(engine: ExpertChat, turn: Turn) -> AsyncIterator[dict[str, Any]]:
+    """``engine.events(turn)`` produced in a worker thread and handed over through an asyncio queue:
+    when the consumer goes away (the client disconnected, the response was cancelled) the worker sees
+    ``cancel`` set, the provider stops and the partial answer is still saved."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    cancel = threading.Event()
+
+    def put(item: dict[str, Any] | None) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the loop is gone: nobody is listening any more
+            cancel.set()
+
+    def produce() -> None:
+        try:
+            for event in engine.events(turn, cancel):
+                put(event)
+        except Exception:
+            log.exception("chat turn %s failed", turn.conversation_id)
+            put({"type": "error", "content": "the chat turn failed; see the server log"})
+            put({"type": "done", "conversation_id": turn.conversation_id})
+        finally:
+            put(None)
+
+    threading.Thread(target=produce, name=f"chat-{turn.conversation_id}", daemon=True).start()
+    try:
+        while (event := await queue.get()) is not None:
+            yield event
+    finally:
+        cancel.set()  # the client left (or we are done): stop generating; the worker still saves
