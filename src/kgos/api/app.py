@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
 from ..kg import Workspace
-from . import errors, evaluation, experts, graph, ingest, jobs, kg, kgos, mcp, memory, pages, security, studio
+from . import errors, evaluation, experts, graph, ingest, jobs, kg, kgos, mcp, memory, openai_v1, pages, predictions, security, studio
 from .models import ErrorBody, Health
 from .runtime import Runtime, ServerSettings, runtime
 
@@ -64,7 +64,9 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(ingest.router)
     app.include_router(jobs.router)
     mcp.mount(app, ws, app.state.runtime.provider, allow_writes=mcp.writes_allowed())
+    app.include_router(openai_v1.router)
     app.include_router(evaluation.router)
+    app.include_router(predictions.router)
     app.add_api_route("/api/health", health, methods=["GET"], response_model=Health, tags=["server"],
                       responses=errors.RESPONSES)
     studio.install(app)  # '/' is the studio (registered first, it answers before pages' start page)
