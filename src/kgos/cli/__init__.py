@@ -88,4 +88,4 @@ def main() -> None:
     cli(prog_name="kgos")
 
 
-from . import demo, evaluate, expert, ingest, kg, mcp, memory, methods, predict, search, serve  # noqa: F401  (importing registers the commands)
+from . import demo, evaluate, expert, ingest, kg, mcp, memory, methods, predict, research, search, serve  # noqa: F401  (importing registers the commands)

@@ -16,10 +16,12 @@ from typing import Any
 
 from ..errors import ReplayMiss, RunStateConflict, SnapshotMismatch
 from ..pipeline import REGISTRY, ProcessContext
+from .control import RunControl
 from .manifest import RunStore, summary, verify_seal
 from .runner import ResearchRequest, ResearchResult, ResearchRunner, failed_output, result_of
 
-__all__ = ["ReplayReport", "diff_runs", "replay", "research", "resume", "run_manifest", "runs", "stage_snapshot"]
+__all__ = ["ReplayReport", "diff_runs", "prepare_resume", "replay", "research", "result", "resume", "run_manifest",
+           "runs", "stage_snapshot"]
 
 
 def research(ws: Any, question: str, *, on_ask: Callable[[str], str | None] | None = None,
@@ -36,6 +38,13 @@ def resume(ws: Any, run_id: str, answer: str | None = None, *,
            on_ask: Callable[[str], str | None] | None = None, provider: Any = None) -> ResearchResult:
     """Continue a run that waits for an answer (give ``answer``), was stopped by the user, or whose
     process died; a completed or failed run cannot be resumed."""
+    return prepare_resume(ws, run_id, answer, on_ask=on_ask, provider=provider).run()
+
+
+def prepare_resume(ws: Any, run_id: str, answer: str | None = None, *,
+                   on_ask: Callable[[str], str | None] | None = None, provider: Any = None,
+                   wait_for_answers: bool = False, control: RunControl | None = None) -> ResearchRunner:
+    """The runner of a saved run with its loop state restored and the answer accepted, ready to run."""
     m = RunStore(ws.home).manifest(run_id)
     status = m.get("status")
     stopped_by_user = status == "stopped" and (m.get("final_state") or {}).get("convergence_reason") == "user_interrupt"
@@ -47,7 +56,7 @@ def resume(ws: Any, run_id: str, answer: str | None = None, *,
     if status != "waiting" and answer:
         raise RunStateConflict(f"run {run_id} is {status} and asks nothing")
     runner = ResearchRunner(ws, ResearchRequest.from_dict(m["request"]), on_ask=on_ask, provider=provider,
-                            run_id=run_id)
+                            run_id=run_id, wait_for_answers=wait_for_answers, control=control)
     runner.restore()
     if stopped_by_user:  # the stop decision is history; the loop goes on
         runner.manifest["final_state"] = None
@@ -58,7 +67,7 @@ def resume(ws: Any, run_id: str, answer: str | None = None, *,
         if not got or not got.strip():
             raise RunStateConflict(f"run {run_id} still waits for an answer")
         runner.accept_answer(got.strip())
-    return runner.run()
+    return runner
 
 
 @dataclass(frozen=True)
