@@ -1,11 +1,11 @@
-// DOM building without innerHTML: every piece of text becomes a text node, so node names,
+// DOM building without HTML parsing: every piece of text becomes a text node, so node names,
 // descriptions, chat answers and citations from the API can never become markup.
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
-    if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    if (key.startsWith("on")) { if (typeof value === "function") el.addEventListener(key.slice(2), value); }
     else if (key === "class") el.className = value;
     else if (key === "dataset") Object.assign(el.dataset, value);
     else if (key === "value" || key === "checked" || key === "disabled" || key === "hidden") el[key] = value;

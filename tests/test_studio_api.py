@@ -1,0 +1,246 @@
+"""The JSON endpoints the studio reads (neighbourhood, degrees, memory, evaluation jobs) and how the
+studio's files are served (CSP, no inline script, same-origin assets, vendored licences), over the
+ASGI client on real SQLite. The browser tests are in test_studio_browser.py (slow)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from html.parser import HTMLParser
+from urllib.parse import urljoin
+
+import pytest
+from api_helpers import BASE_URL, TINY_EDGES, TINY_NODES, add_tiny, client, error
+
+import kgos
+from kgos.api.studio import STUDIO
+from kgos.memory import MemoryService
+from kgos.methods import neighborhood as nb
+
+
+@pytest.fixture
+def ws(tmp_path):
+    workspace = kgos.Workspace(tmp_path / "ws")
+    add_tiny(workspace, tmp_path)
+    return workspace
+
+
+@pytest.fixture
+def c(ws):
+    return client(ws)
+
+
+# -- neighbourhood ---------------------------------------------------------------------------------------
+def test_neighborhood_of_a_node_holds_its_neighbours_and_the_edges_among_them(c):
+    r = c.get("/api/kg/tiny/neighborhood", params={"node": "benefit:token_savings", "depth": 1})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["center"] == "benefit:token_savings" and not body["truncated"] and body["message"] == ""
+    depths = {n["id"]: n["depth"] for n in body["nodes"]}
+    assert depths == {"benefit:token_savings": 0, "feature:prompt_caching": 1, "goal:cost_reduction": 1}
+    assert {(e["source"], e["type"], e["target"]) for e in body["edges"]} == {
+        ("feature:prompt_caching", "enables", "benefit:token_savings"),
+        ("benefit:token_savings", "contributes_to", "goal:cost_reduction")}
+    assert next(e for e in body["edges"] if e["type"] == "contributes_to")["weight"] == pytest.approx(0.8)
+
+
+def test_neighborhood_resolves_names_and_defaults_to_the_best_connected_node(c):
+    by_name = c.get("/api/kg/tiny/neighborhood", params={"node": "Token savings", "depth": 0}).json()
+    assert [n["id"] for n in by_name["nodes"]] == ["benefit:token_savings"] and by_name["edges"] == []
+    default = c.get("/api/kg/tiny/neighborhood").json()
+    assert default["center"] == "benefit:token_savings"  # degree 2, the most in the tiny KG
+    assert {n["id"] for n in default["nodes"]} == {"benefit:token_savings", "feature:prompt_caching", "goal:cost_reduction"}
+    assert all(n["degree"] >= 1 for n in default["nodes"])
+
+
+def test_neighborhood_budget_keeps_whole_levels_first_and_says_what_it_left_out(c):
+    body = c.get("/api/kg/tiny/neighborhood", params={"node": "feature:prompt_caching", "depth": 2, "max_nodes": 2}).json()
+    assert [n["depth"] for n in body["nodes"]] == [0, 1] and body["reachable"] == 3
+    assert body["truncated"] and "3 nodes are within 2 hops; showing the 2 nearest" in body["message"]
+    assert all({e["source"], e["target"]} <= {n["id"] for n in body["nodes"]} for e in body["edges"])
+
+
+def test_a_request_above_the_server_cap_is_served_at_the_cap_with_a_message(c):
+    body = c.get("/api/kg/tiny/neighborhood", params={"max_nodes": 50_000}).json()
+    assert body["max_nodes"] == nb.MAX_NODES and body["truncated"]
+    assert "max_nodes 50,000 is above the server's cap of 10,000" in body["message"]
+
+
+def test_edge_cap_is_reported(ws):
+    kg = ws.kg("tiny")
+    result = nb.neighborhood(kg.store, kg.view(), "benefit:token_savings", 1, 10, max_edges=1)
+    assert len(result.edges) == 1 and "2 edges join the shown nodes; showing 1" in result.message
+
+
+def test_neighborhood_bad_input_is_a_clear_4xx(c):
+    unknown = error(c.get("/api/kg/tiny/neighborhood", params={"node": "benefit:token_saving"}), 404, "NodeNotFound")
+    assert "benefit:token_savings" in unknown["suggestions"]
+    error(c.get("/api/kg/nope/neighborhood"), 404, "KGNotFound")
+    error(c.get("/api/kg/tiny/neighborhood", params={"depth": 11}), 422)
+    error(c.get("/api/kg/tiny/neighborhood", params={"max_nodes": 0}), 422)
+    error(c.get("/api/kg/tiny/neighborhood", params={"node": "x" * 3000}), 422)
+
+
+def test_neighborhood_of_an_empty_kg_says_so(ws, c):
+    ws.create("empty")
+    assert "no nodes" in error(c.get("/api/kg/empty/neighborhood"), 400, "InvalidArgument")["detail"]
+
+
+def test_degree_histogram_counts_every_node_once(c):
+    body = c.get("/api/kg/tiny/degrees").json()
+    assert body["bins"] == [0, 1, 2] and sum(body["counts"]) == len(TINY_NODES)
+    assert body["counts"] == [1, 4, 1]  # lonely; four ends of one edge; token savings with two
+
+
+# -- memory ------------------------------------------------------------------------------------------------
+def test_memory_endpoints_read_without_creating_the_memory_kg(ws, c):
+    body = c.get("/api/memory").json()
+    assert body == {"db_id": "memory", "exists": False, "stats": None, "recent": []}
+    assert not ws.exists("memory")
+    assert c.get("/api/memory/context", params={"q": "python"}).json()["text"] == ""
+
+
+def test_memory_endpoints_show_memories_entities_and_context(ws, c):
+    MemoryService(ws).add("I'm working on meshalyzer using Python.")
+    body = c.get("/api/memory").json()
+    assert body["exists"] and body["stats"]["memories"] == 1
+    assert body["recent"][0]["content"] == "I'm working on meshalyzer using Python."
+    entities = c.get("/api/memory/entities", params={"q": "meshalyzer"}).json()
+    assert entities["entities"][0]["name"] == "Meshalyzer" and entities["entities"][0]["score"] == 1.0
+    context = c.get("/api/memory/context", params={"q": "meshalyzer"}).json()
+    assert "Meshalyzer" in context["text"]
+    error(c.get("/api/memory/entities", params={"q": ""}), 422)
+
+
+# -- evaluation jobs -----------------------------------------------------------------------------------------
+PROBES = "\n".join(json.dumps(p) for p in [
+    {"id": "p1", "query": "prompt caching", "relevant": ["feature:prompt_caching"], "level": "literal"},
+    {"id": "p2", "query": "database module", "relevant": ["src/db.py"], "level": "literal"},
+    {"id": "p3", "query": "zebra crossing", "relevant": ["lonely"], "level": "hard"},
+])
+
+
+def wait(c, job_id: str) -> dict:
+    for _ in range(200):
+        job = c.get(f"/api/eval/jobs/{job_id}").json()
+        if job["status"] != "running":
+            return job
+        time.sleep(0.05)
+    raise AssertionError("the job did not finish")
+
+
+def test_eval_job_reports_metrics_levels_and_failing_probes(c):
+    started = c.post("/api/eval/jobs", json={"db_id": "tiny", "probes": "inline", "probes_jsonl": PROBES})
+    assert started.status_code == 202 and started.json()["total"] == 3
+    job = wait(c, started.json()["id"])
+    assert job["status"] == "done" and job["done"] == 3 and job["progress"] == 1.0
+    (report,) = job["reports"]
+    assert report["label"] == "default" and report["n"] == 3
+    assert set(report["strict"]) == {"recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"}
+    assert set(report["by_level"]) == {"literal", "hard"}
+    assert [f["id"] for f in report["failing"]] == ["p3"] and report["failing"][0]["query"] == "zebra crossing"
+    assert c.get("/api/eval/jobs").json()[0]["id"] == job["id"]
+
+
+def test_eval_ablation_job_runs_every_configuration(c):
+    job = wait(c, c.post("/api/eval/jobs", json={"db_id": "tiny", "probes": "inline", "probes_jsonl": PROBES,
+                                                  "ablation": True, "limit": 2}).json()["id"])
+    assert job["status"] == "done" and job["total"] == 2 * len(job["reports"]) == job["done"]
+    assert len(job["reports"]) == 10 and job["reports"][-1]["label"] == "adaptive (default)"
+
+
+def test_eval_job_bad_input_is_a_clear_4xx(c):
+    bad = error(c.post("/api/eval/jobs", json={"db_id": "tiny", "probes": "inline", "probes_jsonl": "not json"}),
+                400, "InvalidArgument")
+    assert "probes_jsonl" in bad["detail"] and "/tmp" not in bad["detail"]
+    error(c.post("/api/eval/jobs", json={"db_id": "tiny", "probes": "inline"}), 400, "InvalidArgument")
+    error(c.post("/api/eval/jobs", json={"db_id": "nope"}), 404, "KGNotFound")
+    error(c.post("/api/eval/jobs", json={"db_id": "tiny", "k": 5}), 422)
+    error(c.get("/api/eval/jobs/eval-12345"), 404, "JobNotFound")
+    error(c.get("/api/eval/jobs/../kg"), 404)
+
+
+# -- serving the studio -------------------------------------------------------------------------------------
+class Refs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[tuple[str, str, dict]] = []
+        self.inline: list[str] = []
+        self._script = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.urls += [(tag, v, a) for k, v in attrs if k in ("src", "href") and v]
+        self._script = tag == "script"
+        if any(k.startswith("on") for k, _ in attrs):
+            self.inline.append(tag)
+
+    def handle_data(self, data):
+        if self._script and data.strip():
+            self.inline.append(data)
+
+
+def test_root_serves_the_studio_with_a_strict_policy_and_same_origin_assets(c):
+    page = c.get("/")
+    assert page.status_code == 200 and "KG-OS Studio" in page.text
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "unsafe-eval" not in policy and "default-src 'none'" in policy
+    refs = Refs()
+    refs.feed(page.text)
+    assert refs.inline == []
+    assets = [(tag, urljoin(f"{BASE_URL}/", url), attrs) for tag, url, attrs in refs.urls
+              if tag in ("script", "link") and not url.startswith("data:")]
+    assert ("script", f"{BASE_URL}/studio/js/app.js", {"type": "module", "src": "studio/js/app.js"}) in assets
+    for tag, url, _ in assets:
+        asset = c.get(url)
+        assert asset.status_code == 200, url
+        assert ("javascript" if url.endswith(".js") else "text/css") in asset.headers["content-type"]
+        assert "script-src 'self'" in asset.headers["content-security-policy"]
+
+
+def test_every_studio_module_imports_only_files_that_exist(c):
+    for module in (STUDIO / "js").rglob("*.js"):
+        text = module.read_text()
+        for target in re.findall(r'(?:from|import)\s*\(?\s*"(\.{1,2}/[^"]+)"', text):
+            url = urljoin(f"{BASE_URL}/studio/{module.relative_to(STUDIO).as_posix()}", target)
+            assert c.get(url).status_code == 200, (module.name, target)
+
+
+def test_studio_scripts_never_write_html():
+    """Untrusted text reaches the page only as text nodes (dom.js): no HTML-parsing sinks at all."""
+    sinks = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|setAttribute\(\"on")
+    for module in (STUDIO / "js").rglob("*.js"):
+        code = "\n".join(line for line in module.read_text().splitlines() if not line.lstrip().startswith("//"))
+        assert not sinks.search(code), module.name
+
+
+def test_vendored_libraries_carry_version_and_licence():
+    vendor = STUDIO / "vendor"
+    names = {p.name for p in vendor.iterdir()}
+    assert {"cytoscape-3.34.4.min.js", "cytoscape-3.34.4.LICENSE", "chart-4.6.1.umd.min.js", "chart-4.6.1.LICENSE.md",
+            "README.md"} <= names
+    assert "Permission is hereby granted" in (vendor / "cytoscape-3.34.4.LICENSE").read_text()
+    assert "MIT License" in (vendor / "chart-4.6.1.LICENSE.md").read_text()
+    assert "sourceMappingURL" not in (vendor / "chart-4.6.1.umd.min.js").read_text()
+
+
+def test_studio_files_stay_in_their_folder_and_out_of_the_openapi_document(c):
+    for path in ("/studio/../studio.py", "/studio/%2e%2e/studio.py", "/studio/..%2fstudio.py"):
+        assert c.get(path).status_code == 404
+    paths = c.get("/openapi.json").json()["paths"]
+    assert not any(p.startswith("/studio") for p in paths)
+    assert {"/api/kg/{db_id}/neighborhood", "/api/kg/{db_id}/degrees", "/api/memory", "/api/eval/jobs"} <= set(paths)
+
+
+def test_token_server_serves_the_studio_files_but_no_data_without_the_token(ws):
+    """A browser opening the page sends no bearer header: the page and its files (no data) load, and
+    the studio asks for the token for its API calls, which stay behind it."""
+    c = client(ws, token="s3cret")
+    for path in ("/", "/studio/js/app.js", "/studio/vendor/cytoscape-3.34.4.min.js"):
+        assert c.get(path).status_code == 200 and c.head(path).status_code == 200, path
+    for path in ("/api/kg", "/api/kg/tiny/neighborhood", "/studio-data", "/docs", "/openapi.json"):
+        error(c.get(path), 401, "Unauthorized")
+    error(c.post("/", json={}), 401, "Unauthorized")
+    edges = c.get("/api/kg/tiny/neighborhood", headers={"Authorization": "Bearer s3cret"}).json()["edges"]
+    assert len(edges) == 2 and TINY_EDGES[0]["type"] in {e["type"] for e in edges}
