@@ -105,7 +105,20 @@ def walk(roots: Iterable[str | Path], selection: Selection) -> tuple[list[tuple[
             found.extend(_walk_dir(real, selection, skipped))
         else:
             skipped.append(Skipped(str(raw), "not a regular file or folder"))
-    return sorted(set(found), key=lambda f: f[2]), skipped
+    return _unique_files(found, skipped), skipped
+
+
+def _unique_files(found: list[tuple[Path, Path, str]], skipped: list[Skipped]) -> list[tuple[Path, Path, str]]:
+    """One entry per real file: a symlink to a file already found (or two roots holding it) is skipped."""
+    first: dict[Path, str] = {}
+    out = []
+    for path, root, rel in sorted(set(found), key=lambda f: f[2]):
+        if path in first:
+            skipped.append(Skipped(rel, f"same file as {first[path]} (symlink)"))
+            continue
+        first[path] = rel
+        out.append((path, root, rel))
+    return out
 
 
 def _walk_dir(root: Path, selection: Selection, skipped: list[Skipped]) -> Iterator[tuple[Path, Path, str]]:

@@ -180,6 +180,8 @@ CUES: tuple[tuple[str, re.Pattern[str], float, str], ...] = (
     ("has_workaround", re.compile(r"\b(?:as a workaround|to work around|workaround:)\s*", re.IGNORECASE), 0.7, "workaround"),
 )
 PRONOUNS = frozenset({"it", "this", "that", "they", "these", "those", "which", "you", "we", "one"})
+# words dropped from a subject phrase: articles and the imperative verbs of advice ("use X instead of Y")
+FILLER = frozenset({"the", "a", "an", "and", "or", "to", "it", "use", "using", "prefer", "choose", "try", "pick"})
 MAX_SENTENCES = 200  # per text node: a long chunk is scanned, a book is not
 
 
@@ -246,7 +248,7 @@ class CueExtractor:
             found = self.symbol(w, True)
             if found:
                 return found, True
-        phrase = " ".join(w for w in words[-3:] if w.lower() not in ("the", "a", "an", "and", "or", "to", "it"))
+        phrase = " ".join(w for w in words[-3:] if w.lower() not in FILLER)
         return (self._concept(phrase, "concept"), False) if phrase and len(phrase) >= 3 else (owner, True)
 
     def _node(self, phrase: str) -> tuple[str | None, bool]:

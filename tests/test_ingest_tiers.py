@@ -1,0 +1,224 @@
+"""Tier 2 (patterns and cue phrases) and tier 3 (LLM, spec/002 rules) of the ingest pipeline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ingest_helpers import edges_of, write_tree
+
+import kgos
+from kgos.ingest import IngestOptions, ingest
+from kgos.llm.base import ChatProvider, Message, ProviderError
+
+PATTERNS = {
+    "app/__init__.py": "",
+    "app/patterns.py": '''
+        import functools
+
+        HANDLERS = {}
+
+
+        def register(name):
+            def deco(fn):
+                HANDLERS[name] = fn
+                return fn
+            return deco
+
+
+        class Config:
+            _instance = None
+
+            def __new__(cls):
+                if cls._instance is None:
+                    cls._instance = super().__new__(cls)
+                return cls._instance
+
+
+        def create_widget(kind):
+            return Widget(kind)
+
+
+        class Widget:
+            def __init__(self, kind):
+                self.kind = kind
+
+
+        def timed(fn):
+            @functools.wraps(fn)
+            def inner(*a):
+                return fn(*a)
+            return inner
+
+
+        class StorageAdapter:
+            pass
+
+
+        class PluginRegistry:
+            pass
+        ''',
+    "app/a.py": "from . import b\n",
+    "app/b.py": "from . import a\n",
+}
+
+
+def _long_function(lines: int) -> str:
+    return "def long_one():\n" + "".join(f"    x{i} = {i}\n" for i in range(lines)) + "    return 0\n"
+
+
+def _god_class(methods: int, lines_each: int) -> str:
+    body = "".join(f"    def m{i}(self):\n" + "".join(f"        y{j} = {j}\n" for j in range(lines_each))
+                   + "        return 0\n" for i in range(methods))
+    return "class Everything:\n" + body
+
+
+def _ingest(ws: kgos.Workspace, root: Path, tiers: tuple[int, ...] = (1, 2), provider: ChatProvider | None = None,
+            **opts: object) -> kgos.ingest.IngestReport:
+    options = IngestOptions(tiers=tiers, embed=False, dimensions=False, **opts)  # type: ignore[arg-type]
+    return ingest(ws, "t", [str(root)], options, provider=provider)
+
+
+def test_design_patterns_and_anti_patterns(ws: kgos.Workspace, tmp_path: Path) -> None:
+    files = {**PATTERNS, "app/big.py": _long_function(90) + _god_class(21, 24)}
+    root = write_tree(tmp_path / "proj", files)
+    _ingest(ws, root / "app")
+    kg = ws.kg("t")
+    found = {(s, t) for s, t in edges_of(kg, "pattern_instance_of")}
+    expected = {
+        ("py:app.patterns.register", "pattern:decorator"), ("py:app.patterns.Config", "pattern:singleton"),
+        ("py:app.patterns.create_widget", "pattern:factory"), ("py:app.patterns.timed", "pattern:decorator"),
+        ("py:app.patterns.StorageAdapter", "pattern:adapter"), ("py:app.patterns.PluginRegistry", "pattern:registry"),
+        ("py:app.big.long_one", "pattern:long_function"), ("py:app.big.Everything", "pattern:god_class"),
+        ("py:app.a", "pattern:import_cycle"), ("py:app.b", "pattern:import_cycle"),
+    }
+    assert expected <= found, expected - found
+    assert ("py:app.patterns.Widget", "pattern:factory") not in found
+    edge = kg.store.get_edge("py:app.patterns.timed", "pattern:decorator", "pattern_instance_of")
+    assert edge.properties["confidence"] == 0.9 and "wraps" in edge.properties["rule"]
+    assert kg.node("pattern:god_class").type == "anti_pattern"
+    assert ("pattern:factory", "pattern:registry") in edges_of(kg, "pattern_alternative_to")
+
+
+def test_cue_phrases_give_typed_relations_with_evidence(ws: kgos.Workspace, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {
+        "lib/engine.py": '''
+            def run_query(q):
+                """Run a query. It requires a warm cache."""
+                return q
+
+
+            def exporter(rows):
+                """The output of this function is passed to the renderer."""
+                return rows
+            ''',
+        "lib/notes.md": '''
+            # Notes
+
+            The `run_query` function cannot stream results. As a workaround, page through them.
+            Connection pooling enables high throughput. Use SQLite instead of PostgreSQL for tests.
+            ''',
+    })
+    _ingest(ws, root / "lib")
+    kg = ws.kg("t")
+    requires = kg.store.get_edge("py:engine.run_query", "concept:warm_cache", "requires")
+    assert requires is not None and requires.properties["evidence"] == "It requires a warm cache."
+    assert requires.properties["confidence"] == 0.6  # explicit verb 0.7, minus 0.1 for a free-phrase end
+    limitation = [e for e in kg.edges() if e.type == "has_limitation" and e.source == "py:engine.run_query"]
+    assert len(limitation) == 1 and kg.node(limitation[0].target).type == "limitation"
+    assert "cannot stream results" in kg.node(limitation[0].target).name
+    workaround = [e for e in kg.edges() if e.type == "has_workaround"]
+    assert workaround and workaround[0].source == limitation[0].target  # rule 10: attached to the limitation
+    assert ("concept:connection_pooling", "concept:high_throughput") in edges_of(kg, "enables")
+    assert ("concept:sqlite", "concept:postgresql") in edges_of(kg, "alternative_to")
+    assert ("py:engine.exporter", "concept:renderer") in edges_of(kg, "feeds_into")
+
+
+def test_tier_two_off_removes_its_output(ws: kgos.Workspace, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", PATTERNS)
+    _ingest(ws, root / "app")
+    assert ws.kg("t").get_node("pattern:singleton") is not None
+    _ingest(ws, root / "app", tiers=(1,))
+    kg = ws.kg("t")
+    assert kg.get_node("pattern:singleton") is None and not edges_of(kg, "pattern_instance_of")
+    assert kg.get_node("py:app.patterns.Config") is not None
+
+
+class FakeLLM(ChatProvider):
+    name = "fake"
+
+    def __init__(self, answer: dict | str | None = None, error: Exception | None = None) -> None:
+        self.answer = json.dumps(answer) if isinstance(answer, dict) else answer
+        self.error = error
+        self.calls = 0
+
+    def stream(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
+               timeout: float = 60.0, **kw: object) -> Iterator[str]:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        yield self.answer or ""
+
+
+DOC = ("# Caching\n\nPrompt caching reduces cost for repeated prefixes. It requires a stable prefix of at least "
+       "1024 tokens. Caching cannot help with one-off prompts, and it enables cheaper agent loops when the same "
+       "system prompt is sent many times over a long session of work.\n")
+ANSWER = {
+    "concepts": [
+        {"name": "Prompt caching", "type": "capability", "evidence": "Prompt caching reduces cost"},
+        {"name": "Stable prefix", "type": "concept", "evidence": "requires a stable prefix"},
+        {"name": "Cheaper agent loops", "type": "goal", "evidence": "enables cheaper agent loops"},
+        {"name": "bob@example.com", "type": "concept", "evidence": "Prompt caching"},
+        {"name": "Invented thing", "type": "concept", "evidence": "this sentence is not in the text"},
+    ],
+    "edges": [
+        {"subject": "Prompt caching", "predicate": "requires", "object": "Stable prefix", "weight": 0.9,
+         "evidence": "It requires a stable prefix"},
+        {"subject": "Prompt caching", "predicate": "enables", "object": "Cheaper agent loops", "weight": 0.8,
+         "evidence": "it enables cheaper agent loops"},
+        {"subject": "Stable prefix", "predicate": "enables", "object": "Cheaper agent loops", "weight": 0.3,
+         "evidence": "enables cheaper agent loops"},
+    ],
+}
+
+
+def test_tier_three_keeps_what_passes_spec_002_rules(ws: kgos.Workspace, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"docs/cache.md": DOC})
+    llm = FakeLLM(ANSWER)
+    report = _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=llm)
+    kg = ws.kg("t")
+    assert kg.node("capability:prompt_caching").properties["evidence"] == "Prompt caching reduces cost"
+    edge = kg.store.get_edge("capability:prompt_caching", "concept:stable_prefix", "requires")
+    assert edge.weight == 0.9 and edge.properties["tier"] == 3 and edge.properties["evidence_span"]
+    assert kg.store.get_edge("concept:stable_prefix", "goal:cheaper_agent_loops", "enables") is None  # < 0.5
+    names = {n.name for n in kg.nodes()}
+    assert "bob@example.com" not in names and "Invented thing" not in names
+    assert report.semantic["rejected"] == {"pii": 1, "evidence_not_in_text": 1, "low_weight": 1}
+    calls = llm.calls
+    _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=llm)
+    assert llm.calls == calls  # unchanged file: its tier-3 result is reused, no new call
+
+
+def test_tier_three_caps_edges_per_text(ws: kgos.Workspace, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"docs/cache.md": DOC})
+    words = DOC.split("\n\n")[1].split()  # the chunk's text (the heading is its section)
+    concepts = [{"name": f"Thing {i}", "type": "concept", "evidence": words[i]} for i in range(14)]
+    edges = [{"subject": f"Thing {i}", "predicate": "requires", "object": f"Thing {i + 1}", "weight": 0.6 + i / 100,
+              "evidence": words[i]} for i in range(13)]
+    report = _ingest(ws, root / "docs", tiers=(1, 3), provider=FakeLLM({"concepts": concepts, "edges": edges}))
+    assert report.semantic["edges"] == 10 and report.semantic["rejected"] == {"over_edge_cap": 3}
+    kept = edges_of(ws.kg("t"), "requires")
+    assert ("concept:thing_12", "concept:thing_13") in kept and ("concept:thing_0", "concept:thing_1") not in kept
+
+
+def test_tier_three_failure_never_blocks_tiers_one_and_two(ws: kgos.Workspace, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"docs/cache.md": DOC})
+    for llm in (FakeLLM(error=ProviderError("upstream down")), FakeLLM("no json here"),
+                FakeLLM({"concepts": [{"name": "x", "type": "person", "evidence": "x"}]})):
+        report = _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=llm)
+        assert report.semantic["failed"] == 1 and report.semantic["nodes"] == 0
+        kg = ws.kg("t")
+        assert kg.node("doc:docs/cache.md").type == "document"
+        assert ("concept:prompt_caching", "concept:stable_prefix") not in edges_of(kg, "requires")
+        ws.delete("t")
