@@ -19,7 +19,23 @@ from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
 from ..kg import Workspace
-from . import errors, evaluation, experts, graph, ingest, jobs, kg, kgos, mcp, memory, openai_v1, pages, predictions, security, studio
+from . import (
+    errors,
+    evaluation,
+    experts,
+    graph,
+    ingest,
+    jobs,
+    kg,
+    kgos,
+    mcp,
+    memory,
+    openai_v1,
+    pages,
+    predictions,
+    security,
+    studio,
+)
 from .models import ErrorBody, Health
 from .runtime import Runtime, ServerSettings, runtime
 
