@@ -33,6 +33,7 @@ from . import (
     openai_v1,
     pages,
     predictions,
+    research,
     security,
     studio,
 )
@@ -83,6 +84,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(openai_v1.router)
     app.include_router(evaluation.router)
     app.include_router(predictions.router)
+    app.include_router(research.router)
     app.add_api_route("/api/health", health, methods=["GET"], response_model=Health, tags=["server"],
                       responses=errors.RESPONSES)
     studio.install(app)  # '/' is the studio (registered first, it answers before pages' start page)

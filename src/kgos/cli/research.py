@@ -122,6 +122,8 @@ def _rows(r: Any) -> list[tuple[Any, ...]]:
 
 
 def _print_result(c: Console, r: Any) -> None:
+    if r.status == "waiting":
+        return  # the note on stderr says what it asks and how to answer
     c.print(escape(r.answer) if r.answer else "[dim](no answer)[/dim]")
     if r.citations:
         c.print()
