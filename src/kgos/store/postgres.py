@@ -121,7 +121,17 @@ class PostgresStore(GraphStore):
 
     # -- metadata ----------------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
-        return dict(self._rows("SELECT key, value FROM {s}.kg_meta"))  # type: ignore[arg-type]
+        """Key/values of the KG; kept per version while the listener runs (search reads them per
+        query, and every write to them bumps the version)."""
+        inside = getattr(self._local, "conn", None) is not None
+        version = None if inside else self.db.cached_version(self.schema)
+        cached = getattr(self, "_meta", None)
+        if version is not None and cached is not None and cached[0] == version:
+            return dict(cached[1])
+        meta = dict(self._rows("SELECT key, value FROM {s}.kg_meta"))
+        if version is not None:
+            self._meta = (version, meta)
+        return dict(meta)  # type: ignore[arg-type]
 
     def set_meta(self, **values: str) -> None:
         with self.transaction(bump=False) as conn:  # the kg_meta trigger bumps

@@ -102,8 +102,7 @@ class PgDatabase:
         self._probe()  # a wrong URL or password fails here, at once, with the server's reason
         self.pool = pool_mod.ConnectionPool(
             url, min_size=1, max_size=pool_max, timeout=wait, open=True, name=f"kgos {self.label}",
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
-            check=pool_mod.ConnectionPool.check_connection, reconnect_timeout=0)
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT}, reconnect_timeout=0)
         with self.connection() as conn, conn.transaction():
             postgres_schema.apply_database(conn)
         self.versions: dict[str, int] = {}  # schema -> latest version notified (while listening)
@@ -132,6 +131,9 @@ class PgDatabase:
         except pool_mod.PoolTimeout:
             self._raise_unavailable()
         except self.psycopg.OperationalError as exc:
+            # A restarted server left every idle connection dead: replace them now, not one failed
+            # request each (a ping per checkout instead doubled the cost of a query).
+            threading.Thread(target=self.pool.check, daemon=True).start()
             raise DatabaseUnavailable(f"the database {self.label} failed: {_reason(exc)}; retry shortly") from None
 
     def _raise_unavailable(self) -> None:

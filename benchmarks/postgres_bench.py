@@ -1,0 +1,336 @@
+"""PostgreSQL as the system of record (docs/postgres.md): layout, import, search, two servers.
+
+    python benchmarks/postgres_bench.py                  # go KG, 60 s load; a throwaway cluster
+    python benchmarks/postgres_bench.py --quick          # a 5k-node synthetic KG, 10 s load
+    python benchmarks/postgres_bench.py --database-url postgresql://...   # an existing (empty) database
+
+Sections, each against an anchor measured in the same run:
+- layout: one schema per KG against one shared table with a kg_id column (the choice of
+  docs/postgres.md): loading a small KG's graph beside a big one, a lookup by id, dropping a KG;
+- import: go into PostgreSQL (nodes/s) against a bare COPY of the same rows, and against SQLite;
+- search: warm p50 on go in PostgreSQL against the same KG in SQLite (budget: ratio <= 1.2);
+- visibility: a write on one ``kgos serve`` until search on another finds it (budget: 1 s);
+- load: 8 readers + 2 writers across two servers: failed reads, lost writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))  # the throwaway cluster of the tests
+
+import httpx
+import psycopg
+
+import kgos
+from kgos.store.importer import node_row
+
+GO = HERE.parent.parent / "shared" / "bench" / "go"
+
+
+# -- data --------------------------------------------------------------------------------------------
+def dataset(quick: bool, folder: Path) -> tuple[Path, list[str]]:
+    if not quick and (GO / "kg.json.gz").exists():
+        queries = [json.loads(line)["query"] for line in (GO / "probes-dev.jsonl").open()][:300]
+        return GO / "kg.json.gz", queries
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(800)]
+    nodes = [{"id": f"n{i}", "name": " ".join(rng.sample(words, 3)), "type": f"t{i % 7}",
+              "description": " ".join(rng.sample(words, 8))} for i in range(5000)]
+    edges = [{"source": f"n{rng.randrange(5000)}", "target": f"n{rng.randrange(5000)}", "type": "rel"}
+             for _ in range(10000)]
+    path = folder / "synthetic.json"
+    path.write_text(json.dumps({"format": "kgos-node-link/1", "nodes": nodes, "edges": edges}))
+    return path, [" ".join(rng.sample(words, 3)) for _ in range(300)]
+
+
+def load_rows(path: Path) -> tuple[list[tuple], list[tuple]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        data = json.load(f)
+    ts = "2026-01-01T00:00:00Z"
+    nodes = [(i + 1, *node_row(f"nodes[{i}]", n, ts)) for i, n in enumerate(data["nodes"])]
+    index = {row[1]: row[0] for row in nodes}
+    edges = [(index[e["source"]], index[e["target"]], e.get("type", "relates_to"), float(e.get("weight", 1.0)),
+              "{}", ts, None) for e in data.get("edges", data.get("links", [])) if e["source"] in index
+             and e["target"] in index]
+    return nodes, edges
+
+
+# -- layout: schema per KG against a kg_id column -------------------------------------------------------
+LAYOUT_SCHEMA = """
+CREATE TABLE {p}nodes ({c}rowid bigint, id text, name text, type text, properties jsonb, PRIMARY KEY ({k}rowid));
+CREATE UNIQUE INDEX ON {p}nodes ({k}id);
+CREATE TABLE {p}edges ({c}source bigint, target bigint, type text, weight float8, rowid bigserial);
+CREATE INDEX ON {p}edges ({k}source); CREATE INDEX ON {p}edges ({k}target);
+"""
+
+
+def layout(url: str, big: int, small: int) -> list[dict]:
+    rng = random.Random(3)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS lay_big, lay_small, lay_shared CASCADE")
+        for schema in ("lay_big", "lay_small"):
+            conn.execute(f"CREATE SCHEMA {schema}")
+            conn.execute(LAYOUT_SCHEMA.format(p=f"{schema}.", k="", c=""))
+        conn.execute("CREATE SCHEMA lay_shared")
+        conn.execute(LAYOUT_SCHEMA.format(p="lay_shared.", k="kg_id, ", c="kg_id int, "))
+        for kg, n in ((1, big), (2, small)):
+            nodes = [(i, f"id{i}", f"name {i}", f"t{i % 9}", "{}") for i in range(1, n + 1)]
+            edges = [(rng.randint(1, n), rng.randint(1, n), "rel", 1.0) for _ in range(2 * n)]
+            schema = "lay_big" if kg == 1 else "lay_small"
+            _copy(conn, f"{schema}.nodes (rowid, id, name, type, properties)", nodes)
+            _copy(conn, f"{schema}.edges (source, target, type, weight)", edges)
+            _copy(conn, "lay_shared.nodes (kg_id, rowid, id, name, type, properties)", [(kg, *r) for r in nodes])
+            _copy(conn, "lay_shared.edges (kg_id, source, target, type, weight)", [(kg, *r) for r in edges])
+        conn.execute("ANALYZE")
+        ids = [f"id{rng.randint(1, small)}" for _ in range(300)]
+        per_schema = {
+            "small KG's graph (nodes + edges) beside a big one": _p50(lambda: (
+                conn.execute("SELECT rowid, id, type FROM lay_small.nodes ORDER BY rowid").fetchall(),
+                conn.execute("SELECT source, target, type, weight FROM lay_small.edges ORDER BY rowid").fetchall()), 7),
+            "lookup by id (300)": _p50(lambda: [conn.execute("SELECT * FROM lay_small.nodes WHERE id = %s", (i,))
+                                                .fetchone() for i in ids], 5)}
+        shared = {
+            "small KG's graph (nodes + edges) beside a big one": _p50(lambda: (
+                conn.execute("SELECT rowid, id, type FROM lay_shared.nodes WHERE kg_id = 2 ORDER BY rowid").fetchall(),
+                conn.execute("SELECT source, target, type, weight FROM lay_shared.edges WHERE kg_id = 2 "
+                             "ORDER BY rowid").fetchall()), 7),
+            "lookup by id (300)": _p50(lambda: [conn.execute("SELECT * FROM lay_shared.nodes WHERE kg_id = 2 AND "
+                                                             "id = %s", (i,)).fetchone() for i in ids], 5)}
+        per_schema["drop the big KG"] = _once(lambda: conn.execute("DROP SCHEMA lay_big CASCADE"))
+        shared["drop the big KG"] = _once(lambda: (conn.execute("DELETE FROM lay_shared.edges WHERE kg_id = 1"),
+                                                   conn.execute("DELETE FROM lay_shared.nodes WHERE kg_id = 1")))
+        conn.execute("DROP SCHEMA IF EXISTS lay_small, lay_shared CASCADE")
+    return [{"what": w, "schema_per_kg_ms": per_schema[w], "kg_id_column_ms": shared[w],
+             "ratio": shared[w] / per_schema[w]} for w in per_schema]
+
+
+def _copy(conn: psycopg.Connection, target: str, rows: list[tuple]) -> None:
+    with conn.cursor().copy(f"COPY {target} FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def _p50(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def _once(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+# -- import and search -------------------------------------------------------------------------------
+def bare_copy(url: str, nodes: list[tuple], edges: list[tuple]) -> float:
+    """The same rows, already parsed, COPYed into two plain tables: no checks, no indexes, no triggers."""
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute("CREATE TEMP TABLE bn (rowid bigint, id text, name text, norm_name text, type text, "
+                     "description text, properties jsonb, created_at text, updated_at text)")
+        conn.execute("CREATE TEMP TABLE be (source bigint, target bigint, type text, weight float8, "
+                     "properties jsonb, created_at text, id text)")
+        t0 = time.perf_counter()
+        _copy(conn, "bn", nodes)
+        _copy(conn, "be", edges)
+        return time.perf_counter() - t0
+
+
+def import_and_search(url: str, path: Path, queries: list[str], home: Path) -> dict:
+    pg_ws, lite_ws = kgos.Workspace(home / "pg", database_url=url), kgos.Workspace(home / "lite")
+    t0 = time.perf_counter()
+    report = pg_ws.import_file("go", path)
+    pg_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    lite_ws.import_file("go", path)
+    lite_s = time.perf_counter() - t0
+    nodes, edges = load_rows(path)
+    copy_s = bare_copy(url, nodes, edges)
+    search = {name: _search_p50(ws.kg("go"), queries) for name, ws in (("postgres", pg_ws), ("sqlite", lite_ws))}
+    return {"nodes": report.nodes, "edges": report.edges, "postgres_import_s": pg_s, "sqlite_import_s": lite_s,
+            "bare_copy_s": copy_s, "postgres_nodes_per_s": report.nodes / pg_s,
+            "bare_copy_nodes_per_s": report.nodes / copy_s, "sqlite_nodes_per_s": report.nodes / lite_s,
+            "search_p50_ms": search, "search_ratio": search["postgres"] / search["sqlite"]}
+
+
+def _search_p50(kg: kgos.KG, queries: list[str]) -> float:
+    for q in queries[:20]:  # warm: the snapshot is built and loaded
+        kg.search(q)
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        kg.search(q)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+# -- two servers -------------------------------------------------------------------------------------
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_servers(url: str, home: Path) -> tuple[list[subprocess.Popen], list[str]]:
+    ports = [_port(), _port()]
+    env = {**os.environ, "KGOS_DATABASE_URL": url, "KGOS_EMBEDDER": "hash"}
+    procs = [subprocess.Popen([sys.executable, "-m", "kgos", "--home", str(home / f"s{i}"), "serve", "--port",
+                               str(p)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=(home / f"s{i}.log").open("w"))
+             for i, p in enumerate(ports)]
+    bases = [f"http://127.0.0.1:{p}/api" for p in ports]
+    for base in bases:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            raise SystemExit(f"server {base} did not start: " + "".join(
+                (home / f"s{i}.log").read_text()[-2000:] for i in range(2)))
+    return procs, bases
+
+
+def visibility(bases: list[str], writes: int) -> dict:
+    a, b = bases
+    httpx.post(f"{b}/kg/go/search", json={"query": "warm up"}, timeout=120)
+    times = []
+    for i in range(writes):
+        name = f"zyxvis{i} marker"
+        assert httpx.post(f"{a}/kg/go/nodes", json={"name": name, "type": "probe"}, timeout=60).status_code == 201
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 10:
+            hits = httpx.post(f"{b}/kg/go/search", json={"query": name, "k": 1}, timeout=60).json()["results"]
+            if hits and hits[0]["node"]["name"] == name:
+                break
+        times.append((time.perf_counter() - t0) * 1000)
+    return {"writes": writes, "p50_ms": statistics.median(times), "max_ms": max(times)}
+
+
+def load(url: str, bases: list[str], queries: list[str], seconds: float) -> dict:
+    stop = time.monotonic() + seconds
+    stats = {"reads": 0, "failed_reads": 0, "writes": 0, "failed_writes": 0}
+    written: list[str] = []
+    read_ms: list[float] = []
+    lock = threading.Lock()
+
+    def reader(base: str, seed: int) -> None:
+        rng, c = random.Random(seed), httpx.Client(timeout=60)
+        while time.monotonic() < stop:
+            t0 = time.perf_counter()
+            try:
+                ok = c.post(f"{base}/kg/go/search", json={"query": rng.choice(queries), "k": 10}).status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            with lock:
+                stats["reads"] += 1
+                stats["failed_reads"] += not ok
+                read_ms.append((time.perf_counter() - t0) * 1000)
+
+    def writer(base: str, tag: str) -> None:
+        c, i = httpx.Client(timeout=60), 0
+        while time.monotonic() < stop:
+            i += 1
+            r = c.post(f"{base}/kg/go/nodes", json={"name": f"load {tag} {i}", "type": "load", "id": f"load:{tag}:{i}"})
+            with lock:
+                stats["writes"] += 1
+                if r.status_code == 201:
+                    written.append(f"load:{tag}:{i}")
+                else:
+                    stats["failed_writes"] += 1
+
+    threads = [threading.Thread(target=reader, args=(bases[i % 2], i)) for i in range(8)]
+    threads += [threading.Thread(target=writer, args=(bases[i], f"w{i}")) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store = kgos.Workspace(tempfile.mkdtemp(), database_url=url).kg("go").store
+    present = set(store.get_nodes(written))
+    return {**stats, "seconds": seconds, "lost_writes": len(set(written) - present),
+            "read_p50_ms": statistics.median(read_ms) if read_ms else float("nan")}
+
+
+# -- main --------------------------------------------------------------------------------------------
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a 5k-node synthetic KG, 10 s of load")
+    ap.add_argument("--database-url", help="an existing empty database (default: a throwaway cluster)")
+    ap.add_argument("--seconds", type=float, help="duration of the load section (default 60, quick 10)")
+    ap.add_argument("--json-out", type=Path)
+    args = ap.parse_args()
+    os.environ.setdefault("KGOS_EMBEDDER", "hash")
+    url = args.database_url or _throwaway()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        path, queries = dataset(args.quick, home)
+        out: dict = {"dataset": path.name}
+        out["layout"] = layout(url, 20_000 if args.quick else 300_000, 2_000)
+        out["import_search"] = import_and_search(url, path, queries, home)
+        procs, bases = start_servers(url, home)
+        try:
+            out["visibility"] = visibility(bases, 10 if args.quick else 20)
+            out["load"] = load(url, bases, queries, args.seconds or (10 if args.quick else 60))
+        finally:
+            for p in procs:
+                p.send_signal(signal.SIGINT)
+            for p in procs:
+                p.wait(30)
+    print(report(out))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(out, indent=1))
+
+
+def _throwaway() -> str:
+    from postgres_cluster import cluster
+    c, why = cluster()
+    if c is None:
+        raise SystemExit(why)
+    return c.new_database()
+
+
+def report(out: dict) -> str:
+    s, v, ld = out["import_search"], out["visibility"], out["load"]
+    lines = [f"dataset: {out['dataset']} ({s['nodes']:,} nodes, {s['edges']:,} edges)", "",
+             "| layout (ms) | schema per KG | kg_id column | kg_id / schema |", "|---|---:|---:|---:|"]
+    lines += [f"| {r['what']} | {r['schema_per_kg_ms']:.1f} | {r['kg_id_column_ms']:.1f} | {r['ratio']:.2f}x |"
+              for r in out["layout"]]
+    lines += ["", "| measure | figure | anchor | ratio | budget |", "|---|---:|---:|---:|---|",
+              (f"| import into PostgreSQL | {s['postgres_nodes_per_s']:,.0f} nodes/s ({s['postgres_import_s']:.1f} s) "
+              f"| bare COPY {s['bare_copy_nodes_per_s']:,.0f} nodes/s ({s['bare_copy_s']:.1f} s) "
+              f"| {s['bare_copy_nodes_per_s'] / s['postgres_nodes_per_s']:.1f}x | - |"),
+              (f"| import into SQLite (same run) | {s['sqlite_nodes_per_s']:,.0f} nodes/s ({s['sqlite_import_s']:.1f} s) "
+              "| | | - |"),
+              (f"| warm search p50 | {s['search_p50_ms']['postgres']:.2f} ms | SQLite {s['search_p50_ms']['sqlite']:.2f} ms "
+              f"| {s['search_ratio']:.2f}x | <= 1.2x |"),
+              (f"| write on server A -> search on B | p50 {v['p50_ms']:.0f} ms, max {v['max_ms']:.0f} ms ({v['writes']} writes) "
+              "| | | <= 1000 ms |"),
+              (f"| 8 readers + 2 writers, 2 servers, {ld['seconds']:.0f} s | {ld['reads']:,} reads "
+              f"({ld['failed_reads']} failed, p50 {ld['read_p50_ms']:.0f} ms), {ld['writes']:,} writes "
+              f"({ld['failed_writes']} failed, {ld['lost_writes']} lost) | | | 0 failed, 0 lost |")]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
