@@ -8,6 +8,7 @@ incrementally (only changed files, one transaction). See docs/ingest.md.
 
 from __future__ import annotations
 
+from . import modules  # noqa: F401  (registers the ingest and extract pipeline modules)
 from .facts import Facts
 from .files import Selection, Skipped, SourceFile
 from .ingestion import IngestOptions, IngestReport, ingest, watch
