@@ -54,7 +54,7 @@ def test_migrations_are_recorded_once_and_a_newer_database_is_refused(url):
     with db.connection() as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM kgos.migrations")]
         kg_names = [r[0] for r in conn.execute(f"SELECT name FROM {store.s}.kg_migrations ORDER BY name")]
-        assert names == ["001_registry"] and kg_names == ["001_kg_schema", "002_indexes"]
+        assert names == ["001_registry"] and kg_names == ["001_kg_schema", "002_indexes", "003_kg_predictions"]
         conn.execute("INSERT INTO kgos.migrations VALUES ('002_from_the_future', 'x')")
     db.close()
     with pytest.raises(SchemaTooNew, match="002_from_the_future"):

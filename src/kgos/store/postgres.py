@@ -385,6 +385,11 @@ class PostgresStore(GraphStore):
     def vector_table(self) -> PgVectorTable:
         return PgVectorTable(self)
 
+    def proposal_store(self) -> Any:
+        """The review queue (kgos.store.proposals) in this KG's schema."""
+        from .postgres_proposals import PgProposalStore
+        return PgProposalStore(self)
+
     def vector_models(self) -> dict[str, int]:
         return dict(self._rows("SELECT model, count(*) FROM {s}.node_embeddings GROUP BY model"))  # type: ignore[arg-type]
 

@@ -1,0 +1,74 @@
+"""The review queue on a PostgreSQL KG: the review-queue suite of the SQLite store
+(tests/test_review_queue.py) run again with its ``kg`` on PostgreSQL, plus two servers deciding one
+proposal at once (the second waits for the first's row lock, then conflicts)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from postgres_cluster import cluster
+from test_review_queue import (  # noqa: F401  (collected here again, with the kg fixture below)
+    test_a_pending_duplicate_merges_scores_from_each_source,
+    test_accept_promotes_with_provenance_and_undo_removes_only_that_edge,
+    test_accepting_after_an_endpoint_was_deleted,
+    test_accepting_an_edge_that_exists_creates_nothing_and_undo_keeps_it,
+    test_batch_accept_is_all_or_nothing,
+    test_node_proposals_round_trip,
+    test_proposals_are_checked,
+    test_rejection_is_remembered,
+    test_reviewing_twice_is_a_conflict_and_changes_nothing,
+    test_two_clients_reviewing_the_same_proposal,
+    test_undo_of_a_rejection_and_of_nothing,
+)
+
+import kgos
+from kgos.errors import ProposalConflict
+from kgos.kg import KG
+from kgos.store.postgres import PostgresStore
+from kgos.store.postgres_db import PgDatabase
+
+_URL: list[str] = []
+
+
+@pytest.fixture
+def kg(tmp_path, monkeypatch):
+    c, why = cluster()
+    if c is None:
+        pytest.skip(why or "no PostgreSQL server")
+    if not _URL:
+        _URL.append(c.new_database())
+    monkeypatch.setenv("KGOS_DATABASE_URL", _URL[0])  # every Workspace of the test, as a second server would
+    ws = kgos.Workspace(tmp_path / "home")
+    g = ws.create("q")
+    for name in ("Bash", "Read", "Edit", "Grep"):
+        g.add_node(name, type="tool", id=name.lower())
+    g.add_edge("bash", "read", "complements")
+    assert isinstance(g.store, PostgresStore)
+    yield g
+    for db_id in ws.pg.kg_ids():
+        ws.pg.drop_kg(db_id)
+    ws.close()
+
+
+def test_two_servers_accept_one_proposal_at_once(kg):
+    pid = kg.proposals.propose_edge("grep", "edit", "complements", score=0.5).added[0]
+    other = PgDatabase(_URL[0])  # a second server: its own pool
+    views = [kg, KG(kg.workspace, "q", PostgresStore(other, "q"))]
+    outcomes: list[str] = []
+
+    def review(g: KG, who: str) -> None:
+        try:
+            g.proposals.accept(pid, reviewer=who)
+            outcomes.append("accepted")
+        except ProposalConflict:
+            outcomes.append("conflict")
+    threads = [threading.Thread(target=review, args=(g, who)) for g, who in zip(views, ("ana", "bo"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(outcomes) == ["accepted", "conflict"]
+    assert kg.store.get_edge("grep", "edit", "complements").properties["prediction_id"] == pid
+    assert kg.proposals.counts()["accepted"] == 1
+    other.close()
