@@ -25,6 +25,7 @@ async function route() {
   for (const a of document.querySelectorAll("#nav a[data-view]")) a.classList.toggle("active", a.dataset.view === r.view);
   if (!VIEWS.includes(r.view)) {
     clear(root, h("div", { class: "card bad", role: "alert" }, `No view '${r.view}'. Pick one above.`));
+    root.dataset.ready = "none";
     return;
   }
   clear(root, h("p", { class: "muted" }, "Loading…"));

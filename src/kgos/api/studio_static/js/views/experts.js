@@ -118,7 +118,7 @@ async function ask(expert, state, input, log) {
   try {
     await stream(`experts/${encodeURIComponent(expert.id)}/chat`, { query, conversation_id: state.conversationId || null }, (ev) => {
       if (ev.type === "conversation_start") state.conversationId = ev.conversation_id;
-      else if (ev.type === "token") { text += ev.content; answer.textContent = text; log.scrollTop = log.scrollHeight; }
+      else if (ev.type === "token") { text += ev.content; answer.textContent = text; answer.dataset.tokens = Number(answer.dataset.tokens || 0) + 1; log.scrollTop = log.scrollHeight; }
       else if (ev.type === "injection_meta") trace.meta = ev;
       else if (ev.type === "sources") trace.sources = ev.nodes;
       else if (ev.type === "error") trace.errors.push(ev.content);
