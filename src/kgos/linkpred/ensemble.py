@@ -1,9 +1,9 @@
 """The ensemble: member predictors combined with weights equal to their validation MRR.
 
 Each member's scores are standardised per query (z-score over the candidates: members score on
-different scales) and summed with weight = the member's filtered MRR on a validation slice. Members are
-added greedily, best first, and only kept when they raise the ensemble's validation MRR (a member that
-adds noise gets weight 0). Without a validation split, ``valid_fraction`` of the edges (at most
+different scales) and summed with weight = the member's filtered MRR on a validation slice. Of every subset
+of members, the one whose weighted sum ranks the validation edges best is kept (a member that only adds
+noise gets weight 0). Without a validation split, ``valid_fraction`` of the edges (at most
 ``max_valid``) is held out of the members' training to measure it.
 """
 
@@ -15,11 +15,12 @@ import numpy as np
 
 from ..errors import KGOSError
 from .base import Predictor, predictor, register
-from .protocol import KnownEdges, filtered_ranks
-from .triples import LinkGraph, Triples, concat
+from .protocol import KnownEdges, ranks_from_scores
+from .triples import LinkGraph, Triples
 
 LIGHT_MEMBERS = ("metapath", "adamic_adar", "text", "seed")
 DEFAULT_MEMBERS = (*LIGHT_MEMBERS, "complex")
+MAX_SUBSET_MEMBERS = 6  # every subset of up to 6 members is tried (63); more members: all of them
 COMPLEX_MAX_ENTITIES = 20_000  # 1-N scoring costs n per query: beyond this ComplEx is left out by default
 
 
@@ -68,6 +69,14 @@ class Ensemble(Predictor):
             raise KGOSError(f"no ensemble member could be trained: {self.skipped}")
         self._weigh(train.triples, valid)
 
+    @classmethod
+    def of(cls, members: dict[str, Predictor], graph: LinkGraph, valid: Triples) -> Ensemble:
+        """An ensemble of members already fitted on ``graph`` (a benchmark fits each once), weighed on ``valid``."""
+        ens = cls(members=tuple(members))
+        ens.members, ens.graph = dict(members), graph
+        ens._weigh(graph.triples, valid)
+        return ens
+
     def _hold_out(self, graph: LinkGraph) -> tuple[LinkGraph, Triples]:
         t = graph.triples
         m = min(self.max_valid, int(len(t) * self.valid_fraction))
@@ -79,30 +88,44 @@ class Ensemble(Predictor):
         return train, t.subset(np.sort(rows[:m]))
 
     def _weigh(self, train: Triples, valid: Triples) -> None:
+        """Weights = validation MRR; the member subset kept is the one whose weighted sum ranks the
+        validation edges best (every subset is scored from one pass over the members' scores)."""
         if len(valid) == 0:
             self.weights = {name: 1.0 for name in self.members}
             return
         known = KnownEdges(train, valid)
-        for name, m in self.members.items():
-            self.valid_mrr[name] = float(np.mean(1.0 / filtered_ranks(m.score_tails, m.score_heads, valid, known)))
-        chosen: dict[str, float] = {}
-        best = -1.0
-        for name in sorted(self.valid_mrr, key=lambda k: -self.valid_mrr[k]):
-            trial = {**chosen, name: self.valid_mrr[name]}
-            self.weights = trial
-            mrr = float(np.mean(1.0 / filtered_ranks(self.score_tails, self.score_heads, valid, known)))
-            if mrr > best:
-                chosen, best = trial, mrr
-        self.weights = chosen
-        self.valid_mrr["ensemble"] = best
+        names = list(self.members)
+        self.valid_mrr = {name: float(np.mean(1.0 / r)) for name, r in self._ranks(valid, known, [
+            {name: 1.0} for name in names]).items()}
+        subsets = [{n: self.valid_mrr[n] for i, n in enumerate(names) if mask >> i & 1}
+                   for mask in range(1, 2 ** len(names))] if len(names) <= MAX_SUBSET_MEMBERS else [self.valid_mrr]
+        scored = {key: float(np.mean(1.0 / r)) for key, r in self._ranks(valid, known, subsets).items()}
+        best = max(scored, key=lambda k: (scored[k], -len(k.split("+"))))
+        self.weights = {n: self.valid_mrr[n] for n in best.split("+")}
+        self.valid_mrr["ensemble"] = scored[best]
+
+    def _ranks(self, valid: Triples, known: KnownEdges, combos: list[dict[str, float]],
+               batch: int = 256) -> dict[str, np.ndarray]:
+        """Filtered ranks of ``valid`` under each weighted combination of members (key: names joined by +)."""
+        out: dict[str, list[np.ndarray]] = {"+".join(c): [] for c in combos}
+        used = sorted({n for c in combos for n in c})
+        for side in ("tail", "head"):
+            for i in range(0, len(valid), batch):
+                h, r, t = (a[i:i + batch] for a in (valid.head, valid.relation, valid.tail))
+                query, target = (h, t) if side == "tail" else (t, h)
+                z = {n: _z(np.asarray(self._side(n, query, r, side), np.float64)) for n in used}
+                mask = known.mask(query, r, side)
+                for c in combos:
+                    out["+".join(c)].append(ranks_from_scores(sum(w * z[n] for n, w in c.items()), target, mask))
+        return {k: np.concatenate(v) for k, v in out.items()}
+
+    def _side(self, name: str, entity: np.ndarray, relation: np.ndarray, side: str) -> np.ndarray:
+        m = self.members[name]
+        return m.score_tails(entity, relation) if side == "tail" else m.score_heads(entity, relation)
 
     def parts(self, entity: np.ndarray, relation: np.ndarray, side: str) -> dict[str, np.ndarray]:
         """Each weighted member's raw (batch, n) scores."""
-        out = {}
-        for name in self.weights:
-            m = self.members[name]
-            out[name] = m.score_tails(entity, relation) if side == "tail" else m.score_heads(entity, relation)
-        return out
+        return {name: self._side(name, entity, relation, side) for name in self.weights}
 
     def combine(self, parts: dict[str, np.ndarray]) -> np.ndarray:
         return sum(self.weights[name] * _z(np.asarray(s, np.float64)) for name, s in parts.items())  # type: ignore[return-value]
@@ -122,11 +145,3 @@ class Ensemble(Predictor):
     def summary(self) -> dict[str, Any]:
         return {"weights": self.weights, "valid_mrr": self.valid_mrr, "skipped": self.skipped}
 
-
-def fit_split(name: str, train: Triples, valid: Triples, **params: Any) -> Predictor:
-    """A predictor fitted on a benchmark split's train (the ensemble weighs on its valid)."""
-    graph = LinkGraph(train)
-    return predictor(name, **params).fit(graph, valid if name == "ensemble" else None)
-
-
-__all__ = ["DEFAULT_MEMBERS", "LIGHT_MEMBERS", "Ensemble", "concat", "fit_split"]

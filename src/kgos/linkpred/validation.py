@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgument, KGOSError
 from ..llm.base import ChatProvider, Message
@@ -29,7 +29,7 @@ SYSTEM = ("You check proposed edges of a knowledge graph. Judge only from the fa
           '"reasoning": "one or two sentences"}.')
 NEIGHBOURS = 8
 DEFAULT_LLM_CONFIDENCE = 0.8
-_OBJECT = re.compile(r"\{.*\}", re.S)
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
 def _describe(kg: KG, node_id: str) -> str:
