@@ -78,6 +78,11 @@ class Answer(BaseModel):
     text: str = Field(min_length=1, max_length=2000, pattern=r"\S")
 
 
+class ReplayRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    from_iteration: int = Field(1, ge=1, le=1000)
+
+
 class ModuleConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     config: dict[str, Any]
@@ -134,6 +139,10 @@ def get_run(run_id: RunId, rt: RT, runs: Live) -> dict[str, Any]:
     with rt.lock:
         m = run_manifest(rt.workspace, run_id)
     m["live"] = runs.running(run_id)
+    if m["live"]:
+        c = runs.get(run_id).control
+        m["control"] = {"paused": c.paused, "stopped": c.stopped, "breakpoints": sorted(c.breakpoints),
+                        "events": len(c.events)}
     return m
 
 
@@ -235,10 +244,10 @@ def configure_module(run_id: RunId, stage: StageName, body: ModuleConfig, runs: 
 
 @router.post("/api/research/runs/{run_id}/replay", response_model=ReplayModel, responses=RESPONSES,
              summary="Re-execute a run offline from its manifest and compare every output hash")
-def replay_run(run_id: RunId, rt: RT, from_iteration: Annotated[int, Query(ge=1, le=1000)] = 1) -> dict[str, Any]:
+def replay_run(run_id: RunId, rt: RT, body: ReplayRequest | None = None) -> dict[str, Any]:
     from ..research import replay
     with rt.lock:
-        return replay(rt.workspace, run_id, from_iteration).to_dict()
+        return replay(rt.workspace, run_id, (body or ReplayRequest()).from_iteration).to_dict()
 
 
 @router.get("/api/research/diff", responses=RESPONSES, summary="Two runs compared stage by stage")

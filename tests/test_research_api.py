@@ -1,0 +1,133 @@
+"""``/api/research``: runs in the background, the debugger's JSON (manifest, decisions, stage snapshots),
+SSE events, controls, answers, hot reload, replay and diff, and clear 4xx on bad input."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from api_helpers import client, error
+from test_research import DOCS
+
+import kgos
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> str:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return str(folder)
+
+
+def wait_for(c, run_id: str, status: set[str], timeout: float = 30) -> dict:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        m = c.get(f"/api/research/runs/{run_id}").json()
+        if m["status"] in status and not m["live"]:
+            return m
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} did not reach {status}")
+
+
+def test_run_inspect_replay_diff(ws: kgos.Workspace, corpus: str) -> None:
+    c = client(ws)
+    r = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": corpus, "max_iterations": 1,
+                                           "wait": True})
+    assert r.status_code == 200, r.text
+    res = r.json()
+    assert {"run_id", "answer", "citations", "iterations", "stopped_by", "output_sha256"} <= set(res)
+    run_id = res["run_id"]
+    m = c.get(f"/api/research/runs/{run_id}").json()
+    assert m["sealed"] and m["iterations"][0]["stages"][0]["module"] == "query.intent"
+    assert m["answer"]["answer"] == res["answer"]
+    decisions = c.get(f"/api/research/runs/{run_id}/decisions").json()
+    assert decisions[-1]["action"] == "stop" and decisions[-1]["rationale"]
+    snap = c.get(f"/api/research/runs/{run_id}/iterations/1/stages/merge").json()
+    assert snap["module_id"] == "merge.graph" and "knowledge" in snap["output"]
+    assert snap["manifest_entry"]["output_hash"] == snap["output_sha256"]
+    out = c.get(f"/api/research/runs/{run_id}/iterations/0/stages/output").json()
+    assert out["output"]["answer"] == res["answer"]
+    rep = c.post(f"/api/research/runs/{run_id}/replay", json={"from_iteration": 1}).json()
+    assert rep["identical"] and rep["output_sha256"] == res["output_sha256"]
+    other = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": corpus, "max_iterations": 1,
+                                               "configs": {"search": {"k": 3}}, "wait": True}).json()
+    d = c.get("/api/research/diff", params={"a": run_id, "b": other["run_id"]}).json()
+    assert d["first_difference"]["stage"] == "search" and not d["first_difference"]["same"]["config_hash"]
+    listed = c.get("/api/research/runs").json()
+    assert {x["run_id"] for x in listed} == {run_id, other["run_id"]}
+    mods = c.get("/api/research/modules", params={"category": "search"}).json()
+    assert mods["modules"][0]["id"] == "search.multi"
+    assert "reciprocal_rank_fusion" in json.dumps(mods["modules"][0]["config_schema"])
+
+
+def test_live_run_breakpoint_step_events_and_hot_reload(ws: kgos.Workspace, corpus: str) -> None:
+    c = client(ws)
+    run_id = c.post("/api/research/runs", json={"question": "What is the difference between tar and zip?",
+                                                "corpus": corpus, "max_iterations": 1,
+                                                "breakpoints": ["search"]}).json()["run_id"]
+    end = time.monotonic() + 20
+    while not c.get(f"/api/research/runs/{run_id}").json().get("control", {}).get("paused"):
+        assert time.monotonic() < end  # paused at the breakpoint before search
+        time.sleep(0.05)
+    m = c.get(f"/api/research/runs/{run_id}").json()
+    assert [e["stage"] for e in m["iterations"][0]["stages"]] == ["query"]
+    bad = c.put(f"/api/research/runs/{run_id}/modules/search", json={"config": {"k": 0}})
+    assert error(bad, 422, "InvalidConfig")["errors"] if "errors" in bad.json() else bad.status_code == 422
+    ok = c.put(f"/api/research/runs/{run_id}/modules/search", json={"config": {"k": 2}}).json()
+    assert ok["config"]["k"] == 2
+    assert c.put(f"/api/research/runs/{run_id}/breakpoints", json={"stages": []}).json()["breakpoints"] == []
+    assert c.post(f"/api/research/runs/{run_id}/control", json={"action": "resume"}).json()["paused"] is False
+    wait_for(c, run_id, {"completed"})
+    snap = c.get(f"/api/research/runs/{run_id}/iterations/1/stages/search").json()
+    assert len(snap["output"]["hits"]) == 2  # the hot-reloaded k
+    with c.stream("GET", f"/api/research/runs/{run_id}/events") as s:
+        body = "".join(s.iter_text())
+    kinds = [json.loads(line[6:])["event"] for line in body.splitlines() if line.startswith("data: ")]
+    assert kinds[0] == "run_started" and "breakpoint" in kinds and "decision" in kinds
+    assert kinds[-1] == "run_finished" and kinds.count("stage_completed") == 8
+
+
+def test_ask_answer_and_stop(ws: kgos.Workspace, corpus: str) -> None:
+    c = client(ws)
+    run_id = c.post("/api/research/runs", json={"question": "tar", "corpus": corpus}).json()["run_id"]
+    end = time.monotonic() + 20
+    while c.get(f"/api/research/runs/{run_id}").json()["status"] != "waiting":
+        assert time.monotonic() < end
+        time.sleep(0.05)
+    assert "tar" in c.get(f"/api/research/runs/{run_id}").json()["pending_question"]
+    assert c.post(f"/api/research/runs/{run_id}/answer", json={"text": "what it is"}).json()["status"] == "running"
+    m = wait_for(c, run_id, {"completed"})
+    assert [d["action"] for d in m["decisions"]][:2] == ["ask", "answer"]
+    error(c.post(f"/api/research/runs/{run_id}/answer", json={"text": "more"}), 409, "RunStateConflict")
+    stop_id = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": corpus,
+                                                 "breakpoints": ["query"]}).json()["run_id"]
+    c.post(f"/api/research/runs/{stop_id}/control", json={"action": "stop"})
+    m = wait_for(c, stop_id, {"stopped"})
+    assert m["final_state"]["convergence_reason"] == "user_interrupt"
+
+
+def test_bad_input_is_4xx(ws: kgos.Workspace, corpus: str, tmp_path: Path) -> None:
+    c = client(ws)
+    error(c.post("/api/research/runs", json={"question": " "}), 422)
+    error(c.post("/api/research/runs", json={"question": "x", "kgs": ["nope"]}), 404, "KGNotFound")
+    error(c.post("/api/research/runs", json={"question": "x", "corpus": str(tmp_path / "no")}), 400)
+    error(c.post("/api/research/runs", json={"question": "x", "reasoner": "reason.nope"}), 404, "ModuleNotFound")
+    error(c.post("/api/research/runs", json={"question": "x", "configs": {"search": {"strategy": "llm"}}}), 422,
+          "InvalidConfig")
+    error(c.post("/api/research/runs", json={"question": "x", "configs": {"bogus": {}}}), 422)
+    error(c.get("/api/research/runs/r_2020-01-01_001"), 404, "RunNotFound")
+    error(c.get("/api/research/runs/not-a-run"), 422)
+    error(c.post("/api/research/runs/r_2020-01-01_001/control", json={"action": "pause"}), 404)
+    error(c.get("/api/research/runs/r_2020-01-01_001/iterations/1/stages/bogus"), 422)
+    run_id = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": corpus, "max_iterations": 1,
+                                                "wait": True}).json()["run_id"]
+    folder = ws.home / "research" / run_id
+    m = json.loads((folder / "manifest.json").read_text())
+    m["status"] = "edited"
+    (folder / "manifest.json").write_text(json.dumps(m))
+    body = error(c.post(f"/api/research/runs/{run_id}/replay", json={}), 409, "SnapshotMismatch")
+    assert "manifest_sha256" in body["detail"]
