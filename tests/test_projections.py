@@ -95,7 +95,7 @@ def test_learned_linear_training_lowers_the_loss_and_ranks_held_out_edges_better
     x, edges, _ = clustered()
     train, test = split_edges(edges, 0.25, seed=0)
     before = edge_mrr(unit_rows(x), test, negatives=20)
-    learned = LearnedLinear.fit(x, train, 8, epochs=15, lr=0.01, init="xavier", seed=0)
+    learned = LearnedLinear.fit(x, train, 8, epochs=15, lr=0.01, init="xavier", validation=0, seed=0)
     assert learned.losses[-1] < 0.5 * learned.losses[0]
     assert edge_mrr(learned.transform(x), test, negatives=20) > before + 0.2  # it found the 4 signal coordinates
     assert learned.transform(x).shape == (300, 8)
@@ -105,6 +105,15 @@ def test_learned_linear_starting_from_pca_starts_exactly_at_the_pca_projection()
     x, edges, _ = clustered()
     at_start = LearnedLinear.fit(x, edges, 8, epochs=0)
     assert np.allclose(at_start.transform(x), PCA.fit(x, 8).transform(x), atol=1e-5)
+
+
+def test_learned_linear_keeps_the_starting_point_when_training_only_hurts_held_out_edges():
+    x, edges, _ = clustered()
+    wrecked = LearnedLinear.fit(x, edges, 8, epochs=3, lr=5.0, seed=0)  # a step size that destroys the fit
+    assert wrecked.best_epoch == 0 and len(wrecked.losses) == 3
+    assert np.allclose(wrecked.transform(x), PCA.fit(x, 8).transform(x), atol=1e-5)
+    tuned = LearnedLinear.fit(x, edges, 8, epochs=5, lr=0.01, seed=0)
+    assert tuned.best_epoch > 0  # a sane step size improves on PCA
 
 
 def test_learned_linear_rejects_edges_outside_the_rows():

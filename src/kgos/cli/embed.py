@@ -142,13 +142,13 @@ METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
 COMPARE_COLUMNS = ("model", "mode", "probes", *METRICS, "lenient_recall@10", "p50_ms")
 
 
-def _compare_row(r: Any) -> tuple[Any, ...]:
+def _compare_row(r: Any, digits: int = 4) -> tuple[Any, ...]:
     rep = r.report
-    return (r.model, r.mode, rep.n, *(f"{rep.strict[m]:.4f}" for m in METRICS),
-            f"{rep.lenient['recall@10']:.4f}", f"{rep.latency_ms['p50']:.2f}")
+    return (r.model, r.mode, rep.n, *(f"{rep.strict[m]:.{digits}f}" for m in METRICS),
+            f"{rep.lenient['recall@10']:.{digits}f}", f"{rep.latency_ms['p50']:.{min(digits, 2)}f}")
 
 
 def _print_compare(c: Console, result: Any) -> None:
-    c.print(table(f"{result.db_id}: models compared (strict, k={result.k})",
-                  ["model", "mode", "probes", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "lenient R@10", "p50 ms"],
-                  [_compare_row(r) for r in result.rows]))
+    c.print(table(f"{result.db_id}: models compared on {result.rows[0].report.n} probes (strict; lenient R@10)",
+                  ["model", "mode", "n", "R@1", "R@5", "R@10", "MRR", "nDCG", "lenR@10", "p50 ms"],
+                  [_compare_row(r, 3) for r in result.rows]))

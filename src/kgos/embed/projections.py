@@ -22,6 +22,7 @@ predictors (node features = type one-hot + projected text embedding, spec/003 ap
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -110,24 +111,30 @@ class LearnedLinear:
     mini-batch Adam (Kingma & Ba 2015) with analytic gradients (the spec's numeric gradient, exact).
 
     ``init="pca"`` (default) starts from the PCA projection, so training refines it; ``"xavier"``
-    (Glorot & Bengio 2010) is the spec's initialisation. ``losses`` holds the mean loss per epoch.
+    (Glorot & Bengio 2010) is the spec's initialisation. Early stopping: ``validation`` of the edges
+    (when there are at least 20) are held out, and the weights of the epoch (0 = the initialisation)
+    that ranks them best are kept, so a small KG that training would overfit keeps its starting point.
+    ``losses`` holds the mean training loss per epoch, ``best_epoch`` the epoch kept.
     """
 
     weight: np.ndarray  # (D, dims)
     bias: np.ndarray  # (dims,)
     losses: tuple[float, ...] = field(default=())
+    best_epoch: int = 0
 
     @classmethod
     def fit(cls, x: np.ndarray, edges: np.ndarray, dims: int, *, epochs: int = 20, lr: float = 0.005,
             margin: float = 0.2, negatives: int = 10, batch: int = 256, init: str = "pca",
-            seed: int = 0) -> LearnedLinear:
+            validation: float = 0.1, seed: int = 0) -> LearnedLinear:
         a, pairs = _matrix(x), _edges(edges, len(x))
         dims = _dims(dims)
         rng = np.random.default_rng(seed)
+        pairs, check = _held_out(pairs, validation, len(a), rng)
         w, b = _initial(a, dims, init, rng)
+        best = (_ranking(a, w, b, check), 0, w, b)
         opt = _Adam(lr, (w, b))
         losses = []
-        for _ in range(epochs):
+        for epoch in range(1, epochs + 1):
             order = rng.permutation(len(pairs))
             total = 0.0
             for start in range(0, len(order), batch):
@@ -137,7 +144,11 @@ class LearnedLinear:
                 w, b = opt.step((w, b), (gw, gb))
                 total += loss * len(chosen)
             losses.append(total / len(pairs))
-        return cls(w.astype(np.float32), b.astype(np.float32), tuple(losses))
+            score = _ranking(a, w, b, check)
+            if check is None or score > best[0]:
+                best = (score, epoch, w, b)
+        _, epoch, w, b = best
+        return cls(w.astype(np.float32), b.astype(np.float32), tuple(losses), epoch)
 
     def transform(self, x: np.ndarray) -> np.ndarray:
         a = _matrix(x)
@@ -153,6 +164,36 @@ def _edges(edges: np.ndarray, n: int) -> np.ndarray:
     if pairs.min() < 0 or pairs.max() >= n:
         raise InvalidArgument(f"edges: row numbers must lie in 0..{n - 1}")
     return pairs
+
+
+VALIDATION_NEGATIVES = 50
+
+
+def _held_out(pairs: np.ndarray, fraction: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
+    """(training edges, (validation edges, their fixed corrupted tails) or None when too few)."""
+    n_check = int(round(len(pairs) * fraction))
+    if not 0 <= fraction < 1:
+        raise InvalidArgument(f"validation must lie in [0, 1), got {fraction}")
+    if len(pairs) < 20 or n_check < 1:
+        return pairs, None
+    order = rng.permutation(len(pairs))
+    check = pairs[order[:n_check]]
+    return pairs[order[n_check:]], (check, rng.integers(0, n, (n_check, VALIDATION_NEGATIVES)))
+
+
+def _ranking(a: np.ndarray, w: np.ndarray, b: np.ndarray, check: Any) -> float:
+    """Mean reciprocal rank of the validation edges among their corrupted tails (ties count half)."""
+    if check is None:
+        return 0.0
+    edges, neg = check
+    rows = np.concatenate([edges[:, 0], edges[:, 1], neg.ravel()])
+    u = unit_rows(a[rows] @ w + b)
+    k = len(edges)
+    h, t, n = u[:k], u[k:2 * k], u[2 * k:].reshape(k, neg.shape[1], -1)
+    true = np.einsum("ij,ij->i", h, t)[:, None]
+    scores = np.einsum("ij,ikj->ik", h, n)
+    rank = 1 + (scores > true).sum(1) + 0.5 * (scores == true).sum(1)
+    return float(np.mean(1.0 / rank))
 
 
 def _initial(a: np.ndarray, dims: int, init: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
