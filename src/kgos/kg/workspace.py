@@ -171,10 +171,12 @@ class Workspace:
                       nodes=kg.store.node_count(), edges=kg.store.edge_count())
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def create(self, db_id: str, name: str | None = None, description: str = "") -> KG:
+    def create(self, db_id: str, name: str | None = None, description: str = "", local: bool = False) -> KG:
+        """A new empty KG: in the workspace's PostgreSQL database if it has one (unless ``local``),
+        else a SQLite file."""
         if self.exists(db_id):
             raise KGExists(f"a KG named '{db_id}' already exists; choose another name or delete it first")
-        if self.pg is not None:
+        if self.pg is not None and not local:
             self.pg.create_kg(check_db_id(db_id), name, description)
         else:
             NativeStore.create(self.native_path(db_id), db_id, name=name, description=description).close()

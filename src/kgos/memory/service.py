@@ -164,7 +164,8 @@ class MemoryService:
     def kg(self) -> KG:
         """The memory KG, created (with the user entity) on first use."""
         if not self.workspace.exists(self.db_id):
-            self.workspace.create(self.db_id, name="Agent memory", description=DESCRIPTION)
+            # a SQLite file even in a PostgreSQL workspace: memory writes through SQLite (docs/postgres.md)
+            self.workspace.create(self.db_id, name="Agent memory", description=DESCRIPTION, local=True)
         kg = self.workspace.kg(self.db_id)
         if not isinstance(kg.store, NativeStore) or kg.read_only:
             raise InvalidArgument(f"the memory KG '{self.db_id}' must be a writable native KG, not an attached file")
