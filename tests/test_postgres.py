@@ -248,3 +248,19 @@ def test_kg_names_reaching_sql_are_validated(ws):
         ws.pg.ident('kg_x" CASCADE')
     ws.create("kg-with-dash_and_underscore").add_node("ok", "thing")
     assert ws.kg("kg-with-dash_and_underscore").store.node_count() == 1
+
+
+def test_demo_expert_chat_and_memory_in_a_postgres_workspace(ws):
+    from kgos.data import load_demo
+    from kgos.experts.chat import ExpertChat
+    from kgos.llm.offline import OfflineProvider
+    from kgos.memory import MemoryService
+    load_demo(ws, embedder="hash")
+    assert ws.info("demo").kind == "postgres"
+    chat = ExpertChat(ws, OfflineProvider())
+    turn = chat.start("demo", "How do I reduce my API costs?")
+    events = list(chat.events(turn))
+    assert events[-1]["type"] == "done" and "[Source: demo:feature:batch_api]" in "".join(
+        e["content"] for e in events if e["type"] == "token")
+    added = MemoryService(ws).add("I use Postgres for the team's KGs")
+    assert added.memory.kg_status == "ok" and ws.info("memory").kind == "native"  # memory stays SQLite
