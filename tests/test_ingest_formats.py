@@ -165,7 +165,8 @@ def test_html_main_text_headings_and_links(ws: kgos.Workspace, tmp_path: Path) -
     })
     run(ws, [root])
     kg = ws.kg("code")
-    assert kg.node("doc:site/index.html").name == "Site home"
+    assert kg.node("doc:site/index.html").name == "Welcome"  # the first heading, not <title>
+    assert kg.node("doc:site/page.html").name == "Setup"
     assert kg.node("doc:site/index.html#details").properties["block_start"] > 0
     text = " ".join(n.description for n in kg.nodes())
     assert "Start with the setup page" in text and "one item" in text

@@ -159,8 +159,9 @@ def extract_html(source: SourceFile) -> Facts:
     main = next((n for n in (tree.css_first(sel) for sel in MAIN) if n is not None), None)
     title_node = tree.css_first("title")
     h1 = main.css_first("h1") if main is not None else None
-    title = (title_node.text(strip=True) if title_node is not None else "") or \
-        (h1.text(separator=" ", strip=True) if h1 is not None else "") or source.rel.rsplit("/", 1)[-1]
+    # the first heading names the page; <title> often carries the site's name too ("... — Python 3.11 documentation")
+    title = re.sub(r"\s*¶$", "", h1.text(separator=" ", strip=True) if h1 is not None else "") or \
+        (title_node.text(strip=True) if title_node is not None else "") or source.rel.rsplit("/", 1)[-1]
     b = DocBuilder(facts, source.rel, title, "html", unit="block", sha256=source.sha256)
     for n, node in enumerate(main.css(BLOCKS) if main is not None else [], start=1):
         _html_block(b, node, n)

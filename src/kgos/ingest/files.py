@@ -71,6 +71,10 @@ class Selection:
     exclude: tuple[str, ...] = ()
     max_bytes: int = DEFAULT_MAX_BYTES
 
+    def excluded(self, rel: str, folder: bool = False) -> bool:
+        """An ``--exclude`` glob matches the path (a folder also as ``rel/``: ``_static/*`` leaves it out)."""
+        return any(_match(rel, g) or (folder and _match(rel + "/", g)) for g in self.exclude)
+
     def wants(self, rel: str) -> bool:
         if self.include and not any(_match(rel, g) for g in self.include):
             return False
@@ -139,6 +143,8 @@ def _walk_dir(root: Path, selection: Selection, skipped: list[Skipped]) -> Itera
 def _entry(root: Path, label: str, path: Path, is_link: bool, selection: Selection, skipped: list[Skipped],
            seen_dirs: set[Path], stack: list[Path]) -> Iterator[tuple[Path, Path, str]]:
     rel = path.relative_to(root).as_posix()
+    if selection.excluded(rel, folder=path.is_dir()):
+        return  # left out on purpose: not walked, not reported
     try:
         real = path.resolve(strict=True) if is_link else path
     except (OSError, RuntimeError):  # a dangling link or a loop of links

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..memory.extract import bound_phrase, sentences
 from ..memory.pii import pii_reason
+from ..memory.vocabulary import STOPWORDS
 from ..model import slugify
 from .facts import Facts
 
@@ -179,6 +180,7 @@ CUES: tuple[tuple[str, re.Pattern[str], float, str], ...] = (
                                   r"is limited to|only supports|only works)\b", re.IGNORECASE), 0.7, "limitation"),
     ("has_workaround", re.compile(r"\b(?:as a workaround|to work around|workaround:)\s*", re.IGNORECASE), 0.7, "workaround"),
 )
+ANY_CUE = re.compile("|".join(f"(?:{c.pattern})" for _, c, _, _ in CUES), re.IGNORECASE)
 PRONOUNS = frozenset({"it", "this", "that", "they", "these", "those", "which", "you", "we", "one"})
 # words dropped from a subject phrase: articles and the imperative verbs of advice ("use X instead of Y")
 FILLER = frozenset({"the", "a", "an", "and", "or", "to", "it", "use", "using", "prefer", "choose", "try", "pick"})
@@ -203,6 +205,8 @@ class CueExtractor:
         return out
 
     def _text(self, text: str, owner: str, rel: str) -> Iterable[dict[str, Any]]:
+        if not ANY_CUE.search(text):  # most texts hold no cue: one scan instead of a split and 8 per sentence
+            return
         last_limitation = None
         for sentence in sentences(text)[:MAX_SENTENCES]:
             for relation, cue, confidence, kind in CUES:
@@ -248,8 +252,13 @@ class CueExtractor:
             found = self.symbol(w, True)
             if found:
                 return found, True
-        phrase = " ".join(w for w in words[-3:] if w.lower() not in FILLER)
-        return (self._concept(phrase, "concept"), False) if phrase and len(phrase) >= 3 else (owner, True)
+        tail: list[str] = []  # the noun phrase right before the cue: back to the first stopword
+        for w in reversed(words):
+            if w.lower() in STOPWORDS or w.lower() in PRONOUNS or w.lower() in FILLER:
+                break
+            tail.insert(0, w)
+        phrase = " ".join(tail[-3:])
+        return (self._concept(phrase, "concept"), False) if len(phrase) >= 3 else (owner, True)
 
     def _node(self, phrase: str) -> tuple[str | None, bool]:
         for w in phrase.split():
