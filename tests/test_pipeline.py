@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 
 from kgos.errors import InvalidConfig, InvalidName, ModuleNotFound, ReplayMiss, SnapshotMismatch
-from kgos.pipeline import (BaseModule, PipelineModule, ProcessContext, Registry, Snapshot, StageInput,
-                           StageOutput, content_hash)
+from kgos.pipeline import (
+    BaseModule,
+    PipelineModule,
+    ProcessContext,
+    Registry,
+    Snapshot,
+    StageInput,
+    StageOutput,
+    content_hash,
+)
 
 
 class Upper(BaseModule):
@@ -22,7 +30,7 @@ class Upper(BaseModule):
     name = "Upper"
     version = "1.2.0"
     category = "extract"
-    config_schema = {"type": "object", "additionalProperties": False, "properties": {
+    config_schema = {"type": "object", "additionalProperties": False, "properties": {  # noqa: RUF012
         "repeat": {"type": "integer", "minimum": 1, "default": 1},
         "api_key": {"type": "string", "secret": True, "default": ""},
         "remote": {"type": "boolean", "default": False}}}

@@ -12,7 +12,16 @@ import pytest
 import kgos
 from kgos.errors import InvalidArgument, KGNotFound, RunNotFound, RunStateConflict, SnapshotMismatch
 from kgos.pipeline import BaseModule, ProcessContext, StageInput, StageOutput, register
-from kgos.research import RunControl, ResearchRequest, ResearchRunner, diff_runs, replay, research, resume, runs
+from kgos.research import (
+    ResearchRequest,
+    ResearchRunner,
+    RunControl,
+    diff_runs,
+    replay,
+    research,
+    resume,
+    runs,
+)
 from kgos.research.corpus import open_corpus
 from kgos.research.extract import extract_document
 from kgos.research.manifest import RunStore

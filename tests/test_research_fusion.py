@@ -6,8 +6,15 @@ from __future__ import annotations
 import pytest
 
 from kgos.errors import InvalidArgument
-from kgos.research.fusion import (fuse, interleave_by_score, reciprocal_rank_fusion, round_robin,
-                                  routed_backends, union_dedupe, weighted)
+from kgos.research.fusion import (
+    fuse,
+    interleave_by_score,
+    reciprocal_rank_fusion,
+    round_robin,
+    routed_backends,
+    union_dedupe,
+    weighted,
+)
 
 
 class Result:

@@ -6,8 +6,17 @@ See ``docs/pipeline.md``. ``PipelineModule`` is the protocol, ``BaseModule`` the
 """
 
 from .digest import canonical_json, content_hash
-from .module import (BaseModule, ExternalResponses, ModuleState, PipelineModule, ProcessContext, Snapshot,
-                     StageInput, StageOutput, public_config)
+from .module import (
+                     BaseModule,
+                     ExternalResponses,
+                     ModuleState,
+                     PipelineModule,
+                     ProcessContext,
+                     Snapshot,
+                     StageInput,
+                     StageOutput,
+                     public_config,
+)
 from .registry import ENTRY_POINT_GROUP, REGISTRY, Registry, register
 
 __all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "BaseModule", "ExternalResponses", "ModuleState", "PipelineModule",

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import jsonschema
@@ -40,8 +41,8 @@ class StageInput:
 
     data: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
-    def sha256(self) -> str:
+    @cached_property
+    def sha256(self) -> str:  # inputs are not mutated once made: hashed once
         return content_hash(self.data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,7 +61,7 @@ class StageOutput:
     external: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         return content_hash({"status": self.status, "data": self.data, "error": self.error})
 
@@ -163,10 +164,11 @@ class Snapshot:
     external: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        d = copy.deepcopy(dict(self.__dict__))
-        d["config"], d["input"], d["output"] = dict(self.config), dict(self.input), dict(self.output)
-        d["external"] = dict(self.external)
-        return d
+        """The snapshot as a JSON document (sharing, not copying, the recorded values: treat as read-only)."""
+        return {"module_id": self.module_id, "module_version": self.module_version, "config": dict(self.config),
+                "config_sha256": self.config_sha256, "input": dict(self.input), "input_sha256": self.input_sha256,
+                "output": dict(self.output), "output_sha256": self.output_sha256, "status": self.status,
+                "error": self.error, "external": dict(self.external)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Snapshot:
@@ -267,10 +269,11 @@ class BaseModule:
                                self._errors, **self._last)
 
     def snapshot(self, input: StageInput, output: StageOutput) -> Snapshot:
+        """The call as a Snapshot. It shares the input and output values (stage data is never mutated
+        after a stage returns it), so taking one costs the hashes only."""
         config = self._public()
-        return Snapshot(self.id, self.version, config, content_hash(config), copy.deepcopy(dict(input.data)),
-                        input.sha256, copy.deepcopy(dict(output.data)), output.sha256, output.status, output.error,
-                        copy.deepcopy(dict(output.external)))
+        return Snapshot(self.id, self.version, config, content_hash(config), dict(input.data), input.sha256,
+                        dict(output.data), output.sha256, output.status, output.error, dict(output.external))
 
     async def replay(self, snapshot: Snapshot, context: ProcessContext | None = None) -> StageOutput:
         """Re-execute a snapshot with its stored config and outside responses (never the network).

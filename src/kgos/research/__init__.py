@@ -8,8 +8,7 @@
 
 from .control import RunControl
 from .runner import DEFAULT_MODULES, ResearchRequest, ResearchResult, ResearchRunner
-from .service import (ReplayReport, diff_runs, replay, research, resume, run_manifest, runs,
-                      stage_snapshot)
+from .service import ReplayReport, diff_runs, replay, research, resume, run_manifest, runs, stage_snapshot
 from .stages import STAGES
 
 __all__ = ["DEFAULT_MODULES", "STAGES", "ReplayReport", "ResearchRequest", "ResearchResult", "ResearchRunner",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import PipelineError
 from ..pipeline import BaseModule, ProcessContext, StageInput, StageOutput, content_hash, register
@@ -34,7 +34,7 @@ class AnswerModule(BaseModule):
     id = "output.answer"
     name = "Answer synthesis"
     category = "output"
-    config_schema = {"type": "object", "additionalProperties": False, "properties": {
+    config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "max_sentences": {"type": "integer", "minimum": 1, "maximum": 50, "default": 6},
         "provider": {"type": "string", "default": "",
                      "description": "kgos.llm provider spec ('' = extractive, offline)"},

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -26,7 +26,7 @@ from ..embed.registry import get_embedder
 from ..errors import InvalidArgument
 from ..index.text import TextConfig, TextIndex
 
-__all__ = ["Chunk", "Corpus", "MAX_FILE_BYTES", "chunk_text", "document_text", "open_corpus"]
+__all__ = ["MAX_FILE_BYTES", "Chunk", "Corpus", "chunk_text", "document_text", "open_corpus"]
 
 MAX_FILE_BYTES = 2_000_000
 MAX_FILES = 50_000
@@ -147,6 +147,7 @@ class Corpus:
         self.root, self.fingerprint, self.chunks = root, fingerprint, chunks
         self.text_index, self.vectors, self.embedder_spec = text_index, vectors, embedder
         self.paths = np.array([c.path for c in chunks], dtype=object)
+        self._masks: dict[tuple[str, str], np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -179,8 +180,14 @@ class Corpus:
             scores = np.where(allowed, scores, 0.0)
         return scores
 
-    def mask(self, paths: set[str]) -> np.ndarray:
-        return np.isin(self.paths, list(paths))
+    def routed(self, backend: str, routing: Mapping[str, Sequence[str]]) -> np.ndarray:
+        """Rows whose file is routed to ``backend`` (``fusion.routed_backends``), computed once per routing."""
+        key = (backend, json.dumps(routing, sort_keys=True))
+        if key not in self._masks:
+            from .fusion import routed_backends
+            keep = {p for p in set(self.paths.tolist()) if backend in routed_backends(p, routing)}
+            self._masks[key] = np.array([p in keep for p in self.paths.tolist()], dtype=bool)
+        return self._masks[key]
 
 
 def _top(scores: np.ndarray, k: int, chunks: Sequence[Chunk]) -> list[tuple[Chunk, float]]:

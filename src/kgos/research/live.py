@@ -53,7 +53,7 @@ class LiveRuns:
             self._runs[runner.run_id] = runner
             self._threads[runner.run_id] = thread
             while len(self._runs) > KEEP:
-                old, r = next(iter(self._runs.items()))
+                old = next(iter(self._runs))
                 if self._threads[old].is_alive():
                     break
                 self._runs.pop(old)

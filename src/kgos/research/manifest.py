@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..errors import InvalidArgument, RunNotFound, SnapshotMismatch
 from ..pipeline import Snapshot, content_hash
 
@@ -58,7 +60,7 @@ class RunStore:
     def new_run_id(self) -> str:
         """``r_<UTC date>_<seq>`` as in spec/004, the folder created exclusively (no two runs share one)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        day = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+        day = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
         seq = 1 + sum(1 for p in self.root.glob(f"r_{day}_*"))
         while True:
             run_id = f"r_{day}_{seq:03d}"
@@ -80,7 +82,7 @@ class RunStore:
         path = self.root / run_id / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
+        tmp.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
         os.replace(tmp, path)
         return relative
 

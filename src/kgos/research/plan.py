@@ -36,11 +36,12 @@ SUBTOPICS: dict[str, dict[str, Sequence[str]]] = {
         "alternative", "instead", "similar", "see also", "other", "replace")},
     "factual": {"answer": (), "details": ()},
 }
-_QUESTION_WORDS = set("""what which who whom whose why how when where difference differences between compare
-versus vs best way ways use using used explain describe tell show list give get make about better good""".split())
-_COMPARISON = re.compile(r"\b(vs\.?|versus|compare[ds]?|comparison|difference|differ|better than|or)\b", re.I)
-_HOW_TO = re.compile(r"^\s*(how\b|steps?\b|ways? to\b)|\bhow (do|can|to|should)\b", re.I)
-_WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are)\b|\bdefin", re.I)
+_QUESTION_WORDS = frozenset("""what which who whom whose why how when where difference differences between
+compare versus vs best way ways use using used explain describe tell show list give get make about better
+good""".split())
+_COMPARISON = re.compile(r"\b(vs\.?|versus|compare[ds]?|comparison|difference|differ|better than|or)\b", re.IGNORECASE)
+_HOW_TO = re.compile(r"^\s*(how\b|steps?\b|ways? to\b)|\bhow (do|can|to|should)\b", re.IGNORECASE)
+_WHAT_IS = re.compile(r"^\s*(what|who)\s+(is|are)\b|\bdefin", re.IGNORECASE)
 
 
 def intent_type(question: str) -> str:

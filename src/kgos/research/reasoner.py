@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ..index.text import STOPWORDS, fold, tokenize
 from ..pipeline import BaseModule, StageOutput, register
@@ -80,7 +80,10 @@ def assess(data: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]
     """Confidence, coverage, new information and the answer's claims of one iteration."""
     plan, kn = data["plan"], data["knowledge"]
     terms = [fold(t) for e in plan["entities"] for t in tokenize(e) if t not in STOPWORDS]
-    scored = sorted(((relevance(c, terms), cid) for cid, c in kn["claims"].items()), key=lambda x: (-x[0], x[1]))
+    # ties: found earlier, then from a better-ranked search hit, then by id (deterministic)
+    scored = sorted(((relevance(c, terms), cid) for cid, c in kn["claims"].items()),
+                    key=lambda x: (-x[0], kn["claims"][x[1]].get("first_iteration", 0),
+                                   kn["claims"][x[1]].get("rank", 0), x[1]))
     top = [(r, cid) for r, cid in scored if r > 0][:config["answer_claims"]]
     contested = _contested(kn["conflicts"])
     conf = [(r, claim_confidence(kn["claims"][cid], contested, config["min_sources"])) for r, cid in top]
@@ -111,7 +114,7 @@ class DefaultReasoner(BaseModule):
     name = "Default reasoner"
     version = "1.0.0"
     category = "reason"
-    config_schema = _SCHEMA
+    config_schema: ClassVar[dict[str, Any]] = _SCHEMA
 
     async def run(self, input, context, config):  # type: ignore[no-untyped-def]
         data = input.data
@@ -127,7 +130,7 @@ class ConservativeReasoner(DefaultReasoner):
 
     id = "reason.conservative"
     name = "Conservative reasoner"
-    config_schema = {**_SCHEMA, "properties": {
+    config_schema: ClassVar[dict[str, Any]] = {**_SCHEMA, "properties": {
         **_SCHEMA["properties"],
         "min_sources": {**_SCHEMA["properties"]["min_sources"], "default": 3},
         "max_iterations": {**_SCHEMA["properties"]["max_iterations"], "default": 5},

@@ -26,7 +26,6 @@ from .control import Interrupted, RestartIteration, RunControl
 from .corpus import open_corpus
 from .manifest import FORMAT, RunStore
 from .merge import empty_knowledge
-from .stages import STAGES
 
 __all__ = ["DEFAULT_MODULES", "ResearchRequest", "ResearchResult", "ResearchRunner", "answer_markdown",
            "failed_output", "merged_delta", "result_of"]
@@ -183,7 +182,7 @@ class ResearchRunner:
     def _new_manifest(self) -> dict[str, Any]:
         corpus = self.services["corpus"]
         m = {"format": FORMAT, "run_id": self.run_id, "status": "running",
-             "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
              "request": self.request.to_dict(),
              "query": {"original": self.request.question, "intent": None},
              "sources": {"kgs": list(self.request.kgs), "corpus": self.request.corpus,

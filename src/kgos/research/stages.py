@@ -24,7 +24,7 @@ import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..embed.registry import get_embedder
 from ..errors import InvalidArgument, PipelineError
@@ -36,8 +36,15 @@ from .fusion import STRATEGIES, fuse, routed_backends
 from .merge import AUTHORITY, empty_knowledge, integrate
 from .plan import plan_query
 
-__all__ = ["ExtractModule", "IngestModule", "MergeModule", "QueryModule", "SearchModule", "StoreModule",
-           "STAGES"]
+__all__ = [
+    "STAGES",
+    "ExtractModule",
+    "IngestModule",
+    "MergeModule",
+    "QueryModule",
+    "SearchModule",
+    "StoreModule",
+]
 
 STAGES = ("query", "search", "ingest", "extract", "merge", "store")
 
@@ -50,7 +57,7 @@ class QueryModule(BaseModule):
     id = "query.intent"
     name = "Query understanding"
     category = "query"
-    config_schema = {"type": "object", "additionalProperties": False, "properties": {}}
+    config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {}}
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
         question = str(input.data.get("question") or "").strip()
@@ -89,7 +96,7 @@ class SearchModule(BaseModule):
     id = "search.multi"
     name = "Multi-backend search"
     category = "search"
-    config_schema = _SEARCH_SCHEMA
+    config_schema: ClassVar[dict[str, Any]] = _SEARCH_SCHEMA
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
         plan = input.data
@@ -159,8 +166,7 @@ def _kg_hits(ws: Any, db: str, q: str, config: Mapping[str, Any]) -> tuple[list[
 
 
 def _corpus_hits(corpus: Any, backend: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    allowed = corpus.mask({p for p in set(corpus.paths.tolist())
-                           if backend in routed_backends(p, config["source_routing"])})
+    allowed = corpus.routed(backend, config["source_routing"])
     scored = corpus.search_scored(q, config["per_backend_k"], backend, allowed)
     total = corpus.count_matches(q, backend, allowed)
     return [{"id": f"corpus:{c.id}", "backend": backend, "kind": "corpus", "source": c.path, "title": c.title,
@@ -205,7 +211,7 @@ class IngestModule(BaseModule):
     id = "ingest.documents"
     name = "Document ingestion"
     category = "ingest"
-    config_schema = {"type": "object", "additionalProperties": False, "properties": {
+    config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "max_documents": {"type": "integer", "minimum": 1, "default": 40}}}
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
@@ -236,7 +242,7 @@ class ExtractModule(BaseModule):
     id = "extract.claims"
     name = "Claim extraction"
     category = "extract"
-    config_schema = {"type": "object", "additionalProperties": False, "properties": {
+    config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "max_claims_per_document": {"type": "integer", "minimum": 1, "default": 40}}}
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
@@ -245,9 +251,9 @@ class ExtractModule(BaseModule):
                  *(a for d in docs for a in d.get("aliases", []))]
         out: dict[str, list[Any]] = {"claims": [], "entities": [], "relations": []}
         seen: set[str] = set()
-        for d in docs:
+        for rank, d in enumerate(docs):  # documents come in search-rank order
             got = extract_document(d, known, config["max_claims_per_document"])
-            out["claims"] += got["claims"]
+            out["claims"] += [{**c, "rank": rank} for c in got["claims"]]
             out["relations"] += got["relations"]
             for e in got["entities"]:
                 if e["key"] not in seen:
@@ -266,7 +272,7 @@ class MergeModule(BaseModule):
     id = "merge.graph"
     name = "Knowledge merge"
     category = "merge"
-    config_schema = {"type": "object", "additionalProperties": False, "properties": {
+    config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "entity_similarity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.92},
         "embedder": {"type": "string", "default": "none",
                      "description": "embedder spec for entity-name similarity ('none': names and aliases only)"}}}
@@ -290,7 +296,7 @@ class StoreModule(BaseModule):
     id = "store.kg"
     name = "KG store"
     category = "store"
-    config_schema = {"type": "object", "additionalProperties": False, "properties": {
+    config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "mode": {"enum": ["apply", "propose", "none"], "default": "apply"}}}
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
