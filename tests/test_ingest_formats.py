@@ -178,8 +178,8 @@ def _pdf(text: str) -> bytes:
     """A one-page PDF with ``text`` in Helvetica, written by hand (no PDF library needed to make it)."""
     content = f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode()
     objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+             b"/Resources << /Font << /F1 5 0 R >> >> >>"),
             b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
     out = io.BytesIO()
