@@ -158,3 +158,11 @@ def test_fatal_errors_are_refused_before_writing(ws: kgos.Workspace, tmp_path: P
         run(ws, [tmp_path], tiers=(2,))
     with pytest.raises(InvalidArgument, match="provider"):
         run(ws, [tmp_path], tiers=(1, 3))
+
+
+def test_a_call_to_a_nested_function_resolves_to_it(ws: kgos.Workspace, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "n", {"a.py": "def outer():\n    def helper():\n        return 1\n    return helper()\n\n"
+                                               "def other():\n    def helper():\n        return 2\n    return helper()\n"})
+    run(ws, [root])
+    calls = edges_of(ws.kg("code"), "calls")
+    assert calls == {("py:a.outer", "py:a.outer.helper"): 1.0, ("py:a.other", "py:a.other.helper"): 1.0}

@@ -137,8 +137,19 @@ class Linker:
     def _resolve(self, r: dict[str, Any]) -> str | None:
         src, name = r["source"], r["name"]
         if src.startswith("py:"):
-            return self._resolve_py(name, r.get("scope", ""), r.get("cls", ""))
+            return self._enclosing(src, name) or self._resolve_py(name, r.get("scope", ""), r.get("cls", ""))
         return self._unique(src, name)
+
+    def _enclosing(self, src: str, name: str) -> str | None:
+        """A function nested in the caller or in a function around it (``def outer(): def helper()``)."""
+        if "." in name:
+            return None
+        scope = src.split("#", 1)[0]
+        while scope.count(".") >= 2 and self.types.get(scope) in ("function", "method"):
+            if f"{scope}.{name}" in self.ids:
+                return f"{scope}.{name}"
+            scope = scope.rsplit(".", 1)[0]
+        return None
 
     def _unique(self, src: str, name: str) -> str | None:
         """Other languages: ``self.m`` in the same file's class, a same-file definition, else the one
