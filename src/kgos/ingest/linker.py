@@ -145,7 +145,7 @@ class Linker:
         if "." in name:
             return None
         scope = src.split("#", 1)[0]
-        while scope.count(".") >= 2 and self.types.get(scope) in ("function", "method"):
+        while self.types.get(scope) in ("function", "method"):
             if f"{scope}.{name}" in self.ids:
                 return f"{scope}.{name}"
             scope = scope.rsplit(".", 1)[0]
