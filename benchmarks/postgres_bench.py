@@ -252,10 +252,14 @@ def load(url: str, bases: list[str], queries: list[str], seconds: float) -> dict
         c, i = httpx.Client(timeout=60), 0
         while time.monotonic() < stop:
             i += 1
-            r = c.post(f"{base}/kg/go/nodes", json={"name": f"load {tag} {i}", "type": "load", "id": f"load:{tag}:{i}"})
+            try:
+                ok = c.post(f"{base}/kg/go/nodes", json={"name": f"load {tag} {i}", "type": "load",
+                                                          "id": f"load:{tag}:{i}"}).status_code == 201
+            except httpx.HTTPError:  # a timeout: failed, unless the node shows up (then it is not lost either)
+                ok = False
             with lock:
                 stats["writes"] += 1
-                if r.status_code == 201:
+                if ok:
                     written.append(f"load:{tag}:{i}")
                 else:
                     stats["failed_writes"] += 1
