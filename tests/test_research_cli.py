@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 from test_research import DOCS
 
 from kgos.cli import cli
+from kgos.pipeline import BaseModule, StageOutput, register
 
 
 @pytest.fixture
@@ -75,3 +77,26 @@ def test_research_ask_and_errors(run, corpus: str, tmp_path: Path) -> None:
     assert "--set takes" in run("research", "x y", "--set", "nodot=1", code=1).stderr
     mods = json.loads(run("research", "modules", "--json").stdout)
     assert {"search.multi", "reason.default", "reason.conservative", "output.answer"} <= {m["id"] for m in mods}
+
+
+class InterruptsItself(BaseModule):
+    """An extract stage during which the user presses Ctrl-C."""
+
+    id = "extract.test_sigint"
+    category = "extract"
+
+    async def run(self, input, context, config):
+        signal.raise_signal(signal.SIGINT)
+        return StageOutput({"claims": [], "entities": [], "relations": []})
+
+
+register(replace=True)(InterruptsItself)
+
+
+def test_ctrl_c_is_the_user_interrupt(run, corpus: str) -> None:
+    """The first Ctrl-C stops the run after the current stage; it still answers and is resumable."""
+    r = json.loads(run("research", "What is zip?", "--corpus", corpus, "--module", "extract=extract.test_sigint",
+                       "--json").stdout)
+    assert (r["status"], r["stopped_by"]) == ("stopped", "user_interrupt")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    assert "--module takes" in run("research", "x y", "--module", "extract", code=1).stderr

@@ -8,7 +8,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -57,6 +61,16 @@ def _config(pairs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return configs
 
 
+def _modules(pairs: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        stage, sep, module_id = pair.partition("=")
+        if not sep or not stage.strip() or not module_id.strip():
+            raise InvalidArgument(f"--module takes STAGE=ID (e.g. extract=extract.mine), not {pair!r}")
+        out[stage.strip()] = module_id.strip()
+    return out
+
+
 def _prompt(o: Any) -> Any:
     """A person at a terminal answers an ask in-line; otherwise the run waits (``kgos research ask``)."""
     if o.json or not sys.stdin.isatty():
@@ -83,6 +97,8 @@ def _prompt(o: Any) -> Any:
 @click.option("--embedder", default="default", show_default=True, help="Embedder of the corpus vectors.")
 @click.option("--set", "settings", multiple=True, metavar="STAGE.KEY=VALUE",
               help="A module setting (repeatable), e.g. --set search.k=20 --set reason.min_sources=2.")
+@click.option("--module", "module_ids", multiple=True, metavar="STAGE=ID",
+              help="Use another registered module for a stage (repeatable), e.g. --module extract=extract.mine.")
 @click.option("--on-failure", type=click.Choice(["stop", "skip"]), default="stop", show_default=True,
               help="When a stage raises: stop the run, or go on with its empty output.")
 @output_options
@@ -90,22 +106,43 @@ def _prompt(o: Any) -> Any:
 def run_cmd(ctx: click.Context, question: str, corpus: str | None, kgs: tuple[str, ...], into: str | None,
             store_mode: str, max_iterations: int | None, budget_seconds: float | None, budget_tokens: int | None,
             reasoner: str, strategy: str | None, provider: str, embedder: str, settings: tuple[str, ...],
-            on_failure: str, json_: bool, plain_: bool) -> None:
+            module_ids: tuple[str, ...], on_failure: str, json_: bool, plain_: bool) -> None:
     """Research QUESTION (the default command: `kgos research "QUESTION" ...`)."""
-    from ..research import research
+    from ..research import RunControl, research
     o = out(ctx, json_, plain_)
     configs = _config(settings)
     if strategy:
         configs.setdefault("search", {})["strategy"] = strategy
-    with o.err.status("researching...") if o.human else _nothing():
+    control = RunControl()
+    with o.err.status("researching... (Ctrl-C stops after the current stage)") if o.human else _nothing(), \
+            _interrupt_stops(control):
         r = research(workspace(ctx), question, corpus=corpus, kgs=kgs, into=into, store_mode=store_mode,
                      max_iterations=max_iterations, budget_seconds=budget_seconds, budget_tokens=budget_tokens,
                      reasoner=reasoner, configs=configs, provider=provider, embedder=embedder,
-                     on_failure=on_failure, on_ask=_prompt(o))
+                     modules=_modules(module_ids), on_failure=on_failure, on_ask=_prompt(o), control=control)
     o.emit(r, lambda c: _print_result(c, r), lambda: _rows(r), columns=("n", "source", "span", "sentence"))
     if r.status == "waiting":
         o.note(f"Run {r.run_id} waits for an answer: {escape(r.pending_question or '')}\n"
                f"Answer with: kgos research ask {r.run_id} \"...\"")
+
+
+@contextmanager
+def _interrupt_stops(control: Any) -> Iterator[None]:
+    """The first Ctrl-C is spec/004's user interrupt (the run stops after its current stage and still
+    writes its answer and manifest); a second one interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(_sig: int, _frame: Any) -> None:
+        control.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    old = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 class _nothing:
@@ -257,6 +294,7 @@ def ask_cmd(ctx: click.Context, run_id: str, answer: str, json_: bool, plain_: b
 def modules_cmd(ctx: click.Context, category: str | None, json_: bool, plain_: bool) -> None:
     """List the registered pipeline modules and reasoners (installed plugins included)."""
     import kgos.research  # noqa: F401  (registers the built-in modules)
+
     from ..pipeline import REGISTRY
     rows = REGISTRY.describe(category)
     cols = ("id", "category", "version", "name")

@@ -25,13 +25,14 @@ __all__ = ["ReplayReport", "diff_runs", "prepare_resume", "replay", "research", 
 
 
 def research(ws: Any, question: str, *, on_ask: Callable[[str], str | None] | None = None,
-             provider: Any = None, **options: Any) -> ResearchResult:
+             provider: Any = None, control: RunControl | None = None, **options: Any) -> ResearchResult:
     """Run the two-loop pipeline on ``question``; ``options`` are ``ResearchRequest`` fields
-    (corpus, kgs, into, max_iterations, budget_seconds, reasoner, configs, store_mode, ...)."""
+    (corpus, kgs, into, max_iterations, budget_seconds, reasoner, configs, store_mode, ...).
+    ``control`` steers it from another thread or a signal handler (``control.stop()``: user interrupt)."""
     if "kgs" in options:
         options["kgs"] = tuple(options["kgs"] or ())
     request = ResearchRequest(question=question, **options)
-    return ResearchRunner(ws, request, on_ask=on_ask, provider=provider).run()
+    return ResearchRunner(ws, request, on_ask=on_ask, provider=provider, control=control).run()
 
 
 def resume(ws: Any, run_id: str, answer: str | None = None, *,
