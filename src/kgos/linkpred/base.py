@@ -52,6 +52,14 @@ class Predictor(ABC):
         return self.graph
 
 
+def per_entity(entities: np.ndarray, score: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Rows of a relation-blind predictor: ``score`` runs once per distinct entity (a discovery asks
+    the same node for every relation), then rows are repeated into place."""
+    unique, inverse = np.unique(np.asarray(entities), return_inverse=True)
+    rows = score(unique)
+    return rows if unique.size == inverse.size and np.array_equal(unique, entities) else rows[inverse]
+
+
 REGISTRY: dict[str, Callable[..., Predictor]] = {}
 
 

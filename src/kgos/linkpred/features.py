@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import NotTrained
 from ..index.nearest import single_thread_blas
-from .base import Predictor, register
+from .base import Predictor, per_entity, register
 from .complex import _Adam
 from .triples import LinkGraph, Triples
 
@@ -70,7 +70,7 @@ class TextCosine(Predictor):
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
         self.fitted()
         with single_thread_blas():
-            return self.V[np.asarray(head)] @ self.V.T
+            return per_entity(head, lambda rows: self.V[rows] @ self.V.T)
 
     def score_heads(self, tail: np.ndarray, relation: np.ndarray) -> np.ndarray:
         return self.score_tails(tail, relation)  # symmetric in h and t
@@ -131,6 +131,9 @@ class SeedScorer(Predictor):
             opt.step(param, grad.astype(np.float32))
 
     def _scores(self, e: np.ndarray, as_head: bool) -> np.ndarray:
+        return per_entity(e, lambda rows: self._unique_scores(rows, as_head))
+
+    def _unique_scores(self, e: np.ndarray, as_head: bool) -> np.ndarray:
         self.fitted()
         d = self.X.shape[1]
         own, other = (self.W1[:d], self.W1[d:]) if as_head else (self.W1[d:], self.W1[:d])

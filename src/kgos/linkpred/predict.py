@@ -59,6 +59,7 @@ class Predict:
         self._version: str | None = None
         self._graph: LinkGraph | None = None
         self._known: KnownEdges | None = None
+        self._ends_seen: dict[str, np.ndarray] = {}
         self._models: dict[tuple[str, str], Predictor] = {}
 
     # -- the training graph --------------------------------------------------------------------------
@@ -75,6 +76,7 @@ class Predict:
             self._graph = LinkGraph(triples, np.asarray(view.node_types, np.int64), tuple(view.type_names),
                                     snap.vectors)
             self._known = KnownEdges(triples)
+            self._ends_seen = {side: self._type_table(self._graph, side) for side in ("tail", "head")}
             self._version, self._models = snap.version, {}
         return self._graph
 
@@ -156,36 +158,41 @@ class Predict:
 
     def _type_block(self, rels: np.ndarray, side: str, g: LinkGraph) -> np.ndarray:
         """(batch, n) True where the candidate's node type never occurs at this end of the relation."""
-        t, types = g.triples, g.node_types
+        types = g.node_types
         if types is None or len(g.type_names) < 2:
             return np.zeros((rels.size, g.n_entities), bool)
-        ends = t.tail if side == "tail" else t.head
-        seen = np.zeros((t.n_relations, len(g.type_names)), bool)
-        seen[t.relation, types[ends]] = True
-        return ~seen[rels][:, types]
+        return ~self._ends_seen[side][rels][:, types]
+
+    @staticmethod
+    def _type_table(g: LinkGraph, side: str) -> np.ndarray:
+        """(relations, node types) True where the type occurs at that end of the relation."""
+        t = g.triples
+        seen = np.zeros((t.n_relations, max(1, len(g.type_names))), bool)
+        if g.node_types is not None:
+            seen[t.relation, g.node_types[t.tail if side == "tail" else t.head]] = True
+        return seen
 
     def _rejected(self, ent: np.ndarray, rels: np.ndarray, side: str) -> np.ndarray:
+        """(batch, n) True at the candidates a reviewer rejected for these queries."""
         g = self.graph().triples
         out = np.zeros((ent.size, g.n_entities), bool)
-        rejected = self.kg.proposals.rejected_edges()
-        if not rejected:
+        by_query: dict[tuple[str, str], list[str]] = {}
+        for s, t, typ in self.kg.proposals.rejected_edges():
+            me, other = (s, t) if side == "tail" else (t, s)
+            by_query.setdefault((me, typ), []).append(other)
+        if not by_query:
             return out
-        index = {e: i for i, e in enumerate(g.entities)}
+        index = self.kg.view().index  # node id -> row, built once per KG version
         for i, (e, r) in enumerate(zip(ent.tolist(), rels.tolist())):
-            me, rel = g.entities[e], g.relations[r]
-            for s, t, typ in rejected:
-                if typ == rel and (s if side == "tail" else t) == me:
-                    other = index.get(t if side == "tail" else s)
-                    if other is not None:
-                        out[i, other] = True
+            rows = [index[o] for o in by_query.get((g.entities[e], g.relations[r]), ()) if o in index]
+            out[i, rows] = True
         return out
 
     @staticmethod
     def _top(scores: np.ndarray, k: int) -> list[tuple[int, int]]:
         flat = scores.ravel()
-        ok = np.flatnonzero(np.isfinite(flat))
-        if ok.size > k:
-            ok = ok[np.argpartition(-flat[ok], k - 1)[:k]]
+        ok = np.argpartition(-flat, k - 1)[:k] if flat.size > k else np.arange(flat.size)
+        ok = ok[np.isfinite(flat[ok])]  # filtered candidates sit at -inf
         ok = ok[np.lexsort((ok, -flat[ok]))]
         n = scores.shape[1]
         return [(int(i // n), int(i % n)) for i in ok]
@@ -252,7 +259,8 @@ class Predict:
 
     def _explained(self, m: Predictor, p: Prediction, rank: int) -> Prediction:
         tr = self.graph().triples
-        h, t, r = tr.entities.index(p.source), tr.entities.index(p.target), tr.relations.index(p.type)
+        index = self.kg.view().index
+        h, t, r = index[p.source], index[p.target], tr.relations.index(p.type)
         evidence = {**m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)}
         return Prediction(p.source, p.target, p.type, p.score, rank, p.scores, evidence)
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .base import Predictor, register
+from .base import Predictor, per_entity, register
 from .triples import LinkGraph, Triples
 
 MAX_EVIDENCE = 5
@@ -47,7 +47,7 @@ class _Neighbourhood(Predictor):
 
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
         self.fitted()
-        return (self.A[np.asarray(head)] @ self.AW).toarray()
+        return per_entity(head, lambda rows: (self.A[rows] @ self.AW).toarray())
 
     def score_heads(self, tail: np.ndarray, relation: np.ndarray) -> np.ndarray:
         return self.score_tails(tail, relation)  # symmetric in h and t
@@ -149,22 +149,29 @@ class MetapathRules(Predictor):
             return None
         return support / (body + self.smoothing)
 
-    def _walk(self, start: np.ndarray, path: Path) -> sp.csr_array:
-        n = self.hops[0].shape[0]
-        rows = sp.csr_array((np.ones(start.size, np.float32), (np.arange(start.size), start)), shape=(start.size, n))
-        for j in path:
-            rows = (rows @ self.hops[j]).tocsr()
-        return rows
+    def _walk(self, start: np.ndarray, path: Path,
+              memo: dict[tuple[bytes, Path], sp.csr_array] | None = None) -> sp.csr_array:
+        """Path counts from each start node along ``path`` (rows: starts, columns: where they end)."""
+        memo = {} if memo is None else memo
+        key = (start.tobytes(), path)
+        if key not in memo:
+            if not path:
+                n = self.hops[0].shape[0]
+                memo[key] = sp.csr_array((np.ones(start.size, np.float32), (np.arange(start.size), start)),
+                                         shape=(start.size, n))
+            else:
+                memo[key] = (self._walk(start, path[:-1], memo) @ self.hops[path[-1]]).tocsr()
+        return memo[key]
 
     def _score(self, start: np.ndarray, relation: np.ndarray, backward: bool) -> np.ndarray:
         self.fitted()
         start, relation = np.asarray(start), np.asarray(relation)
         out = np.zeros((start.size, self.hops[0].shape[0]), np.float64)
+        memo: dict[tuple[bytes, Path], sp.csr_array] = {}  # rules share prefixes: each walk is made once
         for r in np.unique(relation):
             sel = np.flatnonzero(relation == r)
             for path, conf in self.rules[int(r)]:
-                walk = self._reverse(path) if backward else path
-                hit = self._walk(start[sel], walk)
+                hit = self._walk(start[sel], self._reverse(path) if backward else path, memo).copy()
                 hit.data[:] = -np.log1p(-min(conf, 0.999))
                 out[sel] += hit.toarray()
         return out
