@@ -661,7 +661,7 @@ def test_available_providers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("KGOS_LLM_PROVIDER", "anthropic")
     rows = {r["name"]: r for r in available_providers()}
-    assert list(rows) == ["offline", "openai", "anthropic", "gemini", "ollama", "vllm", "llamacpp", "lmstudio"]
+    assert list(rows) == ["offline", "openai", "anthropic", "gemini", "ollama", "vllm", "llamacpp", "lmstudio", "local"]
     assert rows["anthropic"]["configured"] and rows["anthropic"]["default"]
     assert not rows["openai"]["configured"] and not rows["gemini"]["configured"]
     assert rows["ollama"]["configured"] and not rows["vllm"]["configured"]

@@ -4,6 +4,8 @@
 (which may contain more colons, e.g. ``ollama:llama3.2:1b``) the model:
 
 - ``offline``: the grounded offline provider (no model, no network);
+- ``local``: a GGUF model run in-process by llama.cpp (``kgos[local]``): ``local`` is the bundled
+  SmolLM2-135M, ``local:gemma3-270m`` the other bundled model, ``local:/path/model.gguf`` any file;
 - ``openai`` (alias ``openai-compatible``): any OpenAI-compatible server — base URL from
   ``base_url=``, ``$KGOS_OPENAI_BASE_URL``, ``$OPENAI_BASE_URL``, else api.openai.com (which needs
   ``$OPENAI_API_KEY``);
@@ -39,10 +41,10 @@ LOCAL_SERVERS: dict[str, tuple[str, str | None]] = {
     "lmstudio": ("http://127.0.0.1:1234/v1", None),
 }
 ALIASES = {"openai-compatible": "openai"}
-PROVIDERS = ("offline", "openai", "anthropic", "gemini", *LOCAL_SERVERS)
+PROVIDERS = ("offline", "local", "openai", "anthropic", "gemini", *LOCAL_SERVERS)
 _OPENAI_ENV = ["OPENAI_API_KEY", "KGOS_OPENAI_BASE_URL", "OPENAI_BASE_URL"]
 _OPTIONS = {"openai": {"base_url", "api_key", "extra_headers"}, "anthropic": {"api_key", "base_url"},
-            "gemini": {"api_key", "base_url"}, "offline": set()}
+            "gemini": {"api_key", "base_url"}, "offline": set(), "local": {"n_ctx", "tools"}}
 
 
 def default_spec() -> str:
@@ -112,6 +114,7 @@ def available_providers() -> list[dict[str, Any]]:
     for name, (url, _) in LOCAL_SERVERS.items():  # no key needed; usable once a model is known
         rows.append(_row(name, True, _OPENAI_ENV[1:], openai_base_url(url)))
         rows[-1]["configured"] = rows[-1]["default_model"] is not None
+    rows.append(_row("local", _local_installed(), ["KGOS_LLM_MODEL"]))
     for row in rows:
         row["default"] = row["name"] == default
     rows[1]["aliases"] = list(ALIASES)
@@ -151,7 +154,18 @@ def _builtin_model(key: str) -> str | None:
     if key in LOCAL_SERVERS:
         return LOCAL_SERVERS[key][1]
     return {"openai": OPENAI_DEFAULT_MODEL, "anthropic": ANTHROPIC_DEFAULT_MODEL,
-            "gemini": GEMINI_DEFAULT_MODEL}.get(key)
+            "gemini": GEMINI_DEFAULT_MODEL, "local": "smollm2"}.get(key)
+
+
+def _local_installed() -> bool:
+    """llama-cpp-python is importable (found, not imported: a listing stays cheap)."""
+    from importlib.util import find_spec
+    return find_spec("llama_cpp") is not None
+
+
+def _local(key: str, model: str, timeout: float, options: dict[str, Any]) -> ChatProvider:
+    from .local import LocalProvider
+    return LocalProvider(model, timeout=timeout, **options)
 
 
 def _openai(key: str, model: str, timeout: float, options: dict[str, Any]) -> ChatProvider:
@@ -170,5 +184,5 @@ def _gemini(key: str, model: str, timeout: float, options: dict[str, Any]) -> Ch
 
 
 _FACTORIES: dict[str, Callable[[str, str, float, dict[str, Any]], ChatProvider]] = {
-    "openai": _openai, "anthropic": _anthropic, "gemini": _gemini,
+    "openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "local": _local,
 }
