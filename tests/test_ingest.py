@@ -166,3 +166,10 @@ def test_a_call_to_a_nested_function_resolves_to_it(ws: kgos.Workspace, tmp_path
     run(ws, [root])
     calls = edges_of(ws.kg("code"), "calls")
     assert calls == {("py:a.outer", "py:a.outer.helper"): 1.0, ("py:a.other", "py:a.other.helper"): 1.0}
+
+
+def test_workspace_ingest(ws: kgos.Workspace, tree: Path) -> None:
+    report = ws.ingest("via_ws", [tree / "shop"], tiers=(1,), embed=False, dimensions=False)
+    assert report.files == {"python": 5} and ws.kg("via_ws").node("py:shop.orders.Order").type == "class"
+    with pytest.raises(InvalidArgument, match="unknown ingest option"):
+        ws.ingest("via_ws", [tree / "shop"], colour="blue")

@@ -357,6 +357,16 @@ def _dedupe(outputs: list[GroupOutput]) -> int:
     return dropped
 
 
+def ingest_into(ws: Workspace, db_id: str, paths: Sequence[str | Path], provider: ChatProvider | None = None,
+                progress: Progress | None = None, **options: Any) -> IngestReport:
+    """``ws.ingest(db_id, paths, tiers=(1, 2), include=..., ...)``: ``options`` are ``IngestOptions`` fields."""
+    try:
+        opts = IngestOptions(**options)
+    except TypeError as exc:
+        raise InvalidArgument(f"unknown ingest option ({exc}); options are the fields of IngestOptions") from None
+    return ingest(ws, db_id, paths, opts, provider, progress)
+
+
 def watch(ws: Workspace, db_id: str, paths: Sequence[str | Path], options: IngestOptions | None = None,
           interval: float = 2.0, provider: ChatProvider | None = None) -> Iterator[IngestReport]:
     """Ingest now, then again whenever a file under ``paths`` changes (polled every ``interval`` s)."""
