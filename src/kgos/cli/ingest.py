@@ -62,10 +62,24 @@ def ingest_cmd(ctx: click.Context, db_id: str, paths: tuple[str, ...], include: 
         for report in watch(ws, db_id, list(paths), options, interval, chat):
             _emit(o, report)
         return
-    with o.progress(f"ingest {db_id}") as update:
-        progress = (lambda phase, done, total: update(phase, done)) if update else None
-        report = ingest(ws, db_id, list(paths), options, chat, progress)
+    with o.progress(f"ingest {db_id}") as update, o.meter(f"embed {db_id}", "nodes") as meter:
+        report = ingest(ws, db_id, list(paths), options, chat, _progress(update, meter))
     _emit(o, report)
+
+
+def _progress(update: Any, meter: Any) -> Any:
+    """Phases as live counters; the embedding as a bar with ETA (its total is known)."""
+    seen = {"embed": 0}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase == "embed":
+            if not seen["embed"]:
+                meter.total(total)
+            meter.advance(done - seen["embed"])
+            seen["embed"] = done
+        elif update is not None:
+            update(phase, done)
+    return progress
 
 
 def _emit(o: Any, report: IngestReport) -> None:
