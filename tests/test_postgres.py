@@ -264,3 +264,18 @@ def test_demo_expert_chat_and_memory_in_a_postgres_workspace(ws):
         e["content"] for e in events if e["type"] == "token")
     added = MemoryService(ws).add("I use Postgres for the team's KGs")
     assert added.memory.kg_status == "ok" and ws.info("memory").kind == "native"  # memory stays SQLite
+
+
+def test_a_kg_deleted_or_replaced_by_another_server(url, tmp_path):
+    a = kgos.Workspace(tmp_path / "a", database_url=url)
+    b = kgos.Workspace(tmp_path / "b", database_url=url)
+    a.import_file("k", write_nodelink(tmp_path / "k.json", NODES, EDGES))
+    assert b.kg("k").search("word3 quokka").results[0].node.id == "n3"
+    a.import_file("k", write_nodelink(tmp_path / "k2.json", [{"id": "z", "name": "Zebra crossing"}], []),
+                  mode="replace")
+    assert b.kg("k").search("zebra crossing").results[0].node.id == "z"  # the new schema, same name
+    c = client(b)
+    a.delete("k")
+    error(c.get("/api/kg/k/nodes/z"), 404, "KGNotFound")
+    a.close()
+    b.close()

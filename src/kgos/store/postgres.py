@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, KGNotFound
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object
@@ -70,7 +70,7 @@ class PostgresStore(GraphStore):
         if conn is not None:
             yield conn
             return
-        with self.db.connection() as conn, _data_errors(self.db):
+        with self.db.connection() as conn, _data_errors(self.db, self.db_id):
             yield conn
 
     def _rows(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
@@ -89,7 +89,7 @@ class PostgresStore(GraphStore):
         if getattr(self._local, "conn", None) is not None:  # nested: part of the outer one
             yield self._local.conn
             return
-        with self.db.connection() as conn, _data_errors(self.db):
+        with self.db.connection() as conn, _data_errors(self.db, self.db_id):
             with conn.transaction():
                 self._local.conn = conn
                 try:
@@ -111,7 +111,7 @@ class PostgresStore(GraphStore):
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        with self.db.connection() as conn, _data_errors(self.db), conn.transaction():
+        with self.db.connection() as conn, _data_errors(self.db, self.db_id), conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             self._local.conn = conn
             try:
@@ -437,10 +437,14 @@ class PgVectorTable:
 
 
 @contextmanager
-def _data_errors(db: PgDatabase) -> Iterator[None]:
-    """Values PostgreSQL cannot hold (a NUL character in text) become InvalidArgument, as a 400."""
+def _data_errors(db: PgDatabase, db_id: str) -> Iterator[None]:
+    """Values PostgreSQL cannot hold (a NUL character in text) become InvalidArgument, as a 400; a KG
+    another server deleted meanwhile (its schema is gone) becomes KGNotFound, a 404."""
+    errors = db.psycopg.errors
     try:
         yield
+    except (errors.UndefinedTable, errors.InvalidSchemaName):
+        raise KGNotFound(f"KG '{db_id}' was deleted from {db.label}") from None
     except db.psycopg.DataError as exc:
         raise InvalidArgument(f"PostgreSQL cannot store this value: {str(exc).splitlines()[0]} "
                               "(text and properties may not contain NUL characters)") from None
