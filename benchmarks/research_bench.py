@@ -30,7 +30,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,9 +39,13 @@ sys.path.insert(0, str(HERE.parent / "src"))
 import kgos
 from kgos.research import replay, research
 from kgos.research.corpus import open_corpus
+from kgos.research.extract import claim_frame
 
 BENCH = HERE.parents[1] / "shared" / "bench"
-COMMANDS = ["tar", "gzip", "gunzip", "zip", "unzip", "bzip2", "xz", "grep", "sed", "find", "xargs", "ssh", "scp", "ssh-keygen", "sftp", "curl", "wget", "sort", "uniq", "cut", "wc", "head", "tail", "ln", "cp", "mv", "rm", "mkdir", "rmdir", "chmod", "chown", "du", "df", "ls", "ps", "kill", "top", "tmux", "git", "diff", "patch", "cat", "tee", "tr", "date", "touch", "stat", "file", "which", "env", "nice", "nohup", "timeout", "split", "join", "paste", "comm", "md5sum", "sha256sum", "base64", "mktemp", "readlink", "realpath", "basename", "dirname", "seq"]
+COMMANDS = ("tar gzip gunzip zip unzip bzip2 xz grep sed find xargs ssh scp ssh-keygen sftp curl wget sort uniq "
+            "cut wc head tail ln cp mv rm mkdir rmdir chmod chown du df ls ps kill top tmux git diff patch cat tee "
+            "tr date touch stat file which env nice nohup timeout split join paste comm md5sum sha256sum base64 "
+            "mktemp readlink realpath basename dirname seq").split()
 
 # (question, facts): a fact is a list of alternatives; it is found when one occurs in the answer
 # (options case-sensitive, words case-insensitive).
@@ -131,6 +134,7 @@ def main() -> None:
     ap.add_argument("--embedder", default="minilm", help="corpus vectors (default minilm, the product default)")
     ap.add_argument("--corpus-dir", default=str(HERE / "out" / "research-corpus"))
     ap.add_argument("--max-iterations", type=int, default=5)
+    ap.add_argument("--home", default=str(HERE / "out" / "research-home"), help="the bench workspace (kept)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     kg_file = BENCH / "cli-man" / "kg.json.gz"
@@ -138,10 +142,13 @@ def main() -> None:
         sys.exit("needs man(1) with the Debian man pages (apt-get install man-db coreutils tar ...) and "
                  f"{kg_file}")
     corpus_dir, pages = build_corpus(Path(args.corpus_dir))
-    home = Path(tempfile.mkdtemp(prefix="research-bench-"))
+    # a kept workspace: the corpus index (MiniLM vectors take minutes on loaded cores) is built once
+    home = Path(args.home)
+    shutil.rmtree(home / "research", ignore_errors=True)
     ws = kgos.Workspace(home)
     t0 = time.perf_counter()
-    ws.import_file("cli-man", kg_file)
+    if not ws.exists("cli-man"):
+        ws.import_file("cli-man", kg_file)
     t_import = time.perf_counter() - t0
     t0 = time.perf_counter()
     corpus = open_corpus(corpus_dir, ws.cache_dir / "research-corpus", args.embedder)
@@ -190,7 +197,6 @@ def main() -> None:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(summary, indent=1))
     ws.close()
-    shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -119,6 +119,8 @@ def _add_claim(kn: dict[str, Any], frames: dict[tuple[Any, ...], str], claim: Ma
         return "seen"
     key = _frame_key(claim)
     same = frames.get(key) if len(key[0]) >= 2 else None
+    if same is None and len(key[0]) >= PREFIX:
+        same = _prefix_match(frames, key)
     if same is not None:
         target = kn["claims"][same]
         if all(s["source"] != source["source"] or s["span"] != source["span"] for s in target["sources"]):
@@ -134,6 +136,20 @@ def _add_claim(kn: dict[str, Any], frames: dict[tuple[Any, ...], str], claim: Ma
     kn["claims"][claim["id"]] = c
     frames[key] = claim["id"]
     return "new"
+
+
+PREFIX = 8  # content tokens: a claim cut short (a KG description truncated mid-sentence) still matches
+
+
+def _prefix_match(frames: Mapping[tuple[Any, ...], str], key: tuple[Any, ...]) -> str | None:
+    """A known claim of the same polarity whose frame starts like this one and one of the two frames
+    is a prefix of the other: the same sentence, one copy truncated."""
+    frame = key[0]
+    for other, cid in frames.items():
+        short, long_ = sorted((other[0], frame), key=len)
+        if other[2] == key[2] and len(short) >= PREFIX and long_[:len(short)] == short:
+            return cid
+    return None
 
 
 def _alias_table(entities: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

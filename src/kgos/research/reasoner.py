@@ -6,7 +6,8 @@ statistics, the history of earlier iterations, the budget used), its output an `
 (confidence, coverage, new information, gaps with priorities) and a ``decision`` (stop / loop / ask) with
 its rationale. Being a module, its every call is snapshotted and replayed like a stage.
 
-**Confidence** (spec/004 "Confidence Calculation"): the relevance-weighted average over the answer's
+**Relevance** of a claim: the idf-weighted share of the question's terms it mentions (idf over the run's
+claims). **Confidence** (spec/004 "Confidence Calculation"): the relevance-weighted average over the answer's
 claims of ``(1 - 0.5^sources) x (0.5 + 0.5 authority) x consistency x recency``: more sources, more
 authoritative sources (official 1.0 > blog 0.6 > forum 0.4), agreeing sources (a claim in an open
 conflict counts half, the loser of a resolved one a quarter) and, for volatile questions, newer sources
@@ -68,18 +69,33 @@ def claim_confidence(claim: Mapping[str, Any], contested: Mapping[str, float], m
     return source * authority * contested.get(claim["id"], 1.0) * recency
 
 
-def relevance(claim: Mapping[str, Any], terms: Sequence[str]) -> float:
-    """Share of the question's terms a claim mentions (0..1)."""
-    if not terms:
+def relevance(claim: Mapping[str, Any], terms: Mapping[str, float]) -> float:
+    """The idf-weighted share of the question's terms a claim mentions (0..1)."""
+    total = sum(terms.values())
+    if not total:
         return 0.0
     words = set(tokenize(claim["text"])) | set(claim.get("entities", []))
-    return sum(1 for t in terms if fold(t) in words) / len(terms)
+    return sum(w for t, w in terms.items() if t in words) / total
+
+
+def term_weights(terms: Sequence[str], claims: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """idf of each question term over the run's claims, ln(1 + N / (df + 1)) (a smoothed Sparck Jones
+    idf): a term every claim has ("file", the command's own name) counts less than the one that
+    distinguishes the answer ("exclude")."""
+    df = dict.fromkeys(terms, 0)
+    for c in claims.values():
+        words = set(tokenize(c["text"])) | set(c.get("entities", []))
+        for t in df:
+            df[t] += t in words
+    n = len(claims)
+    return {t: math.log(1 + n / (d + 1)) for t, d in df.items()}
 
 
 def assess(data: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
     """Confidence, coverage, new information and the answer's claims of one iteration."""
     plan, kn = data["plan"], data["knowledge"]
-    terms = [fold(t) for e in plan["entities"] for t in tokenize(e) if t not in STOPWORDS]
+    terms = term_weights(list(dict.fromkeys(fold(t) for e in plan["entities"] for t in tokenize(e)
+                                            if t not in STOPWORDS)), kn["claims"])
     # ties: found earlier, then from a better-ranked search hit, then by id (deterministic)
     scored = sorted(((relevance(c, terms), cid) for cid, c in kn["claims"].items()),
                     key=lambda x: (-x[0], kn["claims"][x[1]].get("first_iteration", 0),
