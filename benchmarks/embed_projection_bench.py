@@ -37,9 +37,10 @@ def bench_table(kg: kgos.KG, models: list[str] | None, sample: int | None, dims:
     r = bench(kg.store, models, dims=dims, sample=sample, epochs=epochs, cache_root=kg.workspace.cache_dir,
               progress=lambda m: print(m, file=sys.stderr))
     anchors = {row.models[0]: row.mrr for row in r.rows if row.projection == "none"}
-    lines = [f"**{r.db_id}**: {r.nodes:,} nodes{' (sample)' if sample and sample < kg.node_count() else ''}, "
+    title = (f"**{r.db_id}**: {r.nodes:,} nodes{' (sample)' if sample and sample < kg.node_count() else ''}, "
              f"{r.types} node types; MRR of {r.test_edges:,} held-out edges vs {r.negatives} corrupted tails "
-             f"(learned projection trained on the other {r.train_edges:,}, {epochs} epochs), {r.dims} dims",
+             f"(learned projection trained on the other {r.train_edges:,}, {epochs} epochs), {r.dims} dims")
+    lines = [title,
              "", "| configuration | dims | MRR | x raw | intra | inter | separation | PCA var | fit s |",
              "|---|---|---|---|---|---|---|---|---|"]
     for x in r.rows:

@@ -51,7 +51,7 @@ def test_a_second_model_sits_beside_the_search_model_and_search_can_choose_it(kg
     assert kg.embed_status().search_model == "hash:512"  # search kept its model
     default, chosen = kg.search("gamma widget", k=5), kg.search("gamma widget", k=5, model="hash:64")
     assert default.results[0].node.id == chosen.results[0].node.id == "n2"
-    emb = lambda r: [round(h.components.embedding, 4) for h in r.results]  # noqa: E731
+    emb = lambda r: [round(h.components.embedding, 4) for h in r.results]
     assert emb(default) != emb(chosen)  # other vectors, other cosines
     assert kg.search("gamma widget", k=5, model="hash").to_dict() == default.to_dict()  # the search model itself
     assert kg.embed_side("hash:64").embedded == 0  # nothing changed: nothing embedded

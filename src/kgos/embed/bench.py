@@ -138,7 +138,7 @@ def edge_mrr(y: np.ndarray, edges: np.ndarray, negatives: int, seed: int = 0) ->
 def split_edges(edges: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(train, test) rows of ``edges``, a seeded random split with at least one test edge."""
     order = np.random.default_rng(seed).permutation(len(edges))
-    n_test = max(1, int(round(len(edges) * test_fraction)))
+    n_test = max(1, round(len(edges) * test_fraction))
     return edges[order[n_test:]], edges[order[:n_test]]
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 
-__all__ = ["PROJECTIONS", "ConcatPCA", "LearnedLinear", "PCA", "WeightedBlend", "split_space", "truncate",
+__all__ = ["PCA", "PROJECTIONS", "ConcatPCA", "LearnedLinear", "WeightedBlend", "split_space", "truncate",
            "unit_rows"]
 
 #: the strategies by name: (needs two models, needs fitting)
@@ -171,7 +171,7 @@ VALIDATION_NEGATIVES = 50
 
 def _held_out(pairs: np.ndarray, fraction: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
     """(training edges, (validation edges, their fixed corrupted tails) or None when too few)."""
-    n_check = int(round(len(pairs) * fraction))
+    n_check = round(len(pairs) * fraction)
     if not 0 <= fraction < 1:
         raise InvalidArgument(f"validation must lie in [0, 1), got {fraction}")
     if len(pairs) < 20 or n_check < 1:

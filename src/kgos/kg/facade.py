@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..embed import get_embedder, resolve_spec
 from ..embed.nodes import EmbedReport, EmbedStatus, drop_vectors, embed_store, vector_count
 from ..embed.registry import fast_spec
-from ..index.vectors import models as vector_models
 from ..errors import InvalidArgument, KGOSError
+from ..index.vectors import models as vector_models
 from ..methods import analytics, autodims, compose, dimensions, keyword, orchestrator, structure
 from ..methods import capability as capabilities
 from ..methods import goal as goals
