@@ -33,7 +33,16 @@ from ..index.vectors import embed_text
 from ..store.base import GraphStore
 from .base import content_hash
 from .nodes import stored_vectors
-from .projections import PCA, ConcatPCA, LearnedLinear, WeightedBlend, split_space, truncate, unit_rows
+from .projections import (
+    PCA,
+    ConcatPCA,
+    LearnedLinear,
+    WeightedBlend,
+    reciprocal_rank,
+    split_space,
+    truncate,
+    unit_rows,
+)
 from .registry import available_embedders, get_embedder, resolve_spec
 
 DIMS = 54  # spec/003 appendix C: ULTRA's text part of the 64-d node features
@@ -129,10 +138,7 @@ def edge_mrr(y: np.ndarray, edges: np.ndarray, negatives: int, seed: int = 0) ->
     low, high = np.minimum(h, t)[:, None], np.maximum(h, t)[:, None]
     neg += neg >= low  # skip the head (a self loop is no corruption) and the true tail
     neg += neg >= high
-    true = np.einsum("ij,ij->i", y[h], y[t])
-    scores = np.einsum("ij,ikj->ik", y[h], y[neg])
-    rank = 1 + (scores > true[:, None]).sum(1) + 0.5 * (scores == true[:, None]).sum(1)
-    return float(np.mean(1.0 / rank))
+    return reciprocal_rank(y[h], y[t], y[neg])
 
 
 def split_edges(edges: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

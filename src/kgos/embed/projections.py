@@ -28,8 +28,8 @@ import numpy as np
 
 from ..errors import InvalidArgument
 
-__all__ = ["PCA", "PROJECTIONS", "ConcatPCA", "LearnedLinear", "WeightedBlend", "split_space", "truncate",
-           "unit_rows"]
+__all__ = ["PCA", "PROJECTIONS", "ConcatPCA", "LearnedLinear", "WeightedBlend", "reciprocal_rank", "split_space",
+           "truncate", "unit_rows"]
 
 #: the strategies by name: (needs two models, needs fitting)
 PROJECTIONS: dict[str, tuple[bool, bool]] = {
@@ -182,16 +182,21 @@ def _held_out(pairs: np.ndarray, fraction: float, n: int, rng: np.random.Generat
 
 
 def _ranking(a: np.ndarray, w: np.ndarray, b: np.ndarray, check: Any) -> float:
-    """Mean reciprocal rank of the validation edges among their corrupted tails (ties count half)."""
     if check is None:
         return 0.0
     edges, neg = check
     rows = np.concatenate([edges[:, 0], edges[:, 1], neg.ravel()])
     u = unit_rows(a[rows] @ w + b)
     k = len(edges)
-    h, t, n = u[:k], u[k:2 * k], u[2 * k:].reshape(k, neg.shape[1], -1)
-    true = np.einsum("ij,ij->i", h, t)[:, None]
-    scores = np.einsum("ij,ikj->ik", h, n)
+    return reciprocal_rank(u[:k], u[k:2 * k], u[2 * k:].reshape(k, neg.shape[1], -1))
+
+
+def reciprocal_rank(heads: np.ndarray, tails: np.ndarray, corrupted: np.ndarray) -> float:
+    """Mean reciprocal rank of each true (h, t) among its corrupted (h, t'), scored by the dot product
+    of unit rows (cosine): heads and tails (m, d), corrupted tails (m, k, d). Ties count half: the
+    "realistic" rank of Berrendorf et al. 2020."""
+    true = np.einsum("ij,ij->i", heads, tails)[:, None]
+    scores = np.einsum("ij,ikj->ik", heads, corrupted)
     rank = 1 + (scores > true).sum(1) + 0.5 * (scores == true).sum(1)
     return float(np.mean(1.0 / rank))
 
