@@ -93,16 +93,19 @@ async function chat(root, id, conversationId) {
   }
 }
 
-/** Answer text with every "[Source: kg:node]" turned into a link that opens the node. */
+/** Answer text with every "[Source: kg:node; kg:node2]" turned into links that open the nodes. */
 export function answerText(text, el = h("div", { class: "msg answer" })) {
-  const pattern = /\[Source: ([a-z0-9_-]{1,64}):([^\]\s][^\]]*)\]/g;
   let last = 0;
-  for (const m of text.matchAll(pattern)) {
-    append(el, document.createTextNode(text.slice(last, m.index)));
-    append(el, h("a", { class: "citation", href: `#/explore/${encodeURIComponent(m[1])}?node=${encodeURIComponent(m[2])}`, title: `${m[1]}:${m[2]}` }, `[${m[2]}]`));
+  for (const m of text.matchAll(/\[Source: ([^\]]+)\]/g)) {
+    append(el, text.slice(last, m.index), "[");
+    m[1].split(/;\s*/).forEach((ref, i) => {
+      const parts = ref.trim().match(/^([a-z0-9_-]{1,64}):(.+)$/);
+      append(el, i ? "; " : "", parts ? h("a", { class: "citation", href: `#/explore/${encodeURIComponent(parts[1])}?node=${encodeURIComponent(parts[2])}`, title: ref.trim() }, parts[2]) : ref);
+    });
+    append(el, "]");
     last = m.index + m[0].length;
   }
-  append(el, document.createTextNode(text.slice(last)));
+  append(el, text.slice(last));
   return el;
 }
 

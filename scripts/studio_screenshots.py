@@ -1,0 +1,106 @@
+"""Screenshots of every KG-OS Studio view, from a fresh workspace with the demo KGs, into docs/studio/.
+
+    python scripts/studio_screenshots.py            # needs playwright (dev extra) and Debian's chromium
+
+Each view is opened (and, where it has a form, used) in headless Chromium against a real server on
+loopback, exactly as a user would; the PNGs are what README.md and docs/studio.md show.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from studio_browser import chromium, missing, open_view, serving  # noqa: E402
+
+import kgos  # noqa: E402
+from kgos.data import load_demo  # noqa: E402
+
+OUT = ROOT / "docs" / "studio"
+
+
+def shoot(page, name: str) -> None:
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(400)  # charts and graph settle
+    page.screenshot(path=str(OUT / f"{name}.png"))
+    print(f"docs/studio/{name}.png")
+
+
+def run_all(page, url: str) -> None:
+    open_view(page, url, "/workspace/demo")
+    shoot(page, "workspace")
+    open_view(page, url, "/explore/demo?node=feature:prompt_caching&depth=2&max_nodes=300")
+    shoot(page, "explorer")
+    page.fill("#path-a", "feature:batch_api")
+    page.fill("#path-b", "goal:cost_reduction")
+    page.get_by_role("button", name="Highlight").click()
+    page.wait_for_selector("#path-result p")
+    page.get_by_role("button", name="Impact").click()
+    page.wait_for_selector("#impact-result details")
+    shoot(page, "explorer-path-impact")
+    open_view(page, url, "/search?q=I%20want%20to%20reduce%20my%20API%20costs&kgs=demo,finance&k=5")
+    shoot(page, "search")
+    open_view(page, url, "/methods/demo?m=can-it")
+    page.fill("#method-input", "stream responses")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector("#verdict")
+    shoot(page, "methods-can-it")
+    open_view(page, url, "/methods/demo?m=compose")
+    page.fill("#method-input", "build a chatbot that answers from my documents")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector("#plan")
+    shoot(page, "methods-compose")
+    open_view(page, url, "/experts/demo")
+    page.fill("#chat-input", "How do I reduce my API costs?")
+    page.click("#chat-send")
+    page.wait_for_selector(".trace h3", state="attached", timeout=60_000)
+    page.locator(".trace summary").click()
+    shoot(page, "experts-chat")
+    open_view(page, url, "/experts/demo/edit")
+    shoot(page, "experts-edit")
+    open_view(page, url, "/review/demo")
+    page.get_by_role("button", name="Predict").click()
+    page.wait_for_selector(".proposal", timeout=120_000)
+    shoot(page, "review")
+    open_view(page, url, "/memory")
+    page.fill("#memory-query", "API costs")
+    page.get_by_role("button", name="Look up").click()
+    page.wait_for_timeout(800)
+    shoot(page, "memory")
+    open_view(page, url, "/eval/demo")
+    page.locator("#ablation").check()
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector("#eval-result canvas", timeout=300_000)
+    shoot(page, "evaluation")
+    open_view(page, url, "/research")
+    page.fill("#research-question", "How do I reduce API costs?")
+    page.locator("#view form label", has_text="demo").first.locator("input").check()
+    page.get_by_role("button", name="Start").click()
+    page.wait_for_selector("#view h2.long", timeout=30_000)
+    for _ in range(60):
+        open_view(page, url, page.evaluate("location.hash")[1:])
+        if "live" not in page.locator("#view .card p").first.inner_text():
+            break
+        page.wait_for_timeout(1000)
+    shoot(page, "research")
+
+
+def main() -> None:
+    why = missing()
+    if why:
+        raise SystemExit(f"studio_screenshots: {why}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kgos-studio-shots-") as folder:
+        ws = kgos.Workspace(Path(folder) / "ws")
+        load_demo(ws, None)
+        ws.close()
+        with serving(Path(folder) / "ws") as server, chromium(width=1400, height=950) as context:
+            run_all(context.new_page(), server.url)
+
+
+if __name__ == "__main__":
+    main()
