@@ -415,6 +415,26 @@ class Broken(BaseModule):
 register(replace=True)(Broken)
 
 
+def test_hot_swap_a_module_between_iterations(ws: kgos.Workspace, corpus: Path) -> None:
+    runner = ResearchRunner(ws, ResearchRequest("What is zip?", corpus=str(corpus), max_iterations=2,
+                                                reasoner="reason.test_never"))
+    swapped = []
+
+    def on_event(kind: str, payload: dict) -> None:
+        if kind == "decision" and not swapped:
+            swapped.append(runner.swap_module("search", "search.multi", {"strategy": "round_robin"}))
+
+    emit = runner.control.emit
+    runner.control.emit = lambda kind, payload: (emit(kind, payload), on_event(kind, payload))[0]
+    r = runner.run()
+    m = json.loads((Path(r.folder) / "manifest.json").read_text())
+    first, second = (next(e for e in it["stages"] if e["stage"] == "search") for it in m["iterations"])
+    assert first["config_hash"] != second["config_hash"]  # the new config was used from iteration 2
+    assert replay(ws, r.run_id).identical  # each call replays with the config it ran with
+    with pytest.raises(InvalidArgument):
+        runner.swap_module("nope")
+
+
 def test_a_failing_module_stops_or_is_skipped(ws: kgos.Workspace, corpus: Path) -> None:
     r = research(ws, "What is zip?", corpus=str(corpus), modules={"extract": "extract.test_broken"})
     assert (r.status, r.stopped_by) == ("failed", "stage_failed")

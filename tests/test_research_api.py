@@ -79,6 +79,10 @@ def test_live_run_breakpoint_step_events_and_hot_reload(ws: kgos.Workspace, corp
     assert error(bad, 422, "InvalidConfig")["errors"] if "errors" in bad.json() else bad.status_code == 422
     ok = c.put(f"/api/research/runs/{run_id}/modules/search", json={"config": {"k": 2}}).json()
     assert ok["config"]["k"] == 2
+    swapped = c.put(f"/api/research/runs/{run_id}/modules/merge", json={"module": "merge.graph",
+                                                                         "config": {"entity_similarity": 0.9}})
+    assert swapped.json()["config"]["entity_similarity"] == 0.9
+    error(c.put(f"/api/research/runs/{run_id}/modules/merge", json={"module": "merge.nope"}), 404, "ModuleNotFound")
     assert c.put(f"/api/research/runs/{run_id}/breakpoints", json={"stages": []}).json()["breakpoints"] == []
     assert c.post(f"/api/research/runs/{run_id}/control", json={"action": "resume"}).json()["paused"] is False
     wait_for(c, run_id, {"completed"})

@@ -84,8 +84,11 @@ class ReplayRequest(BaseModel):
 
 
 class ModuleConfig(BaseModel):
+    """``config``: the module's new settings; ``module``: another registered module id for the stage."""
+
     model_config = ConfigDict(extra="forbid")
-    config: dict[str, Any]
+    config: dict[str, Any] | None = None
+    module: str | None = Field(None, max_length=200)
 
 
 def live(request: Request) -> LiveRuns:
@@ -235,11 +238,12 @@ def resume_run(run_id: RunId, runs: Live) -> dict[str, Any]:
 
 
 @router.put("/api/research/runs/{run_id}/modules/{stage}", responses=RESPONSES,
-            summary="Hot-reload a live run's module config (validated against its JSON Schema; the next "
-                    "call of the stage uses it)")
+            summary="Hot-swap a live run's module or reload its config (validated against its JSON Schema; "
+                    "the stage's next call uses it)")
 def configure_module(run_id: RunId, stage: StageName, body: ModuleConfig, runs: Live) -> dict[str, Any]:
-    module = runs.get(run_id).modules[stage]
-    return {"run_id": run_id, "stage": stage, "module": module.id, "config": module.configure(body.config)}
+    module = runs.get(run_id).swap_module(stage, body.module, body.config)
+    return {"run_id": run_id, "stage": stage, "module": module.id, "version": module.version,
+            "config": module.get_config()}
 
 
 @router.post("/api/research/runs/{run_id}/replay", response_model=ReplayModel, responses=RESPONSES,

@@ -165,6 +165,19 @@ class ResearchRunner:
             configs.setdefault("output", {}).setdefault("provider", self.request.provider)
         return {stage: REGISTRY.create(module_id, configs.get(stage)) for stage, module_id in ids.items()}
 
+    def swap_module(self, stage: str, module_id: str | None = None, config: Mapping[str, Any] | None = None) -> Any:
+        """Hot swap (spec/004 "Hot-swappable"): another module for ``stage`` and/or a new config, used
+        from the stage's next call on; the manifest records each call's module, version and config hash."""
+        if stage not in self.modules:
+            raise InvalidArgument(f"unknown stage {stage!r}: one of {', '.join(self.modules)}")
+        if module_id is None or module_id == self.modules[stage].id:
+            if config is not None:
+                self.modules[stage].configure(config)
+            return self.modules[stage]
+        self.modules[stage] = REGISTRY.create(module_id, config)
+        self.control.emit("module_swapped", {"stage": stage, "module": module_id})
+        return self.modules[stage]
+
     def _services(self, provider: Any) -> dict[str, Any]:
         for db in self.request.kgs:
             self.ws.kg(db)  # KGNotFound now, not in the middle of the run
