@@ -159,3 +159,17 @@ def test_http_search_with_a_model(kg, ws):
     error(api.post(url, json={"query": "gamma", "model": "static:/etc/passwd"}), 422)  # no paths over HTTP
     many = api.post("/api/search", json={"db_ids": ["t"], "query": "gamma widget", "model": "hash:64"})
     assert many.status_code == 200 and many.json()["results"][0]["node"]["id"] == "n2"
+
+
+@pytest.mark.slow
+def test_the_benchmark_with_the_default_model_reproduces_the_spec_findings_on_the_finance_demo(ws, monkeypatch):
+    """MiniLM for real (seconds): truncation loses to PCA and PCA separates the node types (spec/003 3.6)."""
+    monkeypatch.delenv("KGOS_EMBEDDER")
+    ws.import_file("finance", Path(kgos.__file__).parent / "data" / "demo" / "finance.json")
+    result = bench(ws.kg("finance").store, ["minilm", "hash"], cache_root=ws.cache_dir)
+    row = {r.config: r for r in result.rows}
+    assert result.models[0].name == "minilm-l6-int8" and result.models[0].reused == 0
+    assert row["minilm+none"].mrr == pytest.approx(0.299, abs=0.02)  # docs/embedders.md's finance table
+    assert row["minilm+pca"].separation > row["minilm+none"].separation + 0.02
+    assert row["minilm+pca"].inter < 0 < row["minilm+none"].inter  # centring pulls other types apart
+    assert row["minilm+hash+concat-pca"].mrr > row["minilm+hash+split"].mrr
