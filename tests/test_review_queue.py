@@ -181,3 +181,11 @@ def test_migration_of_a_file_written_before_the_queue(tmp_path: Path) -> None:
     pid = ws.kg("old").proposals.propose_edge("a", "b", "rel").added[0]
     assert ws.kg("old").proposals.accept(pid).promoted
     assert sqlite3.connect(ws.kgs_dir / "old.db").execute("SELECT count(*) FROM kg_predictions").fetchone() == (1,)
+
+
+def test_docstring_example() -> None:
+    import doctest
+
+    import kgos.store.proposals
+    result = doctest.testmod(kgos.store.proposals)
+    assert result.attempted > 0 and result.failed == 0

@@ -63,7 +63,7 @@ def _scatter(rows: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 class ComplEx(Predictor):
     name = "complex"
 
-    def __init__(self, dim: int = 200, epochs: int = 100, batch: int = 256, lr: float = 0.01, reg: float = 0.01,
+    def __init__(self, dim: int = 200, epochs: int = 30, batch: int = 256, lr: float = 0.01, reg: float = 0.01,
                  smoothing: float = 0.1, init: float = 0.1, seed: int = 0) -> None:
         super().__init__()
         self.dim, self.epochs, self.batch, self.lr = dim, epochs, batch, lr
