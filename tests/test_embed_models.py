@@ -55,6 +55,9 @@ def test_a_second_model_sits_beside_the_search_model_and_search_can_choose_it(kg
     assert emb(default) != emb(chosen)  # other vectors, other cosines
     assert kg.search("gamma widget", k=5, model="hash").to_dict() == default.to_dict()  # the search model itself
     assert kg.embed_side("hash:64").embedded == 0  # nothing changed: nothing embedded
+    side, main = kg._search_engine("hash:64").snapshot(), kg.engine.snapshot()
+    assert side.text is main.text and side.graph is main.graph  # one snapshot's indexes; only vectors differ
+    assert side.vectors.shape == (len(GREEK), 64) and main.vectors.shape == (len(GREEK), 512)
 
 
 def test_a_side_model_follows_writes_when_refreshed(kg):

@@ -59,7 +59,7 @@ from ..methods.view import (
     resolve,
 )
 from ..model import Edge, Neighbor, Node
-from ..retrieval.engine import SearchEngine
+from ..retrieval.engine import ModelEngine, SearchEngine
 from ..retrieval.results import SearchResult
 from ..store.base import GraphStore
 from ..store.native import NativeStore
@@ -270,10 +270,7 @@ class KG:
         embedder = get_embedder(model)
         if _model_name(self._setting("embedder")) == embedder.name:
             return self.engine
-        engine = self._model_engines.get(embedder.name)
-        if engine is None:
-            engine = SearchEngine(self.store, self.workspace.cache_dir, embedder=embedder.spec)
-            engine.tuned = self.engine.tuned  # scoped to the model it was fitted with: ignored, with a warning
+        engine = self._model_engines.get(embedder.name) or ModelEngine(self.engine, embedder.spec)
         if engine.snapshot().embedder is None:
             raise InvalidArgument(f"'{self.db_id}' has no vectors of {embedder.name}: embed them beside the "
                                   f"search model with `kgos embed add {self.db_id} --model {model}`")

@@ -26,6 +26,7 @@ from ..index import nearest
 from ..index import snapshot as snapshots
 from ..index.snapshot import Snapshot
 from ..index.text import TextConfig
+from ..index.vectors import load_vectors
 from ..store.base import GraphStore
 from . import hybrid
 from .hybrid import SearchOptions
@@ -295,3 +296,25 @@ class SearchEngine:
             while len(self._masks) > 32:
                 self._masks.popitem(last=False)
         return self._masks[key]
+
+
+class ModelEngine(SearchEngine):
+    """Search with another stored embedding model's vectors (``kg.search(..., model=...)``) over the
+    snapshot of a KG's own engine: the text, graph and name indexes are shared, only the vector matrix
+    (read by node id for each version) and the query embedder differ."""
+
+    def __init__(self, base: SearchEngine, spec: str) -> None:
+        super().__init__(base.store, base.cache_root, base.text, base.options, embedder=spec)
+        self.base = base
+        self.tuned = base.tuned  # scoped to the model it was fitted with: ignored here, with a warning
+
+    def snapshot(self) -> Snapshot:
+        main = self.base.snapshot()
+        with self._lock:
+            if self._snapshot is None or self._snapshot.version != main.version:
+                self.cache.clear()
+                name = self.query_embedder().name
+                vectors = load_vectors(self.store, name, main.node_ids, self.cache_root)
+                self._snapshot = replace(main, vectors=vectors, embedder=name if vectors is not None else None,
+                                         ann=None)
+            return self._snapshot
