@@ -73,9 +73,10 @@ def measure(src: str, repeat: int) -> dict[str, Any]:
         pyfiles = sorted(tree.rglob("*.py"))
         lines = sum(f.read_bytes().count(b"\n") for f in pyfiles)
         files = len(pyfiles)
-        results: dict[str, list[dict[str, Any]]] = {}
-        for scenario in ("anchor", "tier1", "tier12"):
-            results[scenario] = [spawn(scenario, str(tree), f"{tmp}/home-{scenario}-{i}") for i in range(repeat)]
+        results: dict[str, list[dict[str, Any]]] = {"anchor": [], "tier1": [], "tier12": []}
+        for i in range(repeat):  # interleaved, so a change in the machine's load hits every scenario alike
+            for scenario in results:
+                results[scenario].append(spawn(scenario, str(tree), f"{tmp}/home-{scenario}-{i}"))
         home = f"{tmp}/home-rerun"
         results["full"] = [spawn("tier12", str(tree), home)]
         target = pyfiles[files // 2]
