@@ -75,8 +75,8 @@ def measure(src: str, repeat: int) -> dict[str, Any]:
         files = len(pyfiles)
         results: dict[str, list[dict[str, Any]]] = {"anchor": [], "tier1": [], "tier12": []}
         for i in range(repeat):  # interleaved, so a change in the machine's load hits every scenario alike
-            for scenario in results:
-                results[scenario].append(spawn(scenario, str(tree), f"{tmp}/home-{scenario}-{i}"))
+            for scenario, runs in results.items():
+                runs.append(spawn(scenario, str(tree), f"{tmp}/home-{scenario}-{i}"))
         home = f"{tmp}/home-rerun"
         results["full"] = [spawn("tier12", str(tree), home)]
         target = pyfiles[files // 2]
