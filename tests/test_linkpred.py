@@ -256,3 +256,13 @@ def test_holdout_evaluation_leaves_the_kg_as_it_was(fam: kgos.KG, tmp_path: Path
     path.write_text(json.dumps({"source": "g2", "target": "c2b", "type": "grandparent"}) + "\n")
     m = fam.predict.evaluate("metapath", test=path, max_length=2)
     assert m.n == 2 and m.mrr > 0.5
+
+
+def test_predicting_on_a_read_only_attached_kg(ws: kgos.Workspace, tmp_path: Path) -> None:
+    from api_helpers import attach_readonly
+    attach_readonly(ws, tmp_path)
+    kg = ws.kg("mem")
+    report = kg.predict.run(k=5, predictor="adamic_adar")
+    assert report.nodes == 2 and kg.edge_count() == 1  # nothing supports a new edge; nothing was written
+    res = kg.predict.tails("a", "uses", k=3, predictor="adamic_adar")
+    assert res.predictions == () and res.query["node"] == "a"
