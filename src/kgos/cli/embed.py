@@ -28,8 +28,9 @@ class EmbedGroup(click.Group):
 
 @cli.group("embed", cls=EmbedGroup)
 def embed_group() -> None:
-    """Embed a KG's nodes (`kgos embed KG`), keep several models side by side (add, models),
-    benchmark models and projections (bench) and compare models on probes (compare)."""
+    """Embed a KG's nodes (`kgos embed KG`, short for `kgos embed run KG`), keep several models side
+    by side (add, models), benchmark models and projections (bench) and compare models on probes
+    (compare)."""
 
 
 def _specs(models: str | None) -> list[str] | None:
