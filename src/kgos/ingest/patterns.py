@@ -209,6 +209,8 @@ class CueExtractor:
             return
         last_limitation = None
         for sentence in sentences(text)[:MAX_SENTENCES]:
+            if not ANY_CUE.search(sentence):
+                continue
             for relation, cue, confidence, kind in CUES:
                 m = cue.search(sentence)
                 if not m:
