@@ -279,3 +279,13 @@ def test_a_kg_deleted_or_replaced_by_another_server(url, tmp_path):
     error(c.get("/api/kg/k/nodes/z"), 404, "KGNotFound")
     a.close()
     b.close()
+
+
+def test_nul_characters_are_a_clear_400_and_change_nothing(ws):
+    g = ws.create("k")
+    version = g.store.version()
+    with pytest.raises(InvalidArgument, match="NUL"):
+        g.add_node("a\x00b", "thing")
+    with pytest.raises(InvalidArgument, match="NUL"):
+        g.add_node("ok", "thing", properties={"k": "a\x00b"})
+    assert g.store.node_count() == 0 and g.store.version() == version
