@@ -173,3 +173,12 @@ def test_workspace_ingest(ws: kgos.Workspace, tree: Path) -> None:
     assert report.files == {"python": 5} and ws.kg("via_ws").node("py:shop.orders.Order").type == "class"
     with pytest.raises(InvalidArgument, match="unknown ingest option"):
         ws.ingest("via_ws", [tree / "shop"], colour="blue")
+
+
+def test_watch_reingests_when_a_file_changes(ws: kgos.Workspace, tree: Path) -> None:
+    from kgos.ingest import IngestOptions, watch
+    runs = watch(ws, "watched", [tree / "shop"], IngestOptions(embed=False, dimensions=False), interval=0.01)
+    assert next(runs).changed == 5
+    (tree / "shop/cache.py").write_text("class Store:\n    def reload(self):\n        return 2\n\n    def drop(self):\n        pass\n")
+    second = next(runs)
+    assert second.changed == 1 and ws.kg("watched").node("py:shop.cache.Store.drop").type == "method"
