@@ -87,7 +87,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(research.router)
     app.add_api_route("/api/health", health, methods=["GET"], response_model=Health, tags=["server"],
                       responses=errors.RESPONSES)
-    studio.install(app)  # '/' is the studio (registered first, it answers before pages' start page)
+    studio.install(app)
     pages.install(app)
     security.install(app, settings)
     app.openapi = lambda: openapi(app, bearer=bool(settings.token))  # type: ignore[method-assign]

@@ -1,5 +1,5 @@
-"""The HTML pages the server answers besides the JSON API: ``/``, a start page that links to the
-docs (the studio replaces it), and ``/docs``, Swagger UI over ``/openapi.json``. Their scripts and
+"""The HTML pages the server answers besides the JSON API and the studio at ``/`` (``studio.py``):
+``/docs``, Swagger UI over ``/openapi.json``. Their scripts and
 styles are files of this package under ``/static`` (Swagger UI vendored with its version in the
 file names, ``static/swagger-ui/README.md``), so the docs work offline.
 
@@ -39,16 +39,11 @@ def page(name: str) -> HTMLResponse:
     return HTMLResponse(page_text(name), headers=PAGE_HEADERS)
 
 
-async def start_page(request: Request) -> HTMLResponse:
-    return page("index.html")
-
-
 async def docs_page(request: Request) -> HTMLResponse:
     return page("docs.html")
 
 
 def install(app: FastAPI) -> None:
-    """Serve ``/``, ``/docs`` and ``/static/...`` (GET and HEAD; none of them in the OpenAPI document)."""
-    app.router.add_route("/", start_page, methods=["GET"], include_in_schema=False)
+    """Serve ``/docs`` and ``/static/...`` (GET and HEAD; none of them in the OpenAPI document)."""
     app.router.add_route("/docs", docs_page, methods=["GET"], include_in_schema=False)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -36,7 +36,6 @@ async def studio_page(request: Request) -> HTMLResponse:
 
 
 def install(app: FastAPI) -> None:
-    """Serve the studio at ``/`` and its files under ``/studio/`` (before ``pages.install``, whose
-    start page it replaces; neither is in the OpenAPI document)."""
+    """Serve the studio at ``/`` and its files under ``/studio/`` (neither in the OpenAPI document)."""
     app.router.add_route("/", studio_page, methods=["GET"], include_in_schema=False)
     app.mount("/studio", StudioFiles(directory=STUDIO), name="studio")
