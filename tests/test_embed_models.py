@@ -66,6 +66,7 @@ def test_a_side_model_follows_writes_when_refreshed(kg):
     assert kg.embedding_models()["hash-64"] == len(GREEK)  # written nodes get the search model's vectors only
     hit = kg.search("quokka pouch", k=3, model="hash:64", mode="embedding")
     assert "new" not in [h.node.id for h in hit.results]
+    assert any("1 of 19 nodes" in w and "`kgos embed add t --model hash:64`" in w for w in hit.warnings)
     assert kg.embed_side("hash:64").embedded == 1
     assert kg.search("quokka pouch", k=3, model="hash:64", mode="embedding").results[0].node.id == "new"
 

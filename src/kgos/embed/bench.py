@@ -233,7 +233,7 @@ def bench(store: GraphStore, specs: Sequence[str] | None = None, dims: int = DIM
         run, vecs = model_vectors(store, spec, graph.texts, cache_root)
         runs.append(run)
         vectors[spec] = vecs
-    rows = [r for spec in vectors for r in _single(spec, vectors[spec], graph, train, test, dims, negatives, seed, epochs)]
+    rows = [r for spec, x in vectors.items() for r in _single(spec, x, graph, train, test, dims, negatives, seed, epochs)]
     for a, b in combinations(vectors, 2):
         rows.extend(_hybrid(a, b, vectors[a], vectors[b], graph, test, dims, negatives, seed))
     return EmbedBench(graph.db_id, len(graph.texts), len(np.unique(graph.types)), len(train), len(test),

@@ -318,3 +318,13 @@ class ModelEngine(SearchEngine):
                 self._snapshot = replace(main, vectors=vectors, embedder=name if vectors is not None else None,
                                          ann=None)
             return self._snapshot
+
+    def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
+               mode: str = "hybrid", prefilter: Prefilter | None = None) -> SearchResult:
+        result = super().search(query, k, weights, intent, mode, prefilter)
+        # the vectorless-nodes warning names the command that embeds the search model; here it is this one
+        db_id = self.store.db_id
+        embed, add = f"`kgos embed {db_id}`", f"`kgos embed add {db_id} --model {self.embedder_spec}`"
+        if any(embed in w for w in result.warnings):
+            result = replace(result, warnings=tuple(w.replace(embed, add) for w in result.warnings))
+        return result
