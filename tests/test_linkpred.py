@@ -169,8 +169,8 @@ def test_unknown_predictor_and_bad_parameters() -> None:
 
 
 # -- kg.predict on a KG ------------------------------------------------------------------------------------
-@pytest.fixture
-def fam(ws: kgos.Workspace) -> kgos.KG:
+def family_kg(ws: kgos.Workspace) -> kgos.KG:
+    """The family triples as a native KG 'fam' of person nodes."""
     kg = ws.create("fam")
     with kg.batch():
         for h, r, t in family():
@@ -178,8 +178,14 @@ def fam(ws: kgos.Workspace) -> kgos.KG:
                 if kg.get_node(node) is None:
                     kg.add_node(node, type="person", id=node)
             kg.add_edge(h, t, r)
-        kg.add_node("Oak", type="tree", id="oak")
-        kg.add_node("Hermit", type="person", id="hermit")
+    return kg
+
+
+@pytest.fixture
+def fam(ws: kgos.Workspace) -> kgos.KG:
+    kg = family_kg(ws)
+    kg.add_node("Oak", type="tree", id="oak")
+    kg.add_node("Hermit", type="person", id="hermit")
     return kg
 
 

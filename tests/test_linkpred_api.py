@@ -10,24 +10,13 @@ from typing import Any
 import pytest
 from api_helpers import attach_readonly, client, error
 from click.testing import CliRunner
-from test_linkpred import FAST, family
+from test_linkpred import FAST, family, family_kg
 
 import kgos
 from kgos.cli import cli
 from kgos.llm.base import ChatProvider, Message
 
 PARAMS = {"predictor": "ensemble", "params": {k: v for k, v in FAST.items() if k != "predictor"}}
-
-
-def build(ws: kgos.Workspace) -> kgos.KG:
-    kg = ws.create("fam")
-    with kg.batch():
-        for h, r, t in family():
-            for node in (h, t):
-                if kg.get_node(node) is None:
-                    kg.add_node(node, type="person", id=node)
-            kg.add_edge(h, t, r)
-    return kg
 
 
 class Scripted(ChatProvider):
@@ -44,7 +33,7 @@ class Scripted(ChatProvider):
 
 
 def test_http_round_trip(ws: kgos.Workspace) -> None:
-    build(ws)
+    family_kg(ws)
     c = client(ws)
     found = c.post("/api/kg/fam/predictions/discover", json={"node": "g0", "relations": ["grandparent"], "side": "out",
                                                            "k": 3, **PARAMS}).json()
@@ -74,7 +63,7 @@ def test_http_round_trip(ws: kgos.Workspace) -> None:
 
 
 def test_spec_explore_routes(ws: kgos.Workspace) -> None:
-    build(ws)
+    family_kg(ws)
     c = client(ws)
     saved = c.post("/api/explore/predictions/save", json={
         "db_id": "fam", "source_node_id": "g1", "target_node_id": "p2", "predicted_relation": "parent",
@@ -100,7 +89,7 @@ def test_read_only_kg_over_http(ws: kgos.Workspace, tmp_path: Path) -> None:
 
 
 def test_llm_validation_stores_the_verdict_and_never_blocks(ws: kgos.Workspace) -> None:
-    kg = build(ws)
+    kg = family_kg(ws)
     import kgos.linkpred  # noqa: F401
     q = kg.proposals
     a = q.propose_edge("g1", "c1a", "parent", origin="test", score=0.5).added[0]
@@ -131,7 +120,7 @@ def run_cli(tmp_path: Path) -> Any:
 
 def test_cli(run_cli: Any, tmp_path: Path) -> None:
     ws = kgos.Workspace(tmp_path / "home")
-    build(ws)
+    family_kg(ws)
     ws.close()
     fast = ["--param", 'members=["metapath", "adamic_adar"]', "--param", 'params={"metapath": {"max_length": 2}}']
     r = run_cli("predict", "discover", "fam", "g0", "--relation", "grandparent", "--side", "out", "--json", *fast)
