@@ -98,8 +98,8 @@ def found(fact: list[str], answer: str) -> bool:
 
 def citations_correct(result: object, corpus: Path, ws: kgos.Workspace) -> tuple[int, int]:
     """(correct, checked): a citation is correct when the cited span of the cited source (a file of the
-    corpus, or a KG node's "name: description" text), whitespace squashed, is the sentence that cites it,
-    or (a corroborating source) says it with the same content words (``claim_frame``)."""
+    corpus, or a KG node's "name: description" text), whitespace squashed, contains the sentence that
+    cites it, or (a corroborating source) says it with the same content words (``claim_frame``)."""
     ok = n = 0
     for s in result.sentences:
         for num in s["citations"]:
@@ -111,8 +111,9 @@ def citations_correct(result: object, corpus: Path, ws: kgos.Workspace) -> tuple
             else:
                 text = (corpus / c["source"]).read_text(encoding="utf-8")
             cited = " ".join(text[c["span"][0]:c["span"][1]].split())
-            # a corroborating source says the same thing in its own words (same claim frame)
-            ok += cited == s["text"] or claim_frame(cited) == claim_frame(s["text"])
+            # a corroborating source says the same thing in its own words (same claim frame), or its
+            # copy runs on (a KG description without paragraph breaks)
+            ok += s["text"] in cited or claim_frame(cited) == claim_frame(s["text"])
     return ok, n
 
 
