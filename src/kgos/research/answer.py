@@ -136,8 +136,8 @@ def _llm_answer(text: str, claims: Sequence[Mapping[str, Any]], knowledge: Mappi
         nums = [int(n) for n in _CITE.findall(raw)]
         invalid += sum(1 for n in nums if n not in by_claim)
         used = [by_claim[n] for n in dict.fromkeys(nums) if n in by_claim]
-        text = re.sub(r"\s+([.!?,;:])", r"\1", _CITE.sub("", raw)).strip()
-        sentences.append({"text": text, "claims": [c["id"] for c in used],
+        plain = re.sub(r"\s+([.!?,;:])", r"\1", _CITE.sub("", raw)).strip()
+        sentences.append({"text": plain, "claims": [c["id"] for c in used],
                           "citations": [first[c["id"]] for c in used if c["id"] in first],
                           "nodes": [f"research:claim:{c['id'][2:]}" for c in used]})
     return {"answer": text.strip(), "sentences": sentences, "citations": base["citations"],
