@@ -261,3 +261,19 @@ def test_research_run_started_from_the_page_shows_its_stages(server, page):
     text = page.locator("#view").inner_text()
     assert "Iteration 1" in text and "query.intent" in text and "Decisions" in text
     assert page.errors == []
+
+
+def test_export_downloads_the_kg_and_the_expert(server, page, tmp_path):
+    open_view(page, server.url, "/workspace")
+    row = page.locator("#view tr", has_text="finance").first
+    with page.expect_download() as download:
+        row.get_by_role("button", name="Export").click()
+    path = tmp_path / "finance.json"
+    download.value.save_as(path)
+    assert len(json.loads(path.read_text())["nodes"]) == api(server, "kg/finance")["stats"]["nodes"]
+    open_view(page, server.url, "/experts")
+    with page.expect_download() as download:
+        page.locator("#view tr", has_text="Financial Advisor").get_by_role("button", name="Export").click()
+    download.value.save_as(tmp_path / "expert.json")
+    assert json.loads((tmp_path / "expert.json").read_text())["expert"]["name"] == "Financial Advisor"
+    assert page.errors == []

@@ -104,3 +104,17 @@ export async function stream(path, body, onEvent) {
     throw new ApiError(0, { detail: `the connection broke mid-answer (${err.message}): the server stopped or restarted; ask again`, error: "StreamInterrupted" });
   }
 }
+
+/** Download ``path`` (with the token, which a plain link could not send) as a file: the server's
+ * Content-Disposition name, else ``fallback``. */
+export async function download(path, fallback) {
+  const response = await raw(path);
+  const url = URL.createObjectURL(await response.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = (response.headers.get("content-disposition") || "").match(/filename="?([^";]+)/)?.[1] || fallback;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}

@@ -1,7 +1,7 @@
 // Experts: list, create and edit (forms generated from the ExpertCreate JSON Schema of
 // /openapi.json), duplicate, export/import, delete; chat over SSE with citations that open their
 // node, a collapsible reasoning trace per answer, and the conversation history.
-import { get, post, raw, send, stream } from "../api.js";
+import { download, get, post, raw, send, stream } from "../api.js";
 import { append, clear, field, fmt, h, message, nodeLink, table } from "../dom.js";
 import { showError } from "../app.js";
 import { schemaForm } from "../schemaform.js";
@@ -33,14 +33,6 @@ function actions(x, out) {
 }
 
 function rerender() { dispatchEvent(new HashChangeEvent("hashchange")); }
-
-async function download(path, name) {
-  const blob = await (await raw(path)).blob();
-  const url = URL.createObjectURL(blob);
-  const a = h("a", { href: url, download: name });
-  append(document.body, a); a.click(); a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10000);
-}
 
 async function importExpert(file, out) {
   clear(out);

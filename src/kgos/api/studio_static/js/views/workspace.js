@@ -1,6 +1,6 @@
 // Workspace: KGs with counts and kind; create, import by upload (with progress), export, delete
 // (with confirmation); validation by rule with links to the offending nodes; stats.
-import { get, post, raw, send, upload } from "../api.js";
+import { download, get, post, send, upload } from "../api.js";
 import { append, clear, field, fmt, h, message, select, table } from "../dom.js";
 import { showError } from "../app.js";
 
@@ -25,17 +25,8 @@ function actions(kg) {
     catch (err) { showError(err); }
   } }, "Delete");
   const fmtSel = select(["nodelink", "jsonl", "graphml", "csv"], "nodelink");
-  const exp = h("button", { onclick: () => exportKg(kg.db_id, fmtSel.value).catch((err) => showError(err)) }, "Export");
+  const exp = h("button", { onclick: () => download(`api/kg/${encodeURIComponent(kg.db_id)}/export?format=${fmtSel.value}`, `${kg.db_id}.${fmtSel.value}`).catch((err) => showError(err)) }, "Export");
   return h("span", { class: "row" }, h("a", { href: `#/explore/${encodeURIComponent(kg.db_id)}` }, "Explore"), fmtSel, exp, del);
-}
-
-async function exportKg(dbId, format) {
-  const response = await raw(`api/kg/${encodeURIComponent(dbId)}/export?format=${format}`);
-  const url = URL.createObjectURL(await response.blob());
-  const name = (response.headers.get("content-disposition") || "").match(/filename="?([^";]+)/)?.[1] || `${dbId}.${format}`;
-  const a = h("a", { href: url, download: name });
-  append(document.body, a); a.click(); a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
 function createForm() {
