@@ -12,7 +12,7 @@ the text before it streams, the call is parsed at the end of the turn. A call th
 naming an offered tool raises ``ProviderError`` (the chat loop reports it; nothing crashes). Tools
 are offered when the model's chat template mentions tools, or when ``tools=True`` is given.
 
-Loaded models are cached per (file, context size) for the process: ``get_provider`` is called per
+Loaded models are cached per (file, context size, threads) for the process: ``get_provider`` is called per
 request by the HTTP server, and loading takes a second or more.
 """
 
@@ -58,7 +58,7 @@ BUNDLED: dict[str, BundledModel] = {
                                 "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
                                 "Gemma Terms of Use (google/gemma-3-270m, base model)", assembled=True),
 }
-_LOADED: dict[tuple[str, int], Any] = {}
+_LOADED: dict[tuple[str, int, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
 _VERIFIED: set[tuple[str, int, float]] = set()
 
@@ -130,18 +130,28 @@ def verify(path: Path, sha256: str) -> None:
     _VERIFIED.add(key)
 
 
-def load(path: Path, n_ctx: int) -> Any:
-    """A llama.cpp model for ``path``, loaded once per process and context size."""
+def default_threads() -> int:
+    """``$KGOS_LOCAL_THREADS``, else half the cores (at least 1). llama.cpp's threads spin while they
+    wait for each other, so on a busy machine every extra thread costs: SmolLM2-135M made 30.4
+    tokens/s with 1 thread and 1.8 with 2 on 2 cores under a load of 12 (docs/llm.md)."""
+    env = os.environ.get("KGOS_LOCAL_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def load(path: Path, n_ctx: int, n_threads: int | None = None) -> Any:
+    """A llama.cpp model for ``path``, loaded once per process, context size and thread count."""
     try:
         from llama_cpp import Llama
     except ImportError as exc:
         raise MissingDependency("llama-cpp-python", "local") from exc
-    key = (str(path), n_ctx)
+    threads = n_threads or default_threads()
+    key = (str(path), n_ctx, threads)
     with _LOAD_LOCK:
         if key not in _LOADED:
             try:
-                _LOADED[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 2,
-                                     verbose=False)
+                _LOADED[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise ProviderError(f"llama.cpp could not load {path}: {exc}") from exc
         return _LOADED[key]
@@ -150,10 +160,10 @@ def load(path: Path, n_ctx: int) -> Any:
 class LocalProvider(ChatProvider):
     """A GGUF model in this process (see the module docstring)."""
 
-    def __init__(self, model: str | None = None, *, n_ctx: int = DEFAULT_CTX, tools: bool | None = None,
-                 timeout: float = 60.0) -> None:
+    def __init__(self, model: str | None = None, *, n_ctx: int = DEFAULT_CTX, n_threads: int | None = None,
+                 tools: bool | None = None, timeout: float = 60.0) -> None:
         self.path = model_path(model)
-        self.llm = load(self.path, n_ctx)
+        self.llm = load(self.path, n_ctx, n_threads)
         self.name = f"local:{model or DEFAULT_MODEL}"
         template = str(self.llm.metadata.get("tokenizer.chat_template", ""))
         self.supports_tools = ("tool" in template) if tools is None else tools

@@ -44,7 +44,7 @@ ALIASES = {"openai-compatible": "openai"}
 PROVIDERS = ("offline", "local", "openai", "anthropic", "gemini", *LOCAL_SERVERS)
 _OPENAI_ENV = ["OPENAI_API_KEY", "KGOS_OPENAI_BASE_URL", "OPENAI_BASE_URL"]
 _OPTIONS = {"openai": {"base_url", "api_key", "extra_headers"}, "anthropic": {"api_key", "base_url"},
-            "gemini": {"api_key", "base_url"}, "offline": set(), "local": {"n_ctx", "tools"}}
+            "gemini": {"api_key", "base_url"}, "offline": set(), "local": {"n_ctx", "n_threads", "tools"}}
 
 
 def default_spec() -> str:
