@@ -18,7 +18,14 @@ from postgres_cluster import PASSWORD, cluster
 
 import kgos
 from kgos.cli import cli
-from kgos.errors import DatabaseUnavailable, ImportFailed, InvalidArgument, MissingDependency, SchemaTooNew
+from kgos.errors import (
+    DatabaseUnavailable,
+    ImportFailed,
+    InvalidArgument,
+    MissingDependency,
+    ProposalConflict,
+    SchemaTooNew,
+)
 from kgos.store import postgres_schema
 from kgos.store.postgres import PostgresStore
 from kgos.store.postgres_db import PgDatabase, close_all, psycopg_modules
@@ -250,6 +257,7 @@ def test_kg_names_reaching_sql_are_validated(ws):
     assert ws.kg("kg-with-dash_and_underscore").store.node_count() == 1
 
 
+@pytest.mark.slow
 def test_demo_expert_chat_and_memory_in_a_postgres_workspace(ws):
     from kgos.data import load_demo
     from kgos.experts.chat import ExpertChat
@@ -289,3 +297,29 @@ def test_nul_characters_are_a_clear_400_and_change_nothing(ws):
     with pytest.raises(InvalidArgument, match="NUL"):
         g.add_node("ok", "thing", properties={"k": "a\x00b"})
     assert g.store.node_count() == 0 and g.store.version() == version
+
+
+def test_two_servers_accept_one_proposal_at_once(ws):
+    g = ws.create("q")
+    for name in ("grep", "edit"):
+        g.add_node(name, "tool", id=name)
+    pid = g.proposals.propose_edge("grep", "edit", "complements", score=0.5).added[0]
+    other = PgDatabase(ws.database_url)  # a second server: its own pool
+    views = [g, kgos.kg.KG(ws, "q", PostgresStore(other, "q"))]
+    outcomes: list[str] = []
+
+    def review(view, who: str) -> None:
+        try:
+            view.proposals.accept(pid, reviewer=who)
+            outcomes.append("accepted")
+        except ProposalConflict:
+            outcomes.append("conflict")
+    threads = [threading.Thread(target=review, args=(v, who)) for v, who in zip(views, ("ana", "bo"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(outcomes) == ["accepted", "conflict"]
+    assert g.store.get_edge("grep", "edit", "complements").properties["prediction_id"] == pid
+    assert g.proposals.counts() == {"pending": 0, "accepted": 1, "rejected": 0}
+    other.close()

@@ -1,10 +1,8 @@
 """The review queue on a PostgreSQL KG: the review-queue suite of the SQLite store
-(tests/test_review_queue.py) run again with its ``kg`` on PostgreSQL, plus two servers deciding one
-proposal at once (the second waits for the first's row lock, then conflicts)."""
+(tests/test_review_queue.py) run again with its ``kg`` on PostgreSQL (slow: CI's second run; the
+fast suite has two servers deciding one proposal at once, in test_postgres.py)."""
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 from postgres_cluster import cluster
@@ -23,11 +21,9 @@ from test_review_queue import (  # noqa: F401  (collected here again, with the k
 )
 
 import kgos
-from kgos.errors import ProposalConflict
-from kgos.kg import KG
 from kgos.store.postgres import PostgresStore
-from kgos.store.postgres_db import PgDatabase
 
+pytestmark = pytest.mark.slow
 _URL: list[str] = []
 
 
@@ -49,26 +45,3 @@ def kg(tmp_path, monkeypatch):
     for db_id in ws.pg.kg_ids():
         ws.pg.drop_kg(db_id)
     ws.close()
-
-
-def test_two_servers_accept_one_proposal_at_once(kg):
-    pid = kg.proposals.propose_edge("grep", "edit", "complements", score=0.5).added[0]
-    other = PgDatabase(_URL[0])  # a second server: its own pool
-    views = [kg, KG(kg.workspace, "q", PostgresStore(other, "q"))]
-    outcomes: list[str] = []
-
-    def review(g: KG, who: str) -> None:
-        try:
-            g.proposals.accept(pid, reviewer=who)
-            outcomes.append("accepted")
-        except ProposalConflict:
-            outcomes.append("conflict")
-    threads = [threading.Thread(target=review, args=(g, who)) for g, who in zip(views, ("ana", "bo"))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
-    assert sorted(outcomes) == ["accepted", "conflict"]
-    assert kg.store.get_edge("grep", "edit", "complements").properties["prediction_id"] == pid
-    assert kg.proposals.counts()["accepted"] == 1
-    other.close()
