@@ -224,6 +224,7 @@ class PgDatabase:
                 schema, _, version = notice.payload.rpartition(" ")
                 if version.isdigit() and int(version) > self.versions.get(schema, -1):
                     self.versions[schema] = int(version)
+            conn.execute("SELECT 1")  # a connection that died quietly fails here: fall back, reconnect
 
 
 def _env_number(name: str, default: Any, kind: Any) -> Any:
