@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from research_helpers import DOCS, corpus  # noqa: F401  (the shared corpus fixture)
 
 import kgos
 from kgos.errors import InvalidArgument, KGNotFound, RunNotFound, RunStateConflict, SnapshotMismatch
@@ -28,27 +29,6 @@ from kgos.research.manifest import RunStore
 from kgos.research.merge import integrate
 from kgos.research.reasoner import DefaultReasoner
 from kgos.research.stages import QueryModule, SearchModule, StoreModule
-
-DOCS = {
-    "tar.txt": "tar - an archiving utility\n\ntar is an archiving program designed to store multiple files in a "
-               "single file. The --exclude option excludes files matching a pattern. Use -z, --gzip to filter "
-               "the archive through gzip.\n\nExample: tar -czf archive.tar.gz dir creates a compressed archive.\n",
-    "zip.txt": "zip - package and compress files\n\nzip is a compression and file packaging utility. zip compresses "
-               "each file separately, unlike tar. The default compression level is 6.\n\nExample: zip -r "
-               "archive.zip dir adds a folder recursively.\n",
-    "gzip.md": "# gzip\n\ngzip reduces the size of files using Lempel-Ziv coding. The default compression level is 9. "
-               "gzip is an alternative to zip for single files.\n",
-}
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    (folder / "blob.bin").write_bytes(b"\x00\x01binary")
-    return folder
 
 
 @pytest.fixture

@@ -9,18 +9,9 @@ from pathlib import Path
 
 import pytest
 from api_helpers import client, error
-from test_research import DOCS
+from research_helpers import corpus  # noqa: F401  (the shared corpus fixture)
 
 import kgos
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> str:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return str(folder)
 
 
 def wait_for(c, run_id: str, status: set[str], timeout: float = 30) -> dict:
@@ -33,9 +24,9 @@ def wait_for(c, run_id: str, status: set[str], timeout: float = 30) -> dict:
     raise AssertionError(f"run {run_id} did not reach {status}")
 
 
-def test_run_inspect_replay_diff(ws: kgos.Workspace, corpus: str) -> None:
+def test_run_inspect_replay_diff(ws: kgos.Workspace, corpus: Path) -> None:
     c = client(ws)
-    r = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": corpus, "max_iterations": 1,
+    r = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": str(corpus), "max_iterations": 1,
                                            "wait": True})
     assert r.status_code == 200, r.text
     res = r.json()
@@ -53,7 +44,7 @@ def test_run_inspect_replay_diff(ws: kgos.Workspace, corpus: str) -> None:
     assert out["output"]["answer"] == res["answer"]
     rep = c.post(f"/api/research/runs/{run_id}/replay", json={"from_iteration": 1}).json()
     assert rep["identical"] and rep["output_sha256"] == res["output_sha256"]
-    other = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": corpus, "max_iterations": 1,
+    other = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": str(corpus), "max_iterations": 1,
                                                "configs": {"search": {"k": 3}}, "wait": True}).json()
     d = c.get("/api/research/diff", params={"a": run_id, "b": other["run_id"]}).json()
     assert d["first_difference"]["stage"] == "search" and not d["first_difference"]["same"]["config_hash"]
@@ -64,10 +55,10 @@ def test_run_inspect_replay_diff(ws: kgos.Workspace, corpus: str) -> None:
     assert "reciprocal_rank_fusion" in json.dumps(mods["modules"][0]["config_schema"])
 
 
-def test_live_run_breakpoint_step_events_and_hot_reload(ws: kgos.Workspace, corpus: str) -> None:
+def test_live_run_breakpoint_step_events_and_hot_reload(ws: kgos.Workspace, corpus: Path) -> None:
     c = client(ws)
     run_id = c.post("/api/research/runs", json={"question": "What is the difference between tar and zip?",
-                                                "corpus": corpus, "max_iterations": 1,
+                                                "corpus": str(corpus), "max_iterations": 1,
                                                 "breakpoints": ["search"]}).json()["run_id"]
     end = time.monotonic() + 20
     while not c.get(f"/api/research/runs/{run_id}").json().get("control", {}).get("paused"):
@@ -95,9 +86,9 @@ def test_live_run_breakpoint_step_events_and_hot_reload(ws: kgos.Workspace, corp
     assert kinds[-1] == "run_finished" and kinds.count("stage_completed") == 8
 
 
-def test_ask_answer_and_stop(ws: kgos.Workspace, corpus: str) -> None:
+def test_ask_answer_and_stop(ws: kgos.Workspace, corpus: Path) -> None:
     c = client(ws)
-    run_id = c.post("/api/research/runs", json={"question": "tar", "corpus": corpus}).json()["run_id"]
+    run_id = c.post("/api/research/runs", json={"question": "tar", "corpus": str(corpus)}).json()["run_id"]
     end = time.monotonic() + 20
     while c.get(f"/api/research/runs/{run_id}").json()["status"] != "waiting":
         assert time.monotonic() < end
@@ -107,7 +98,7 @@ def test_ask_answer_and_stop(ws: kgos.Workspace, corpus: str) -> None:
     m = wait_for(c, run_id, {"completed"})
     assert [d["action"] for d in m["decisions"]][:2] == ["ask", "answer"]
     error(c.post(f"/api/research/runs/{run_id}/answer", json={"text": "more"}), 409, "RunStateConflict")
-    stop_id = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": corpus,
+    stop_id = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": str(corpus),
                                                  "breakpoints": ["query"]}).json()["run_id"]
     c.post(f"/api/research/runs/{stop_id}/control", json={"action": "stop"})
     m = wait_for(c, stop_id, {"stopped"})
@@ -127,7 +118,7 @@ def test_bad_input_is_4xx(ws: kgos.Workspace, corpus: str, tmp_path: Path) -> No
     error(c.get("/api/research/runs/not-a-run"), 422)
     error(c.post("/api/research/runs/r_2020-01-01_001/control", json={"action": "pause"}), 404)
     error(c.get("/api/research/runs/r_2020-01-01_001/iterations/1/stages/bogus"), 422)
-    run_id = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": corpus, "max_iterations": 1,
+    run_id = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": str(corpus), "max_iterations": 1,
                                                 "wait": True}).json()["run_id"]
     folder = ws.home / "research" / run_id
     m = json.loads((folder / "manifest.json").read_text())

@@ -12,19 +12,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from expert_helpers import ScriptedProvider
-from test_research import DOCS
+from research_helpers import corpus  # noqa: F401  (the shared corpus fixture)
 
 import kgos
 from kgos.research import replay, research, resume
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> str:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return str(folder)
 
 
 class SearchServer:
@@ -60,13 +51,13 @@ class SearchServer:
         self.httpd.server_close()
 
 
-def test_http_backend_is_off_by_default_and_replays_without_the_server(ws: kgos.Workspace, corpus: str) -> None:
+def test_http_backend_is_off_by_default_and_replays_without_the_server(ws: kgos.Workspace, corpus: Path) -> None:
     server = SearchServer()
     try:
-        off = research(ws, "What is zip?", corpus=corpus, max_iterations=1,
+        off = research(ws, "What is zip?", corpus=str(corpus), max_iterations=1,
                        configs={"search": {"http_url": server.url}})
         assert server.queries == []  # the backend is listed in `backends` only when asked for
-        on = research(ws, "What is zip?", corpus=corpus, max_iterations=1,
+        on = research(ws, "What is zip?", corpus=str(corpus), max_iterations=1,
                       configs={"search": {"http_url": server.url, "backends": ["bm25", "vector", "http"]}})
     finally:
         server.stop()
@@ -77,9 +68,9 @@ def test_http_backend_is_off_by_default_and_replays_without_the_server(ws: kgos.
     assert rep.identical and rep.output_sha256 == on.output_sha256
 
 
-def test_llm_answer_maps_citations_and_replays_without_the_model(ws: kgos.Workspace, corpus: str) -> None:
+def test_llm_answer_maps_citations_and_replays_without_the_model(ws: kgos.Workspace, corpus: Path) -> None:
     llm = ScriptedProvider(["zip compresses each file on its own [1]. ", "It is not tar [2][99]."])
-    r = research(ws, "What is the difference between tar and zip?", corpus=corpus, max_iterations=1,
+    r = research(ws, "What is the difference between tar and zip?", corpus=str(corpus), max_iterations=1,
                  provider=llm, configs={"output": {"provider": "scripted"}})
     assert len(llm.calls) == 1 and "Claims:\n[1]" in llm.calls[0]["messages"][0].content
     assert r.answer == "zip compresses each file on its own [1]. It is not tar [2][99]."

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_research import DOCS
+from research_helpers import corpus  # noqa: F401  (the shared corpus fixture)
 
 from kgos.cli import cli
 from kgos.pipeline import BaseModule, StageOutput, register
@@ -25,20 +25,13 @@ def run(tmp_path: Path):
     return invoke
 
 
-@pytest.fixture
-def corpus(tmp_path: Path) -> str:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return str(folder)
 
 
 KEYS = {"run_id", "answer", "citations", "iterations", "stopped_by", "output_sha256"}
 
 
-def test_research_run_replay_show_diff(run, corpus: str) -> None:
-    r = json.loads(run("research", "What is the difference between tar and zip?", "--corpus", corpus,
+def test_research_run_replay_show_diff(run, corpus: Path) -> None:
+    r = json.loads(run("research", "What is the difference between tar and zip?", "--corpus", str(corpus),
                        "--into", "notes", "--max-iterations", "2", "--json").stdout)
     assert KEYS <= set(r) and r["iterations"] == 2 and r["stopped_by"] == "max_iterations" and r["citations"]
     rep = json.loads(run("research", "replay", r["run_id"], "--json").stdout)
@@ -49,16 +42,16 @@ def test_research_run_replay_show_diff(run, corpus: str) -> None:
     assert "initial_search" in show and "stop" in show
     snap = json.loads(run("research", "show", r["run_id"], "--stage", "search", "--json").stdout)
     assert snap["module_id"] == "search.multi" and snap["output"]["hits"]
-    r2 = json.loads(run("research", "What is the difference between tar and zip?", "--corpus", corpus,
+    r2 = json.loads(run("research", "What is the difference between tar and zip?", "--corpus", str(corpus),
                         "--max-iterations", "2", "--strategy", "union_dedupe", "--store", "none", "--json").stdout)
     diff = json.loads(run("research", "diff", r["run_id"], r2["run_id"], "--json").stdout)
     assert diff["first_difference"]["stage"] == "search"
-    human = run("research", "What is zip?", "--corpus", corpus, "--set", "output.max_sentences=1").stdout
+    human = run("research", "What is zip?", "--corpus", str(corpus), "--set", "output.max_sentences=1").stdout
     assert "[1]" in human and "stopped by" in human
 
 
 def test_research_ask_and_errors(run, corpus: str, tmp_path: Path) -> None:
-    r = run("research", "zip", "--corpus", corpus, "--json")
+    r = run("research", "zip", "--corpus", str(corpus), "--json")
     waiting = json.loads(r.stdout)
     assert waiting["status"] == "waiting" and "zip" in waiting["pending_question"]
     done = json.loads(run("research", "ask", waiting["run_id"], "what is it", "--json").stdout)
@@ -93,9 +86,9 @@ class InterruptsItself(BaseModule):
 register(replace=True)(InterruptsItself)
 
 
-def test_ctrl_c_is_the_user_interrupt(run, corpus: str) -> None:
+def test_ctrl_c_is_the_user_interrupt(run, corpus: Path) -> None:
     """The first Ctrl-C stops the run after the current stage; it still answers and is resumable."""
-    r = json.loads(run("research", "What is zip?", "--corpus", corpus, "--module", "extract=extract.test_sigint",
+    r = json.loads(run("research", "What is zip?", "--corpus", str(corpus), "--module", "extract=extract.test_sigint",
                        "--json").stdout)
     assert (r["status"], r["stopped_by"]) == ("stopped", "user_interrupt")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
