@@ -45,8 +45,12 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert bad.exit_code == 1 and "--tiers takes numbers" in bad.stderr
 
 
-def test_http_ingest_job(ws: kgos.Workspace, tree: Path) -> None:
+def test_http_ingest_job(ws: kgos.Workspace, tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with client(ws) as c:
+        error(c.post("/api/kg/code/ingest", json={"paths": [str(tree)]}), 403, "IngestPathRefused")  # off by default
+        monkeypatch.setenv("KGOS_INGEST_ROOTS", str(tree))
+        error(c.post("/api/kg/code/ingest", json={"paths": ["/"]}), 403, "IngestPathRefused")
+        error(c.post("/api/kg/code/ingest", json={"paths": [str(tree / "..")]}), 403, "IngestPathRefused")
         started = c.post("/api/kg/code/ingest", json={"paths": [str(tree / "shop")], "embed": False,
                                                      "dimensions": False})
         assert started.status_code == 202, started.text
@@ -60,7 +64,7 @@ def test_http_ingest_job(ws: kgos.Workspace, tree: Path) -> None:
         assert job["result"]["files"] == {"python": 5} and job["progress"]["phase"] in ("tier1", "read")
         assert job_id in [j["job_id"] for j in c.get("/api/jobs").json()]
         assert c.get("/api/kg/code").json()["nodes"] == sum(job["result"]["nodes"].values())
-        error(c.post("/api/kg/code/ingest", json={"paths": ["/no/such/path"]}), 400, "IngestFailed")
+        error(c.post("/api/kg/code/ingest", json={"paths": [str(tree / "nope")]}), 400, "IngestFailed")
         error(c.post("/api/kg/code/ingest", json={"paths": []}), 422)
         error(c.post("/api/kg/code/ingest", json={"paths": ["x"], "tiers": [3]}), 422)
         error(c.post("/api/kg/code/ingest", json={"paths": ["x"], "surprise": 1}), 422)

@@ -264,3 +264,9 @@ class JobNotFound(KGOSError, LookupError):
     """No background job with that id (finished jobs are kept for a while, then forgotten)."""
 
     status = 404
+
+
+class IngestPathRefused(KGOSError):
+    """An HTTP ingest of a path outside the folders the server may read (``KGOS_INGEST_ROOTS``)."""
+
+    status = 403

@@ -4,18 +4,21 @@ shows its progress and, at the end, the ingest report.
 
 The job opens its own ``Workspace`` on the same folder, so its SQLite connections are its own and the
 other routes are not held up while it runs (readers see the new version when its one transaction
-commits). Paths are checked before the job starts: none existing is a 400, not a failed job.
+commits). Paths are checked before the job starts: the server reads only below the folders listed in
+``KGOS_INGEST_ROOTS`` (``os.pathsep``-separated; unset: HTTP ingest is off, 403), so a request cannot
+make it read ``/`` or a home folder; none existing is a 400, not a failed job.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import IngestFailed
+from ..errors import IngestFailed, IngestPathRefused
 from ..ingest import IngestOptions, ingest
 from ..kg import Workspace, check_db_id
 from .errors import RESPONSES
@@ -41,11 +44,29 @@ class IngestRequest(BaseModel):
     prune: bool = Field(default=True, description="Remove the nodes of files gone from a folder")
 
 
+def allowed_roots() -> list[FilePath]:
+    raw = os.environ.get("KGOS_INGEST_ROOTS", "")
+    return [FilePath(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip()]
+
+
+def check_roots(paths: list[str]) -> None:
+    """Every path (symlinks resolved) lies below an allowed root, or ``IngestPathRefused``."""
+    roots = allowed_roots()
+    if not roots:
+        raise IngestPathRefused("ingest over HTTP is off: start the server with KGOS_INGEST_ROOTS=<folders it may "
+                                "read> (or use `kgos ingest` on the command line)")
+    for p in paths:
+        real = FilePath(p).expanduser().resolve()
+        if not any(real == r or real.is_relative_to(r) for r in roots):
+            raise IngestPathRefused(f"{p} is outside the folders this server may ingest (KGOS_INGEST_ROOTS)")
+
+
 @router.post("/kg/{db_id}/ingest", response_model=JobOut, status_code=202)
 def start_ingest(db_id: Annotated[str, Path()], body: IngestRequest, rt: Annotated[Runtime, Depends(runtime)],
                  registry: Annotated[JobRegistry, Depends(jobs)]) -> Any:
     """Start ingesting ``paths`` into DB_ID (created if missing); poll the returned job."""
     db_id = check_db_id(db_id)
+    check_roots(body.paths)
     missing = [p for p in body.paths if not FilePath(p).expanduser().exists()]
     if len(missing) == len(body.paths):
         raise IngestFailed(f"nothing to ingest: no such path on the server: {', '.join(missing[:5])}")
