@@ -30,6 +30,7 @@ __all__ = ["MAX_FILE_BYTES", "Chunk", "Corpus", "chunk_text", "document_text", "
 
 MAX_FILE_BYTES = 2_000_000
 MAX_FILES = 50_000
+MAX_OPEN = 8
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"}
 _lock = threading.Lock()
 _open: dict[str, Corpus] = {}
@@ -242,6 +243,8 @@ def open_corpus(root: str | Path, cache_dir: Path | None = None, embedder: str =
             _save(corpus, cache_dir / key)
     with _lock:
         _open[key] = corpus
+        while len(_open) > MAX_OPEN:  # a long-lived server keeps the few corpora it uses, not all
+            _open.pop(next(iter(_open)))
     return corpus
 
 
