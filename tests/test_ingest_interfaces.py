@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from api_helpers import client, error
 from click.testing import CliRunner
-from ingest_helpers import PKG, write_tree
-from test_ingest_tiers import DOC, FakeLLM
+from ingest_helpers import ANSWER, DOC, PKG, FakeLLM, write_tree
 
 import kgos
 from kgos.cli import cli
@@ -97,7 +96,6 @@ def test_pipeline_modules_chain_and_replay(ws: kgos.Workspace, tree: Path) -> No
 def test_semantic_module_replays_offline(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "docs", {"cache.md": DOC})
     facts = _run(REGISTRY.create("extract.structure"), {"files": [{"rel": "docs/cache.md", "path": str(root / "cache.md")}]})
-    from test_ingest_tiers import ANSWER
     llm = FakeLLM(ANSWER)
     semantic = REGISTRY.create("extract.semantic")
     live = _run(semantic, {"facts": facts.data["facts"]}, ProcessContext(services={"provider": llm}))

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ingest_helpers import edges_of, write_tree
+from ingest_helpers import ANSWER, DOC, FakeLLM, edges_of, write_tree
 
 import kgos
 from kgos.ingest import IngestOptions, ingest
-from kgos.llm.base import ChatProvider, Message, ProviderError
+from kgos.llm.base import ChatProvider, ProviderError
 
 PATTERNS = {
     "app/__init__.py": "",
@@ -143,44 +141,6 @@ def test_tier_two_off_removes_its_output(ws: kgos.Workspace, tmp_path: Path) -> 
     kg = ws.kg("t")
     assert kg.get_node("pattern:singleton") is None and not edges_of(kg, "pattern_instance_of")
     assert kg.get_node("py:app.patterns.Config") is not None
-
-
-class FakeLLM(ChatProvider):
-    name = "fake"
-
-    def __init__(self, answer: dict | str | None = None, error: Exception | None = None) -> None:
-        self.answer = json.dumps(answer) if isinstance(answer, dict) else answer
-        self.error = error
-        self.calls = 0
-
-    def stream(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-               timeout: float = 60.0, **kw: object) -> Iterator[str]:
-        self.calls += 1
-        if self.error is not None:
-            raise self.error
-        yield self.answer or ""
-
-
-DOC = ("# Caching\n\nPrompt caching reduces cost for repeated prefixes. It requires a stable prefix of at least "
-       "1024 tokens. Caching cannot help with one-off prompts, and it enables cheaper agent loops when the same "
-       "system prompt is sent many times over a long session of work.\n")
-ANSWER = {
-    "concepts": [
-        {"name": "Prompt caching", "type": "capability", "evidence": "Prompt caching reduces cost"},
-        {"name": "Stable prefix", "type": "concept", "evidence": "requires a stable prefix"},
-        {"name": "Cheaper agent loops", "type": "goal", "evidence": "enables cheaper agent loops"},
-        {"name": "bob@example.com", "type": "concept", "evidence": "Prompt caching"},
-        {"name": "Invented thing", "type": "concept", "evidence": "this sentence is not in the text"},
-    ],
-    "edges": [
-        {"subject": "Prompt caching", "predicate": "requires", "object": "Stable prefix", "weight": 0.9,
-         "evidence": "It requires a stable prefix"},
-        {"subject": "Prompt caching", "predicate": "enables", "object": "Cheaper agent loops", "weight": 0.8,
-         "evidence": "it enables cheaper agent loops"},
-        {"subject": "Stable prefix", "predicate": "enables", "object": "Cheaper agent loops", "weight": 0.3,
-         "evidence": "enables cheaper agent loops"},
-    ],
-}
 
 
 def test_tier_three_keeps_what_passes_spec_002_rules(ws: kgos.Workspace, tmp_path: Path) -> None:
