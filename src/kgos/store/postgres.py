@@ -95,15 +95,11 @@ class PostgresStore(GraphStore):
                 try:
                     yield conn
                     if bump:
-                        self._bump(conn)
+                        self.db.bump(conn, self.s, self.schema)
                     version = self.db.version_of(conn, self.s)
                 finally:
                     self._local.conn = None
             self.db.remember(self.schema, version)
-
-    def _bump(self, conn: Any) -> None:
-        v = conn.execute(f"UPDATE {self.s}.kg_version SET v = nextval('kgos.versions') RETURNING v").fetchone()[0]
-        conn.execute("SELECT pg_notify('kgos_version', %s)", (f"{self.schema} {v}",))
 
     @contextmanager
     def read_transaction(self) -> Iterator[None]:

@@ -193,6 +193,13 @@ class PgDatabase:
         return self.psycopg.sql.Identifier(name).as_string(None)
 
     # -- versions: LISTEN/NOTIFY, else a query ----------------------------------------------------------
+    @staticmethod
+    def bump(conn: Any, ident: str, schema: str) -> int:
+        """A new version for the KG of schema ``schema`` (``ident``: quoted), notified at commit."""
+        v = int(conn.execute(f"UPDATE {ident}.kg_version SET v = nextval('kgos.versions') RETURNING v").fetchone()[0])
+        conn.execute("SELECT pg_notify(%s, %s)", (postgres_schema.NOTIFY_CHANNEL, f"{schema} {v}"))
+        return v
+
     def version_of(self, conn: Any, ident: str) -> int:
         return int(conn.execute(f"SELECT v FROM {ident}.kg_version").fetchone()[0])
 

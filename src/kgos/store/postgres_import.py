@@ -124,9 +124,7 @@ def _swap(db: PgDatabase, conn: Any, db_id: str, temp: str, old: str | None, cre
         conn.execute("DELETE FROM kgos.kgs WHERE db_id = %s", (db_id,))
     conn.execute(f"ALTER SCHEMA {db.ident(temp)} RENAME TO {db.ident(final)}")
     conn.execute("INSERT INTO kgos.kgs VALUES (%s, %s, %s)", (db_id, final, created_at))
-    s = db.ident(final)  # other servers learn the new version under the KG's own name
-    v = conn.execute(f"UPDATE {s}.kg_version SET v = nextval('kgos.versions') RETURNING v").fetchone()[0]
-    conn.execute("SELECT pg_notify('kgos_version', %s)", (f"{final} {v}",))
+    db.bump(conn, db.ident(final), final)  # other servers learn the new version under the KG's own name
 
 
 # -- merge into an existing KG ---------------------------------------------------------------------
