@@ -173,7 +173,7 @@ def test_evaluation_job_shows_progress_charts_and_failing_probes(server, page):
     page.get_by_role("button", name="Run").click()
     page.wait_for_selector("#eval-result canvas", timeout=120_000)
     assert page.locator("#eval-progress").get_attribute("value") in ("1", "1.0")
-    assert "done, 40 of 40" in page.locator("#eval-status").inner_text()
+    assert "complete (default), 40 of 40 probe rankings" in page.locator("#eval-status").inner_text()
     if page.locator("a.failing-probe").count():
         page.locator("a.failing-probe").first.click()
         page.wait_for_selector(".hit, #results p")

@@ -45,14 +45,16 @@ export async function render(root, route) {
 
 async function follow(job, progress, status, out) {
   for (;;) {
-    progress.value = job.progress;
-    clear(status, h("span", { class: "muted" }, `${job.id}: ${job.status}, ${fmt(job.done)} of ${fmt(job.total)} probe rankings, ${fmt(job.seconds, 1)} s`));
-    if (job.status !== "running") break;
+    const p = job.progress || {};
+    progress.value = p.total ? p.done / p.total : 0;
+    clear(status, h("span", { class: "muted" }, `job ${job.job_id}: ${job.status}${p.phase ? ` (${p.phase})` : ""}, ${fmt(p.done || 0)} of ${fmt(p.total || 0)} probe rankings`));
+    if (job.status === "complete" || job.status === "failed") break;
     await new Promise((r) => setTimeout(r, 400));
-    job = await get(`eval/jobs/${job.id}`);
+    job = await get(`jobs/${job.job_id}`);
   }
   if (job.status === "failed") { append(status, h("div", { class: "card bad", role: "alert" }, `The evaluation failed: ${job.error}`)); return; }
-  showReports(out, job);
+  progress.value = 1;
+  showReports(out, job.result);
 }
 
 function chart(parent, config) {
