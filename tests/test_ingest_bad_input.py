@@ -104,3 +104,10 @@ def test_an_attached_read_only_kg_is_refused(ws: kgos.Workspace, tmp_path: Path)
     ws.attach("ro", foreign)
     with pytest.raises(kgos.errors.InvalidArgument, match="not a writable native KG"):
         run(ws, [root], db_id="ro")
+
+
+def test_two_folders_of_one_name_are_refused(ws: kgos.Workspace, tmp_path: Path) -> None:
+    a = write_tree(tmp_path / "a" / "src", {"x.py": "x = 1\n"})
+    b = write_tree(tmp_path / "b" / "src", {"y.py": "y = 1\n"})
+    with pytest.raises(kgos.errors.InvalidArgument, match="two folders named 'src'"):
+        run(ws, [a, b])

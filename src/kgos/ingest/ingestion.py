@@ -80,8 +80,9 @@ class IngestOptions:
 @dataclass(frozen=True)
 class IngestReport:
     """What a run did. ``files``: files by kind in the KG after the run; ``changed`` / ``unchanged`` /
-    ``deleted``: this run's files by what happened to them; ``nodes`` / ``edges``: the ingest's output by
-    type; ``skipped``: path and reason; ``seconds``: per phase."""
+    ``deleted``: this run's files by what happened to them; ``nodes`` / ``edges``: the ingest's whole
+    output by type (empty when nothing changed and nothing was written); ``skipped``: path and reason;
+    ``seconds``: per phase."""
 
     db_id: str
     roots: tuple[str, ...]
@@ -135,6 +136,19 @@ def ingest(ws: Workspace, db_id: str, paths: Sequence[str | Path], options: Inge
     return run.after(kg, report)
 
 
+def _check_labels(paths: Sequence[str | Path]) -> None:
+    """Files are keyed ``<folder name>/<path>``: two different folders of one name would collide."""
+    seen: dict[str, Path] = {}
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if p.is_dir():
+            real = p.resolve()
+            other = seen.setdefault(real.name, real)
+            if other != real:
+                raise InvalidArgument(f"two folders named '{real.name}' ({other}, {real}): their files would share "
+                                      "keys; give their parent folder instead, or ingest them into separate KGs")
+
+
 def _nothing(paths: Sequence[str | Path], skipped: list[Skipped]) -> str:
     why = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files of a supported type"
     return f"nothing to ingest from {', '.join(map(str, paths))} ({why})"
@@ -158,6 +172,7 @@ class _Run:
 
     # -- reading --------------------------------------------------------------------------------------
     def read_all(self, paths: Sequence[str | Path]) -> list[tuple[SourceFile, Path]]:
+        _check_labels(paths)
         found, skipped = walk(paths, self.selection)
         self.skipped += skipped
         for raw in paths:
