@@ -40,7 +40,7 @@ def _specs(models: str | None) -> list[str] | None:
 @embed_group.command("add")
 @click.argument("db_id")
 @click.option("--model", required=True, help="Embedder spec to add beside the search model (e.g. fast, minilm, hash).")
-@click.option("--batch-size", default=64, show_default=True)
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
 @output_options
 @click.pass_context
 def add(ctx: click.Context, db_id: str, model: str, batch_size: int, json_: bool, plain_: bool) -> None:
@@ -73,11 +73,14 @@ def models(ctx: click.Context, db_id: str, json_: bool, plain_: bool) -> None:
 @embed_group.command("bench")
 @click.argument("db_id")
 @click.option("--models", help="Comma-separated embedder specs (default: every installed local embedder).")
-@click.option("--dims", default=54, show_default=True, help="Target dimensions of the projections.")
-@click.option("--negatives", default=50, show_default=True, help="Corrupted edges per true edge.")
-@click.option("--sample", type=int, help="Benchmark this many random nodes (and the edges among them).")
-@click.option("--epochs", default=20, show_default=True, help="Training epochs of the learned projection.")
-@click.option("--seed", default=0, show_default=True)
+@click.option("--dims", default=54, show_default=True, type=click.IntRange(min=2),
+              help="Target dimensions of the projections.")
+@click.option("--negatives", default=50, show_default=True, type=click.IntRange(min=1),
+              help="Corrupted edges per true edge.")
+@click.option("--sample", type=click.IntRange(min=2), help="Benchmark this many random nodes (and the edges among them).")
+@click.option("--epochs", default=20, show_default=True, type=click.IntRange(min=0),
+              help="Training epochs of the learned projection.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the sample, split and negatives.")
 @output_options
 @click.pass_context
 def bench(ctx: click.Context, db_id: str, models: str | None, dims: int, negatives: int, sample: int | None,
@@ -118,7 +121,7 @@ def _print_bench(c: Console, r: Any) -> None:
 @click.argument("db_id")
 @click.argument("probes", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--models", required=True, help="Comma-separated embedder specs, e.g. minilm,fast,hash.")
-@click.option("-k", "k", default=10, show_default=True, help="Depth of the ranking scored.")
+@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Depth of the ranking scored.")
 @click.option("--mode", "modes", multiple=True, type=click.Choice(("embedding", "hybrid")),
               help="Search mode(s) to compare (repeatable; default: both).")
 @click.option("--no-embed", is_flag=True, help="Do not embed missing vectors: a model without vectors is an error.")

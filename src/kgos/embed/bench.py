@@ -220,7 +220,7 @@ def bench(store: GraphStore, specs: Sequence[str] | None = None, dims: int = DIM
           cache_root: Path | None = None, progress: Callable[[str], None] | None = None) -> EmbedBench:
     """Run the spec/003 3.6 benchmark on a KG (see the module docstring). ``specs`` defaults to every
     installed local embedder; ``sample`` benchmarks that many random nodes (and the edges among them)."""
-    _check(dims, negatives, test_fraction, sample)
+    _check(dims, negatives, test_fraction, sample, seed)
     graph = _graph(store, sample, seed)
     if len(graph.texts) < 3 or len(graph.edges) < 2:
         raise InvalidArgument(f"'{store.db_id}' is too small for this benchmark: it needs at least 3 nodes and 2 "
@@ -240,7 +240,7 @@ def bench(store: GraphStore, specs: Sequence[str] | None = None, dims: int = DIM
                       negatives, dims, seed, tuple(runs), tuple(rows))
 
 
-def _check(dims: int, negatives: int, test_fraction: float, sample: int | None) -> None:
+def _check(dims: int, negatives: int, test_fraction: float, sample: int | None, seed: int) -> None:
     if dims < 2:
         raise InvalidArgument(f"dims must be at least 2, got {dims}")
     if negatives < 1:
@@ -249,6 +249,8 @@ def _check(dims: int, negatives: int, test_fraction: float, sample: int | None) 
         raise InvalidArgument(f"test fraction must lie strictly between 0 and 1, got {test_fraction}")
     if sample is not None and sample < 2:
         raise InvalidArgument(f"sample must be at least 2 nodes, got {sample}")
+    if seed < 0:
+        raise InvalidArgument(f"seed must be a non-negative integer, got {seed}")
 
 
 def _score(config: str, models: tuple[str, ...], projection: str, y: np.ndarray, graph: _Graph, test: np.ndarray,
