@@ -446,3 +446,22 @@ def test_bad_input_gives_clear_results_or_errors(ws: kgos.Workspace, tmp_path: P
         replay(ws, "r_2020-01-01_001")
     with pytest.raises(InvalidArgument):
         replay(ws, "../etc")
+
+
+def test_large_values_are_stored_once_and_still_checked(ws: kgos.Workspace, corpus: Path, monkeypatch) -> None:
+    import kgos.research.manifest as manifest
+    monkeypatch.setattr(manifest, "BLOB_BYTES", 200)
+    r = research(ws, "What is the difference between tar and zip?", corpus=str(corpus), max_iterations=2)
+    blobs = sorted((Path(r.folder) / "blobs").glob("*.json"))
+    assert blobs
+    merge = json.loads((Path(r.folder) / "snapshots" / "1-merge.json").read_text())
+    ref = merge["output"]["knowledge"]["$blob"]
+    store = json.loads((Path(r.folder) / "snapshots" / "1-store.json").read_text())
+    assert store["input"]["knowledge"] == {"$blob": ref}  # the same knowledge, stored once
+    assert replay(ws, r.run_id).identical
+    blob = Path(r.folder) / "blobs" / f"{ref.split(':')[1]}.json"
+    kn = json.loads(blob.read_text())
+    kn["claims"] = {}
+    blob.write_text(json.dumps(kn))
+    with pytest.raises(SnapshotMismatch):
+        replay(ws, r.run_id)

@@ -4,6 +4,7 @@ A run is a folder ``<home>/research/<run_id>/``::
 
     manifest.json            the manifest below, sealed by manifest_sha256
     snapshots/<i>-<stage>.json   one pipeline Snapshot per stage call (config, input, output, outside responses)
+    blobs/<sha256>.json      large input/output values, stored once and referenced as {"$blob": "sha256:..."}
     outputs/answer.md        the synthesized answer with its citations
     outputs/answer.json      the same, structured
     outputs/kg_delta.json    every iteration's KG delta, merged (node-link JSON)
@@ -32,6 +33,7 @@ from ..pipeline import Snapshot, content_hash
 __all__ = ["FORMAT", "RunStore", "seal", "verify_seal"]
 
 FORMAT = "kgos-research-run/1"
+BLOB_BYTES = 16_384  # values this large are stored once per run by content hash
 _RUN_ID = re.compile(r"^r_\d{4}-\d{2}-\d{2}_\d{3,}$")
 
 
@@ -106,13 +108,48 @@ class RunStore:
             raise SnapshotMismatch(f"run {run_id}: manifest.json is not a {FORMAT} manifest", field="manifest_sha256")
         return data
 
+    def save_snapshot(self, run_id: str, relative: str, snap: Snapshot) -> str:
+        """Write a snapshot; large top-level values of its input and output (the merged knowledge, which
+        four stages of every iteration carry) go to ``blobs/<sha256>.json`` once and are referenced."""
+        d = snap.to_dict()
+        for part in ("input", "output"):
+            d[part] = {k: self._blob(run_id, v) for k, v in d[part].items()}
+        return self.write_json(run_id, relative, d)
+
+    def _blob(self, run_id: str, value: Any) -> Any:
+        if not isinstance(value, (dict, list)):
+            return value
+        raw = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        if len(raw) < BLOB_BYTES:
+            return value
+        digest = content_hash(value)
+        path = self.root / run_id / "blobs" / f"{digest.split(':')[1]}.json"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(raw)
+            os.replace(tmp, path)
+        return {"$blob": digest}
+
     def snapshot(self, run_id: str, relative: str) -> Snapshot:
         path = self.folder(run_id) / relative
         try:
-            return Snapshot.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            d = json.loads(path.read_text(encoding="utf-8"))
+            for part in ("input", "output"):
+                if isinstance(d.get(part), dict):
+                    d[part] = {k: self._unblob(run_id, v) for k, v in d[part].items()}
+            return Snapshot.from_dict(d)
         except (OSError, ValueError) as exc:
-            raise SnapshotMismatch(f"run {run_id}: snapshot {relative} is missing or unreadable ({exc})",
-                                   field=relative) from None
+            raise SnapshotMismatch(f"run {run_id}: snapshot {relative} or a blob it references is missing or "
+                                   f"unreadable ({exc})", field=relative) from None
+
+    def _unblob(self, run_id: str, value: Any) -> Any:
+        if isinstance(value, dict) and set(value) == {"$blob"} and isinstance(value["$blob"], str):
+            name = value["$blob"].removeprefix("sha256:")
+            if not re.fullmatch(r"[0-9a-f]{64}", name):
+                raise ValueError(f"bad blob reference {value['$blob']!r}")
+            return json.loads((self.root / run_id / "blobs" / f"{name}.json").read_text(encoding="utf-8"))
+        return value
 
     def read_json(self, run_id: str, relative: str) -> Any:
         return json.loads((self.folder(run_id) / relative).read_text(encoding="utf-8"))

@@ -342,7 +342,7 @@ class ResearchRunner:
                       seconds: float) -> dict[str, Any]:
         snap = module.snapshot(inp, out)
         name = f"snapshots/{rec['iteration']}-{stage}.json" if rec["iteration"] else f"snapshots/final-{stage}.json"
-        self.store.write_json(self.run_id, name, snap.to_dict())
+        self.store.save_snapshot(self.run_id, name, snap)
         entry = {"stage": stage, "module": snap.module_id, "version": snap.module_version,
                  "config_hash": snap.config_sha256, "input_hash": snap.input_sha256,
                  "output_hash": snap.output_sha256, "status": out.status, "error": out.error,
