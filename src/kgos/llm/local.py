@@ -18,6 +18,7 @@ request by the HTTP server, and loading takes a second or more.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -152,9 +153,20 @@ def load(path: Path, n_ctx: int, n_threads: int | None = None) -> Any:
         if key not in _LOADED:
             try:
                 _LOADED[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
+                if len(_LOADED) == 1:
+                    atexit.register(unload)
             except (ValueError, RuntimeError) as exc:
                 raise ProviderError(f"llama.cpp could not load {path}: {exc}") from exc
         return _LOADED[key]
+
+
+def unload() -> None:
+    """Free the loaded models (at exit: llama.cpp's own finaliser fails once the interpreter is
+    half torn down)."""
+    with _LOAD_LOCK:
+        for llm in _LOADED.values():
+            llm.close()
+        _LOADED.clear()
 
 
 class LocalProvider(ChatProvider):
