@@ -205,3 +205,14 @@ def test_export_then_import_is_the_same_kg(backend_ws, kg, tmp_path, fmt):
         return nodes, edges
     assert content(back) == content(kg)
     assert ws.info("back").kind == ("postgres" if backend == "postgres" else "native")
+
+
+def test_evaluation_scores_the_same_probes(kg, tmp_path):
+    from kgos.eval.probes import load_probes
+    from kgos.eval.run import evaluate, kg_ranker
+    probes = [{"id": "p1", "query": "prompt caching", "relevant": ["feature:prompt_caching"], "level": "literal"},
+              {"id": "p2", "query": "half the cost", "relevant": ["feature:batching"], "level": "goal"}]
+    path = tmp_path / "probes.jsonl"
+    path.write_text("\n".join(json.dumps(p) for p in probes))
+    report = evaluate(load_probes(path), kg_ranker(kg))
+    assert report.n == 2 and report.strict["recall@10"] == pytest.approx(1.0)
