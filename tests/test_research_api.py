@@ -66,6 +66,9 @@ def test_live_run_breakpoint_step_events_and_hot_reload(ws: kgos.Workspace, corp
         time.sleep(0.05)
     m = c.get(f"/api/research/runs/{run_id}").json()
     assert [e["stage"] for e in m["iterations"][0]["stages"]] == ["query"]
+    states = m["module_states"]
+    assert states["query"]["status"] == "complete" and states["query"]["calls"] == 1
+    assert states["search"]["status"] == "idle"
     bad = c.put(f"/api/research/runs/{run_id}/modules/search", json={"config": {"k": 0}})
     assert error(bad, 422, "InvalidConfig")["errors"] if "errors" in bad.json() else bad.status_code == 422
     ok = c.put(f"/api/research/runs/{run_id}/modules/search", json={"config": {"k": 2}}).json()

@@ -143,9 +143,12 @@ def get_run(run_id: RunId, rt: RT, runs: Live) -> dict[str, Any]:
         m = run_manifest(rt.workspace, run_id)
     m["live"] = runs.running(run_id)
     if m["live"]:
-        c = runs.get(run_id).control
+        runner = runs.get(run_id)
+        c = runner.control
         m["control"] = {"paused": c.paused, "stopped": c.stopped, "breakpoints": sorted(c.breakpoints),
                         "events": len(c.events)}
+        # spec/004 "Observable": each module's state (status, calls, errors, last hashes and duration)
+        m["module_states"] = {stage: mod.get_state().to_dict() for stage, mod in runner.modules.items()}
     return m
 
 
