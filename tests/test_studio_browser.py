@@ -277,3 +277,25 @@ def test_export_downloads_the_kg_and_the_expert(server, page, tmp_path):
     download.value.save_as(tmp_path / "expert.json")
     assert json.loads((tmp_path / "expert.json").read_text())["expert"]["name"] == "Financial Advisor"
     assert page.errors == []
+
+
+def explorer_nodes(page):
+    return page.evaluate("window.kgosExplorer.nodes")
+
+
+def test_expand_adds_neighbours_and_search_focuses_a_drawn_node(server, page):
+    open_view(page, server.url, "/explore/demo?node=goal:cost_reduction&depth=1")
+    before = explorer_nodes(page)
+    assert before == len(api(server, "kg/demo/neighborhood?node=goal:cost_reduction&depth=1")["nodes"])
+    page.locator("#node-panel table a").first.click()  # a neighbour, from the edge list
+    page.wait_for_selector("#panel-name:not(:text-is('Reduce API costs'))")
+    page.get_by_role("button", name="Expand").click()
+    for _ in range(100):
+        if explorer_nodes(page) > before:
+            break
+        page.wait_for_timeout(100)
+    assert explorer_nodes(page) > before
+    page.fill("#focus", "goal:cost_reduction")
+    page.locator("#focus").dispatch_event("change")
+    page.wait_for_selector("#panel-name:text-is('Reduce API costs')")
+    assert page.errors == []

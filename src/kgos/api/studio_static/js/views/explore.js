@@ -35,6 +35,10 @@ export async function render(root, route) {
   const layout = select(LAYOUTS, p.get("layout") || "rings");
   const go = () => { location.hash = `#/explore/${encodeURIComponent(kgSel.value)}?` + new URLSearchParams({ node: node.value.trim(), depth: depth.value, max_nodes: maxNodes.value, layout: layout.value }); };
   node.addEventListener("input", () => suggest(kgSel.value, node.value, list));
+  node.addEventListener("change", () => {  // search-to-focus: a node already drawn is centred and opened
+    const id = node.value.trim();
+    if (state.cy && id && state.cy.getElementById(id).nonempty()) focusNode(id, panel);
+  });
   layout.addEventListener("change", () => runLayout(layout.value));
   const info = h("div", { id: "graph-info" });
   const panel = h("div", { id: "node-panel", class: "card" }, message("Click a node to see its properties, dimensions and edges."));
