@@ -88,7 +88,7 @@ def go_rows(test_edges: int, nodes: int) -> dict[str, Any]:
                                "embed_s": round(embedded, 1)}
         out["train"] = _go_train(kg)
         out["discover"] = _go_discover(kg, nodes)
-        out["holdout"] = _go_holdout(kg, test_edges)
+        out["holdout"] = _go_holdout(kg, test_edges) if test_edges else []
         ws.close()
     return out
 
@@ -168,7 +168,7 @@ def show_go(go: dict[str, Any]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", choices=("splits", "go"), action="append")
-    ap.add_argument("--go-test", type=int, default=1000, help="holdout edges of go ranked (a random sample)")
+    ap.add_argument("--go-test", type=int, default=1000, help="holdout edges of go ranked (a random sample; 0: no holdout)")
     ap.add_argument("--go-nodes", type=int, default=30, help="random nodes timed for discovery")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()

@@ -52,11 +52,20 @@ class Predictor(ABC):
         return self.graph
 
 
-def per_entity(entities: np.ndarray, score: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+def per_entity(entities: np.ndarray, score: Callable[[np.ndarray], np.ndarray],
+               last: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
     """Rows of a relation-blind predictor: ``score`` runs once per distinct entity (a discovery asks
-    the same node for every relation), then rows are repeated into place."""
+    the same node for every relation), then rows are repeated into place. ``last`` keeps the latest
+    answer: a symmetric predictor's head query right after its tail query costs nothing."""
     unique, inverse = np.unique(np.asarray(entities), return_inverse=True)
-    rows = score(unique)
+    key = unique.tobytes()
+    if last is not None and key in last:
+        rows = last[key]
+    else:
+        rows = score(unique)
+        if last is not None:
+            last.clear()
+            last[key] = rows
     return rows if unique.size == inverse.size and np.array_equal(unique, entities) else rows[inverse]
 
 

@@ -66,11 +66,12 @@ class TextCosine(Predictor):
         if graph.vectors is None:
             raise NotTrained("text: the KG has no node vectors; embed it first (kgos embed KG, or kg.embed())")
         self.V = _unit(np.asarray(graph.vectors, np.float32))
+        self._last: dict[bytes, np.ndarray] = {}
 
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
         self.fitted()
         with single_thread_blas():
-            return per_entity(head, lambda rows: self.V[rows] @ self.V.T)
+            return per_entity(head, lambda rows: self.V[rows] @ self.V.T, self._last)
 
     def score_heads(self, tail: np.ndarray, relation: np.ndarray) -> np.ndarray:
         return self.score_tails(tail, relation)  # symmetric in h and t
@@ -99,6 +100,9 @@ class SeedScorer(Predictor):
         rows = rng.permutation(len(t))[:self.max_edges]
         with single_thread_blas():
             self._train(t.head[rows], t.tail[rows], rng)
+            d = x.shape[1]
+            # every candidate's half of the first layer, as a tail and as a head (fixed once trained)
+            self._half = {True: x @ self.W1[d:], False: x @ self.W1[:d]}
 
     def _mlp(self, h: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         inp = np.concatenate([self.X[h], self.X[t]], axis=1)
@@ -136,13 +140,16 @@ class SeedScorer(Predictor):
     def _unique_scores(self, e: np.ndarray, as_head: bool) -> np.ndarray:
         self.fitted()
         d = self.X.shape[1]
-        own, other = (self.W1[:d], self.W1[d:]) if as_head else (self.W1[d:], self.W1[:d])
+        own = self.W1[:d] if as_head else self.W1[d:]
+        base = self._half[as_head]
         with single_thread_blas():
-            base = self.X @ other  # (n, hidden): every candidate's half of the first layer
             q = self.X[e] @ own + self.b1
             out = np.empty((e.size, self.X.shape[0]), np.float32)
+            buf = np.empty_like(base)
             for i in range(e.size):
-                out[i] = np.tanh(np.maximum(base + q[i], 0.0) @ self.w2)
+                np.add(base, q[i], out=buf)
+                np.maximum(buf, 0.0, out=buf)
+                out[i] = np.tanh(buf @ self.w2)
             cos = self.U[e] @ self.U.T
         return COSINE_WEIGHT * cos + MLP_WEIGHT * out
 

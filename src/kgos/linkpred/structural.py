@@ -44,10 +44,11 @@ class _Neighbourhood(Predictor):
         self.A = _undirected(graph.triples)
         deg = np.asarray(self.A.sum(axis=1)).ravel()
         self.AW = (sp.diags_array(self._weights(deg).astype(np.float32)) @ self.A).tocsr()
+        self._last: dict[bytes, np.ndarray] = {}
 
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
         self.fitted()
-        return per_entity(head, lambda rows: (self.A[rows] @ self.AW).toarray())
+        return per_entity(head, lambda rows: (self.A[rows] @ self.AW).toarray(), self._last)
 
     def score_heads(self, tail: np.ndarray, relation: np.ndarray) -> np.ndarray:
         return self.score_tails(tail, relation)  # symmetric in h and t
@@ -166,15 +167,20 @@ class MetapathRules(Predictor):
     def _score(self, start: np.ndarray, relation: np.ndarray, backward: bool) -> np.ndarray:
         self.fitted()
         start, relation = np.asarray(start), np.asarray(relation)
-        out = np.zeros((start.size, self.hops[0].shape[0]), np.float64)
+        n = self.hops[0].shape[0]
         memo: dict[tuple[bytes, Path], sp.csr_array] = {}  # rules share prefixes: each walk is made once
+        cells, weights = [], []
         for r in np.unique(relation):
             sel = np.flatnonzero(relation == r)
             for path, conf in self.rules[int(r)]:
-                hit = self._walk(start[sel], self._reverse(path) if backward else path, memo).copy()
-                hit.data[:] = -np.log1p(-min(conf, 0.999))
-                out[sel] += hit.toarray()
-        return out
+                hit = self._walk(start[sel], self._reverse(path) if backward else path, memo)
+                rows = sel[np.repeat(np.arange(sel.size), np.diff(hit.indptr))]
+                cells.append(rows * n + hit.indices)
+                weights.append(np.full(hit.nnz, -np.log1p(-min(conf, 0.999))))
+        if not cells:
+            return np.zeros((start.size, n))
+        flat = np.bincount(np.concatenate(cells), np.concatenate(weights), minlength=start.size * n)
+        return flat.reshape(start.size, n)
 
     def _reverse(self, path: Path) -> Path:
         return tuple((j + self.R) % (2 * self.R) for j in reversed(path))
