@@ -8,11 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-from api_helpers import client, error
+from api_helpers import BASE_URL, client, error
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 from ingest_helpers import ANSWER, DOC, PKG, FakeLLM, write_tree
 
 import kgos
+from kgos.api.app import create_app
+from kgos.api.runtime import ServerSettings
 from kgos.cli import cli
 from kgos.ingest import modules  # noqa: F401  (registers the modules)
 from kgos.pipeline import REGISTRY, PipelineModule, ProcessContext, StageInput
@@ -65,7 +68,8 @@ def test_http_ingest_job(ws: kgos.Workspace, tree: Path, monkeypatch: pytest.Mon
         assert c.get("/api/kg/code").json()["nodes"] == sum(job["result"]["nodes"].values())
         error(c.post("/api/kg/code/ingest", json={"paths": [str(tree / "nope")]}), 400, "IngestFailed")
         error(c.post("/api/kg/code/ingest", json={"paths": []}), 422)
-        error(c.post("/api/kg/code/ingest", json={"paths": ["x"], "tiers": [3]}), 422)
+        error(c.post("/api/kg/code/ingest", json={"paths": [str(tree)], "tiers": [4]}), 422)
+        error(c.post("/api/kg/code/ingest", json={"paths": [str(tree)], "tiers": [1, 3], "provider": "nope"}), 400)
         error(c.post("/api/kg/code/ingest", json={"paths": ["x"], "surprise": 1}), 422)
         error(c.get("/api/jobs/nope"), 404, "JobNotFound")
 
@@ -103,3 +107,20 @@ def test_semantic_module_replays_offline(tmp_path: Path) -> None:
     snapshot = semantic.snapshot(StageInput({"facts": facts.data["facts"]}), live)
     replayed = asyncio.run(semantic.replay(snapshot))  # no provider at all: the recorded answer is used
     assert replayed.sha256 == live.sha256 and llm.calls == 1
+
+
+def test_http_ingest_with_the_llm_tier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_tree(tmp_path / "docs", {"cache.md": DOC})
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", str(root))
+    llm = FakeLLM(ANSWER)
+    app = create_app(tmp_path / "home", ServerSettings(), provider_factory=lambda name, model: llm)
+    with TestClient(app, base_url=BASE_URL) as c:
+        job_id = c.post("/api/kg/notes/ingest", json={"paths": [str(root)], "tiers": [1, 2, 3], "embed": False,
+                                                      "dimensions": False}).json()["job_id"]
+        for _ in range(200):
+            job = c.get(f"/api/jobs/{job_id}").json()
+            if job["status"] in ("complete", "failed"):
+                break
+            time.sleep(0.05)
+    assert job["status"] == "complete", job
+    assert job["result"]["semantic"]["edges"] == 2 and llm.calls == 1

@@ -35,8 +35,12 @@ class IngestRequest(BaseModel):
     paths: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(min_length=1, max_length=100)
     include: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(default_factory=list, max_length=50)
     exclude: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(default_factory=list, max_length=50)
-    tiers: list[Annotated[int, Field(ge=1, le=2)]] = Field(default=[1, 2], min_length=1, max_length=2,
-                                                           description="1 structure, 2 patterns (tier 3 needs a provider: CLI or Python)")
+    tiers: list[Annotated[int, Field(ge=1, le=3)]] = Field(default=[1, 2], min_length=1, max_length=3,
+                                                           description="1 structure, 2 patterns, 3 LLM concepts (uses provider/model)")
+    provider: str | None = Field(default=None, max_length=100,
+                                 description="LLM for tier 3 (default: the server's), e.g. openai:gpt-4o-mini")
+    model: str | None = Field(default=None, max_length=200)
+    max_llm_calls: int = Field(default=50, ge=0, le=10_000)
     max_bytes: int = Field(default=5_000_000, ge=1, le=1_000_000_000)
     embed: bool = True
     embedder: str = Field(default="default", max_length=200)
@@ -71,10 +75,11 @@ def start_ingest(db_id: Annotated[str, Path()], body: IngestRequest, rt: Annotat
     if len(missing) == len(body.paths):
         raise IngestFailed(f"nothing to ingest: no such path on the server: {', '.join(missing[:5])}")
     options = IngestOptions(tuple(body.include), tuple(body.exclude), tuple(body.tiers), body.max_bytes, body.embed,
-                            body.embedder, body.dimensions, True, body.prune).checked()
+                            body.embedder, body.dimensions, True, body.prune, body.max_llm_calls).checked()
+    chat = rt.provider(body.provider, body.model) if 3 in options.tiers else None  # a bad provider: 4xx now
     home = rt.workspace.home
 
     def work(progress: ProgressFn) -> dict[str, Any]:
         with Workspace(home) as ws:
-            return ingest(ws, db_id, list(body.paths), options, progress=progress).to_dict()
+            return ingest(ws, db_id, list(body.paths), options, chat, progress).to_dict()
     return registry.submit("ingest", work).to_dict()
