@@ -109,6 +109,7 @@ def test_chat_streams_tokens_and_a_citation_opens_its_node(server, page):
     assert page.evaluate("window.kgosUpdates") >= 3  # question, streamed text, final answer with links
     trace = page.locator(".trace")
     assert "Citation check" in trace.text_content() and "Retrieved nodes" in trace.text_content()
+    assert "Intent: cost_optimization" in trace.text_content()  # from the metadata stored with the answer
     trace.locator("summary").click()  # collapsible: opens on click
     assert "valid" in trace.inner_text()
     citation = page.locator("a.citation").first

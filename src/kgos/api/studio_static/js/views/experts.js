@@ -81,7 +81,10 @@ async function chat(root, id, conversationId) {
         input, h("button", { class: "primary", id: "chat-send" }, "Ask"))), history));
   if (conversationId) {
     const conv = await get(`experts/${eid}/conversations/${encodeURIComponent(conversationId)}`);
-    for (const m of conv.messages) append(log, m.role === "user" ? h("div", { class: "msg user" }, `You: ${m.content}`) : answerText(m.content));
+    for (const m of conv.messages) {
+      append(log, m.role === "user" ? h("div", { class: "msg user" }, `You: ${m.content}`) : answerText(m.content));
+      if (m.role !== "user" && m.metadata) append(log, fillTrace(h("details", { class: "trace" }, h("summary", {}, "Reasoning trace")), { stored: m.metadata }));
+    }
   }
 }
 
@@ -123,17 +126,36 @@ async function ask(expert, state, input, log) {
   } catch (err) { trace.errors.push(err.message); }
   clear(answer); answerText(text, answer); answer.classList.remove("streaming");
   for (const e of trace.errors) append(log, h("div", { class: "bad", role: "alert" }, e));
+  if (trace.done?.message_id && state.conversationId) trace.stored = await storedMeta(expert.id, state.conversationId, trace.done.message_id);
   fillTrace(traceEl, trace);
   state.busy = false;
 }
 
+/** The metadata the server stored with an answer (intent, skills, tool calls...), or null. */
+async function storedMeta(expertId, conversationId, messageId) {
+  try {
+    const conv = await get(`experts/${encodeURIComponent(expertId)}/conversations/${encodeURIComponent(conversationId)}`);
+    return conv.messages.find((m) => m.id === messageId)?.metadata || null;
+  } catch { return null; }
+}
+
+/** The reasoning trace of one answer: what the stream reported (t.meta, t.sources, t.done) and
+ * what the server stored with the message (t.stored: spec/000 stage 8 metadata). */
 function fillTrace(el, t) {
-  const c = t.done?.citations;
-  append(el, 
+  const m = t.stored || {};
+  const c = t.done?.citations || m.citations;
+  const sources = t.sources?.length ? t.sources : (m.kg_nodes_used || []).map((id) => ({ id, name: id, score: m.retrieval_scores?.[id], source_kg: m.kg_db_id }));
+  const tools = m.tool_calls || [];
+  append(el,
+    h("p", {}, `Intent: ${m.intent || "—"}${m.goal_mapping ? `; goal mapping: ${typeof m.goal_mapping === "string" ? m.goal_mapping : JSON.stringify(m.goal_mapping)}` : ""}; provider: ${m.provider || "—"}`),
     t.meta ? h("p", {}, `Injected: ${t.meta.kg_nodes} KG nodes, skills ${t.meta.skills ? "yes" : "no"}, memories ${t.meta.memories ? "yes" : "no"}`) : null,
-    h("h3", {}, `Retrieved nodes (${t.sources.length})`),
-    table(["node", "KG", "score"], t.sources.map((n) => [nodeLink(n.source_kg, n), n.source_kg, fmt(n.score)])),
+    m.skills?.length ? h("p", { class: "long" }, `Playbook skills: ${m.skills.join(", ")}`) : null,
+    h("h3", {}, `Retrieved nodes (${sources.length})`),
+    table(["node", "KG", "score"], sources.map((n) => [nodeLink(n.source_kg, n), n.source_kg, fmt(n.score)])),
+    h("h3", {}, `Methods invoked as tools (${tools.length})`),
+    tools.length ? tools.map((x) => h("div", { class: "long muted" }, JSON.stringify(x).slice(0, 400))) : message("none (the offline provider answers without tool calls)"),
     h("h3", {}, "Citation check"),
     c ? h("p", { class: c.ok ? "ok" : "bad" }, `${c.count} citations, ${c.valid.length} valid, ${c.unknown.length} unknown${c.unknown.length ? `: ${c.unknown.join(", ")}` : ""}`) : message("no citation check (the answer did not finish)"),
-    h("p", { class: "muted" }, "The stream reports the injected context, the retrieved nodes and the citation check; intent, methods and edges followed are not in the chat API yet."));
+    h("p", { class: "muted" }, "Per-signal score breakdowns, the edges followed and a composition plan are not reported by the chat API; the Search and Methods views show them for a query."));
+  return el;
 }
