@@ -35,7 +35,8 @@ def _tiers(value: str) -> tuple[int, ...]:
 @click.option("--no-embed", is_flag=True, help="Do not embed after the ingest.")
 @click.option("--no-dims", is_flag=True, help="Do not infer dimensions after the ingest.")
 @click.option("--embedder", default="default", show_default=True, help="The model search reaches.")
-@click.option("--watch", "watch_", is_flag=True, help="Keep running: re-ingest whenever a file changes (Ctrl-C stops).")
+@click.option("--watch", "watch_", is_flag=True,
+              help="Keep running: re-ingest whenever a file changes (Ctrl-C stops); with --json, one document per run.")
 @click.option("--interval", default=2.0, show_default=True, help="With --watch: seconds between checks.")
 @output_options
 @click.pass_context

@@ -298,9 +298,10 @@ class _Run:
             cues = patterns.CueExtractor(linker._symbol)
             phrases = cues.run(groups)
             tier2 = {rel: structural.get(rel, []) + phrases.get(rel, []) for rel in set(structural) | set(phrases)}
-            shared[patterns.PATTERNS] = patterns.pattern_nodes()
+            used = patterns.used_patterns(structural)
+            shared[patterns.PATTERNS] = patterns.pattern_nodes(used)
             shared[patterns.CONCEPTS] = list(cues.concepts.values())
-            shared_edges[patterns.PATTERNS] = patterns.pattern_edges()
+            shared_edges[patterns.PATTERNS] = patterns.pattern_edges(used)
         outputs: list[GroupOutput] = []
         for rel in sorted(groups):
             f = groups[rel]

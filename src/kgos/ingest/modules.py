@@ -146,11 +146,12 @@ class PatternsModule(BaseModule):
         linker = Linker(groups)
         links, _ = linker.link()
         out: dict[str, list[dict[str, Any]]] = {}
-        nodes = patterns.pattern_nodes() if config["structure"] else []
+        nodes: list[dict[str, Any]] = []
         if config["structure"]:
             imports = [(e["source"], e["target"], rel) for rel, es in links.items() for e in es
                        if e["type"] == "imports" and linker.types.get(e["target"]) in ("module", "package")]
             out = dict(patterns.structural(groups, imports))
+            nodes = patterns.pattern_nodes(patterns.used_patterns(out))
         if config["cues"]:
             cues = patterns.CueExtractor(linker._symbol)
             for rel, found in cues.run(groups).items():

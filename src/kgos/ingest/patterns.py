@@ -55,15 +55,22 @@ GOD_METHODS, GOD_LINES, LONG_LINES = 20, 500, 80
 CODE_TYPES = frozenset({"class", "function", "method"})
 
 
-def pattern_nodes() -> list[dict[str, Any]]:
-    nodes = [{"id": f"pattern:{name}", "name": name.replace("_", " "), "type": t, "description": d,
-              "properties": {"source": PATTERNS, "tier": 2}} for name, (t, d) in CATALOG.items()]
-    return nodes
+def pattern_nodes(used: set[str] | None = None) -> list[dict[str, Any]]:
+    """The catalog's nodes; with ``used`` (ids of patterns with an instance) only those, so a KG holds
+    no orphan pattern nodes (validation rule 6)."""
+    return [{"id": f"pattern:{name}", "name": name.replace("_", " "), "type": t, "description": d,
+             "properties": {"source": PATTERNS, "tier": 2}} for name, (t, d) in CATALOG.items()
+            if used is None or f"pattern:{name}" in used]
 
 
-def pattern_edges() -> list[dict[str, Any]]:
+def pattern_edges(used: set[str] | None = None) -> list[dict[str, Any]]:
     return [{"source": f"pattern:{a}", "target": f"pattern:{b}", "type": "pattern_alternative_to", "weight": 1.0,
-             "properties": {"source_file": PATTERNS, "tier": 2}} for a, b in ALTERNATIVES]
+             "properties": {"source_file": PATTERNS, "tier": 2}} for a, b in ALTERNATIVES
+            if used is None or {f"pattern:{a}", f"pattern:{b}"} <= used]
+
+
+def used_patterns(edges: dict[str, list[dict[str, Any]]]) -> set[str]:
+    return {e["target"] for es in edges.values() for e in es if e["type"] == "pattern_instance_of"}
 
 
 # -- structure ----------------------------------------------------------------------------------------
