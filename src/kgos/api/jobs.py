@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Path, Request
 
 from ..errors import JobNotFound, KGOSError
 from .errors import RESPONSES
-from .schemas import response_model
+from .schemas import list_of, response_model
 
 log = logging.getLogger("kgos.api")
 KEEP = 100
@@ -118,7 +118,7 @@ Jobs = Annotated[JobRegistry, Depends(jobs)]
 router = APIRouter(prefix="/api", responses=RESPONSES, tags=["jobs"])
 
 
-@router.get("/jobs", response_model=list[JobOut])
+@router.get("/jobs", response_model=list_of(JobOut))
 def list_jobs(registry: Jobs) -> Any:
     """Background jobs of this server, newest first."""
     return [j.to_dict() for j in registry.list()]
