@@ -53,14 +53,14 @@ class Server:
     """``kgos serve`` over ``workspace`` on a free loopback port, in a subprocess (so it can be stopped
     and started again mid-test); the offline LLM provider answers chats."""
 
-    def __init__(self, workspace: str | Path, token: str | None = None) -> None:
-        self.workspace, self.token = str(workspace), token
+    def __init__(self, workspace: str | Path, token: str | None = None, env: dict[str, str] | None = None) -> None:
+        self.workspace, self.token, self.env = str(workspace), token, env or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Server:
-        env = {**os.environ, "KGOS_LLM_PROVIDER": "offline", "KGOS_EMBEDDER": "hash"}
+        env = {**os.environ, "KGOS_LLM_PROVIDER": "offline", "KGOS_EMBEDDER": "hash", **self.env}
         self.proc = subprocess.Popen([sys.executable, "-c", SERVER, self.workspace, str(self.port), self.token or ""], env=env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -72,6 +72,13 @@ class Server:
                     raise RuntimeError(f"the server exited with {self.proc.returncode}") from None
                 time.sleep(0.2)
         raise RuntimeError("the server did not start within 60 s")
+
+    def kill(self) -> None:
+        """Stop the server the hard way (a crash: open connections are cut, not drained)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=20)
+        self.proc = None
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -300,3 +300,28 @@ def test_expand_adds_neighbours_and_search_focuses_a_drawn_node(server, page):
     page.locator("#focus").dispatch_event("change")
     page.wait_for_selector("#panel-name:text-is('Reduce API costs')")
     assert page.errors == []
+
+
+def test_a_server_crash_mid_stream_keeps_the_partial_answer_and_says_so(workspace, context):
+    """A model streaming slowly (a fake OpenAI-compatible server), the KG-OS server killed while the
+    answer streams: the tokens so far stay, and the page says the connection broke."""
+    from llm_fake_servers import FakeServer, stream_script
+    from test_llm_providers import openai_text
+    fake = FakeServer().start()
+    fake.script = stream_script(openai_text([f"piece {i} " for i in range(400)]), delay=0.05)
+    server = Server(workspace, env={"KGOS_LLM_PROVIDER": "openai", "KGOS_OPENAI_BASE_URL": f"{fake.url}/v1",
+                                    "KGOS_LLM_MODEL": "fake"}).start()
+    page = context.new_page()
+    try:
+        open_view(page, server.url, "/experts/demo")
+        page.fill("#chat-input", "How do I reduce my API costs?")
+        page.click("#chat-send")
+        page.wait_for_selector(".msg.answer[data-tokens]", timeout=60_000)
+        server.kill()
+        page.wait_for_selector("#chat-log .bad", timeout=30_000)
+        assert "broke mid-answer" in page.locator("#chat-log .bad").inner_text()
+        assert "piece 0" in page.locator(".msg.answer").last.inner_text()  # the partial answer stays
+    finally:
+        server.kill()
+        fake.stop()
+        page.close()
