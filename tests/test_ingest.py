@@ -182,3 +182,12 @@ def test_watch_reingests_when_a_file_changes(ws: kgos.Workspace, tree: Path) -> 
     (tree / "shop/cache.py").write_text("class Store:\n    def reload(self):\n        return 2\n\n    def drop(self):\n        pass\n")
     second = next(runs)
     assert second.changed == 1 and ws.kg("watched").node("py:shop.cache.Store.drop").type == "method"
+
+
+def test_a_single_file_root(ws: kgos.Workspace, tree: Path) -> None:
+    report = run(ws, [tree / "shop" / "util.py"])
+    assert report.files == {"python": 1} and ws.kg("code").node("py:shop.util.add_all").type == "function"
+    (tree / "shop" / "util.py").write_text("def only():\n    pass\n")
+    assert run(ws, [tree / "shop" / "util.py"]).changed == 1
+    kg = ws.kg("code")
+    assert kg.get_node("py:shop.util.add_all") is None and kg.get_node("py:shop.util.only") is not None

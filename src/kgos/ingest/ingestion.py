@@ -182,7 +182,8 @@ class _Run:
                 if not any(rel.startswith(f"{p.resolve().name}/") for _, _, rel in found):
                     self.skipped.append(Skipped(str(raw), "empty folder: no files of a supported type"))
             elif p.is_file():
-                self.single_files.add(f"{p.resolve().parent.name}/{p.name}")
+                real = p.resolve()
+                self.single_files.add(f"{real.parent.name}/{real.name}")
         out = []
         for i, (path, root, rel) in enumerate(found):
             got = read(path, rel, self.selection)
