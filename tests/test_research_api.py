@@ -14,6 +14,12 @@ from research_helpers import corpus  # noqa: F401  (the shared corpus fixture)
 import kgos
 
 
+@pytest.fixture(autouse=True)
+def _roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server may read the test's folder (KGOS_INGEST_ROOTS), nothing else."""
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", str(tmp_path))
+
+
 def wait_for(c, run_id: str, status: set[str], timeout: float = 30) -> dict:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -113,6 +119,7 @@ def test_bad_input_is_4xx(ws: kgos.Workspace, corpus: str, tmp_path: Path) -> No
     error(c.post("/api/research/runs", json={"question": " "}), 422)
     error(c.post("/api/research/runs", json={"question": "x", "kgs": ["nope"]}), 404, "KGNotFound")
     error(c.post("/api/research/runs", json={"question": "x", "corpus": str(tmp_path / "no")}), 400)
+    error(c.post("/api/research/runs", json={"question": "x", "corpus": "/"}), 403, "IngestPathRefused")
     error(c.post("/api/research/runs", json={"question": "x", "reasoner": "reason.nope"}), 404, "ModuleNotFound")
     error(c.post("/api/research/runs", json={"question": "x", "configs": {"search": {"strategy": "llm"}}}), 422,
           "InvalidConfig")

@@ -22,6 +22,7 @@ from ..errors import RunStateConflict
 from ..research import DEFAULT_MODULES, ReplayReport, ResearchRequest, ResearchResult
 from ..research.live import LiveRuns
 from .errors import RESPONSES
+from .ingest import check_roots
 from .runtime import Runtime, runtime
 from .schemas import response_model
 
@@ -40,7 +41,8 @@ class RunRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1, max_length=2000, pattern=r"\S")
-    corpus: str | None = Field(None, max_length=4096, description="a folder on the server")
+    corpus: str | None = Field(None, max_length=4096, description="a folder on the server, below one of "
+                                                                  "KGOS_INGEST_ROOTS (else 403)")
     kgs: list[str] = Field(default_factory=list, max_length=20)
     into: str | None = None
     max_iterations: int | None = Field(None, ge=1, le=100)
@@ -112,6 +114,8 @@ def _request(body: RunRequest) -> ResearchRequest:
              response_model=Started | ResultModel,  # type: ignore[valid-type]
              summary="Start a research run (202 with its id; with wait: true, 200 with its result)")
 def start_run(body: RunRequest, rt: RT, runs: Live) -> Any:
+    if body.corpus is not None:
+        check_roots([body.corpus])  # the server reads only below KGOS_INGEST_ROOTS, as for ingest
     runner = runs.start(_request(body), provider=None)
     if not body.wait:
         return Started(run_id=runner.run_id, status="running")
