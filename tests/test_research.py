@@ -442,6 +442,8 @@ def test_bad_input_gives_clear_results_or_errors(ws: kgos.Workspace, tmp_path: P
         research(ws, "What is zip?", max_iterations=0)
     with pytest.raises(InvalidArgument, match="not exist"):
         research(ws, "What is zip?", corpus=str(tmp_path / "missing"))
+    with pytest.raises(InvalidArgument, match="reason: query.intent is a query module"):
+        research(ws, "What is zip?", reasoner="query.intent")
     with pytest.raises(RunNotFound):
         replay(ws, "r_2020-01-01_001")
     with pytest.raises(InvalidArgument):

@@ -163,13 +163,20 @@ class ResearchRunner:
         configs.setdefault("store", {}).setdefault("mode", self.request.store_mode)
         if self.request.provider:
             configs.setdefault("output", {}).setdefault("provider", self.request.provider)
-        return {stage: REGISTRY.create(module_id, configs.get(stage)) for stage, module_id in ids.items()}
+        modules = {stage: REGISTRY.create(module_id, configs.get(stage)) for stage, module_id in ids.items()}
+        wrong = [f"{stage}: {m.id} is a {m.category or '(no category)'} module" for stage, m in modules.items()
+                 if m.category != stage]
+        if wrong:
+            raise InvalidArgument("each stage needs a module of its category: " + "; ".join(wrong))
+        return modules
 
     def swap_module(self, stage: str, module_id: str | None = None, config: Mapping[str, Any] | None = None) -> Any:
         """Hot swap (spec/004 "Hot-swappable"): another module for ``stage`` and/or a new config, used
         from the stage's next call on; the manifest records each call's module, version and config hash."""
         if stage not in self.modules:
             raise InvalidArgument(f"unknown stage {stage!r}: one of {', '.join(self.modules)}")
+        if module_id is not None and REGISTRY.get(module_id).category != stage:
+            raise InvalidArgument(f"{module_id} is not a {stage} module")
         if module_id is None or module_id == self.modules[stage].id:
             if config is not None:
                 self.modules[stage].configure(config)
