@@ -62,14 +62,12 @@ from ..model import Edge, Neighbor, Node
 from ..retrieval.engine import ModelEngine, SearchEngine
 from ..retrieval.results import SearchResult
 from ..store.base import GraphStore
-from ..store.native import NativeStore
 from ..store.proposals import ProposalQueue, open_proposal_store
 from ..store.stats import KGStats, kg_stats
 from ..store.validation import ValidationReport, validate
 
 if TYPE_CHECKING:
     from ..index.snapshot import Snapshot
-    from ..store.foreign import ForeignStore
 
 
 def _model_name(spec: str | None) -> str | None:
@@ -158,7 +156,9 @@ class KG:
         return self.store.meta()
 
     # -- writing -----------------------------------------------------------------------------------
-    def _writer(self) -> NativeStore | ForeignStore:
+    def _writer(self) -> Any:
+        """The store, if it takes writes: KG-OS's own schema (SQLite or PostgreSQL: the same write
+        methods) or a foreign file attached writable."""
         from ..store.foreign import ForeignStore
         self.store.require_writable()
         if not (self.store.native_schema or isinstance(self.store, ForeignStore)):
