@@ -14,7 +14,7 @@ export async function render(root) {
   const s = m.stats;
   const q = h("input", { type: "search", id: "memory-query", placeholder: "entity or question", size: 40 });
   const out = h("div", { id: "memory-result" });
-  append(root, h("div", { class: "row" },
+  append(root, h("div", { class: "row cards" },
     h("div", { class: "card" }, h("h3", {}, "Memory KG"), table(["", ""], [["memories", fmt(s.memories)], ["entities", fmt(s.entities)], ["relations", fmt(s.edges)],
       ["oldest", s.oldest || "—"], ["newest", s.newest || "—"]]), h("a", { href: `#/explore/${encodeURIComponent(m.db_id)}` }, "Open the memory KG in the explorer")),
     h("div", { class: "card" }, h("h3", {}, "Entity types"), table(["type", "count"], Object.entries(s.entity_types).map(([t, n]) => [t, fmt(n)]))),

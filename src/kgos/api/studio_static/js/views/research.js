@@ -43,7 +43,7 @@ async function detail(root, runId) {
     h("div", { class: "card" }, h("h2", { class: "long" }, m.query?.question || m.summary?.question || runId),
       h("p", {}, `${m.status}${m.live ? " (live)" : ""} · ${fmt(m.final_state?.iterations ?? m.iterations.length)} iterations · confidence ${fmt(m.final_state?.confidence ?? 0, 2)} · coverage ${fmt(m.final_state?.coverage ?? 0, 2)}`),
       m.live ? h("div", { class: "row" }, ["pause", "resume", "step", "stop"].map(control)) : null, out),
-    m.answer ? h("div", { class: "card" }, h("h3", {}, "Answer"), h("p", { class: "long msg" }, typeof m.answer === "string" ? m.answer : JSON.stringify(m.answer))) : null,
+    m.answer ? answer(m.answer) : null,
     m.iterations.map((it) => h("details", { class: "card", open: true }, h("summary", {}, `Iteration ${it.iteration}: ${it.reason || ""}`),
       table(["stage", "module", "status", "seconds", "metrics"], (it.stages || []).map((s) => [s.stage, s.module, s.error ? h("span", { class: "bad" }, `${s.status}: ${s.error}`) : s.status,
         fmt(s.seconds, 3), h("span", { class: "long muted" }, JSON.stringify(s.metrics || {}))])),
@@ -51,4 +51,14 @@ async function detail(root, runId) {
         (it.reasoning.gaps || []).map((g) => h("div", { class: "long" }, h("span", { class: "tag" }, g.type), `${g.description} `, h("span", { class: "muted" }, `→ ${g.query}`)))) : null)),
     h("div", { class: "card" }, h("h3", {}, "Decisions"), table(["iteration", "action", "by", "criterion", "rationale"],
       (m.decisions || []).map((d) => [fmt(d.iteration), d.action, d.by, d.criterion || "", h("span", { class: "long" }, d.rationale || "")]))));
+}
+
+/** The run's answer text and its numbered citations (claim -> KG node or corpus source). */
+function answer(a) {
+  const text = typeof a === "string" ? a : a.answer || "";
+  const cites = typeof a === "string" ? [] : a.citations || [];
+  return h("div", { class: "card" }, h("h3", {}, "Answer"), h("p", { class: "long msg" }, text),
+    cites.length ? h("details", {}, h("summary", {}, `${cites.length} citations`), table(["n", "source", "authority"], cites.map((c) => [
+      String(c.n), c.kg_node ? h("a", { href: `#/explore/${encodeURIComponent(c.kg_node.db)}?node=${encodeURIComponent(c.kg_node.id)}`, class: "long" }, c.source) : h("span", { class: "long" }, c.source || ""),
+      c.authority || ""]))) : null);
 }

@@ -12,7 +12,7 @@ export async function render(root, route) {
       h("a", { href: `#/workspace/${encodeURIComponent(kg.db_id)}` }, kg.db_id), h("span", { class: "long" }, kg.name || ""),
       kg.kind + (kg.read_only ? " (read-only)" : ""), fmt(kg.nodes), fmt(kg.edges), actions(kg)])),
       kgs.length ? null : message("No KGs yet: create one or import a file below (or run 'kgos demo').")),
-    h("div", { class: "row" }, createForm(), importForm(kgs)),
+    h("div", { class: "row cards" }, createForm(), importForm(kgs)),
     h("p", { class: "muted" }, "Attaching an existing SQLite file is done from the command line: kgos kg attach DB_ID PATH (the API has no attach route)."),
     detail);
   if (route.args[0]) await showDetail(detail, route.args[0]);
@@ -69,7 +69,7 @@ async function showDetail(el, dbId) {
   const [kg, report] = await Promise.all([get(`kg/${db}`), get(`kg/${db}/validate`)]);
   const s = kg.stats;
   append(el, h("h2", {}, `${kg.db_id}: ${kg.name || ""}`), h("p", { class: "muted long" }, kg.description || ""),
-    h("div", { class: "row" },
+    h("div", { class: "row cards" },
       h("div", { class: "card" }, h("h3", {}, "Stats"), table(["", ""], [["nodes", fmt(s.nodes)], ["edges", fmt(s.edges)],
         ["orphans", fmt(s.orphans)], ["components", fmt(s.components)], ["largest component", fmt(s.largest_component)],
         ["density", fmt(s.density, 6)], ["degree (median / max)", `${fmt(s.total_degree.median)} / ${fmt(s.total_degree.max)}`]]),
