@@ -29,9 +29,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from studio_browser import chromium, missing, open_view, serving  # noqa: E402
+from studio_browser import chromium, missing, open_view, serving
 
-import kgos  # noqa: E402
+import kgos
 
 GO = HERE.parent.parent / "shared" / "bench" / "go" / "kg.json.gz"
 

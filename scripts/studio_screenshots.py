@@ -15,10 +15,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from studio_browser import chromium, missing, open_view, serving  # noqa: E402
+from studio_browser import chromium, missing, open_view, serving
 
-import kgos  # noqa: E402
-from kgos.data import load_demo  # noqa: E402
+import kgos
+from kgos.data import load_demo
 
 OUT = ROOT / "docs" / "studio"
 

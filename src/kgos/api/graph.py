@@ -10,12 +10,19 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import orjson
-
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from ..methods.neighborhood import (MAX_EDGES, MAX_NODES, DegreeHistogram, GraphEdge, GraphNode, Neighborhood,
-                                    degree_histogram, neighborhood)
+from ..methods.neighborhood import (
+    MAX_EDGES,
+    MAX_NODES,
+    DegreeHistogram,
+    GraphEdge,
+    GraphNode,
+    Neighborhood,
+    degree_histogram,
+    neighborhood,
+)
 from ..methods.view import MAX_DEPTH
 from . import models as m
 from .errors import RESPONSES
