@@ -323,3 +323,13 @@ def test_two_servers_accept_one_proposal_at_once(ws):
     assert g.store.get_edge("grep", "edit", "complements").properties["prediction_id"] == pid
     assert g.proposals.counts() == {"pending": 0, "accepted": 1, "rejected": 0}
     other.close()
+
+
+def test_a_read_only_attach_also_refuses_a_newer_kg(url, tmp_path):
+    db = PgDatabase(url)
+    store = PostgresStore.create(db, "k")
+    with db.connection() as conn:
+        conn.execute(f"INSERT INTO {store.s}.kg_migrations VALUES ('009_newer', 'x')")
+    with pytest.raises(SchemaTooNew):
+        kgos.Workspace(tmp_path / "h").attach("k", url + "#k")
+    db.close()

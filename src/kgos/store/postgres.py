@@ -25,6 +25,7 @@ from .base import GraphStore, load_json_object
 from .migrations import now_iso
 from .native import _rows_of, check_node_fields, check_weight, dumps, merge_properties
 from .postgres_db import PgDatabase, database
+from .postgres_schema import apply_kg
 
 NODE_COLS = "rowid, id, name, type, description, properties::text, created_at, updated_at"
 EDGE_COLS = "s.id, t.id, e.type, e.weight, e.properties::text, e.id, e.created_at"
@@ -43,10 +44,10 @@ class PostgresStore(GraphStore):
         self.schema = self.db.require_kg(self.remote_id)
         self.s = self.db.ident(self.schema)
         self._local = threading.local()  # the connection of a transaction open in this thread
-        if not read_only:
-            with self.db.connection() as conn, conn.transaction():
-                from .postgres_schema import apply_kg
-                apply_kg(conn, self.s)
+        # Also when attached read-only: the schema is KG-OS's own, and a newer one must be refused
+        # before a read misses a table (read-only is about the KG's content).
+        with self.db.connection() as conn, conn.transaction():
+            apply_kg(conn, self.s)
 
     @classmethod
     def create(cls, db: str | PgDatabase, db_id: str, name: str | None = None,
