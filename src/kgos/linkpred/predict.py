@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..llm.base import ChatProvider
 
 MAX_K = 1000
-SIMILAR_POOL = 4096  # existing edges per relation searched for the "most similar edges" evidence
+SIMILAR_POOL = 2048  # existing edges per relation searched for the "most similar edges" evidence
 RUN_NODES = 500  # nodes a run scans by default on a large KG (the best connected ones)
 
 
@@ -60,6 +60,7 @@ class Predict:
         self._graph: LinkGraph | None = None
         self._known: KnownEdges | None = None
         self._ends_seen: dict[str, np.ndarray] = {}
+        self._pools: dict[int, np.ndarray] = {}
         self._models: dict[tuple[str, str], Predictor] = {}
 
     # -- the training graph --------------------------------------------------------------------------
@@ -77,7 +78,7 @@ class Predict:
                                     snap.vectors)
             self._known = KnownEdges(triples)
             self._ends_seen = {side: self._type_table(self._graph, side) for side in ("tail", "head")}
-            self._version, self._models = snap.version, {}
+            self._version, self._models, self._pools = snap.version, {}, {}
         return self._graph
 
     def model(self, name: str = "ensemble", **params: Any) -> Predictor:
@@ -218,9 +219,12 @@ class Predict:
         if g.vectors is None:
             return []
         tr = g.triples
-        rows = np.flatnonzero(tr.relation == r)
-        if rows.size > SIMILAR_POOL:
-            rows = rows[np.random.default_rng(r).choice(rows.size, SIMILAR_POOL, replace=False)]
+        if r not in self._pools:  # a fixed sample of the relation's edges, drawn once per KG version
+            rows = np.flatnonzero(tr.relation == r)
+            if rows.size > SIMILAR_POOL:
+                rows = np.sort(np.random.default_rng(r).choice(rows, SIMILAR_POOL, replace=False))
+            self._pools[r] = rows
+        rows = self._pools[r]
         v = g.vectors
         sim = 0.5 * (v[tr.head[rows]] @ v[h] + v[tr.tail[rows]] @ v[t])
         best = rows[np.argsort(-sim)[:top]]

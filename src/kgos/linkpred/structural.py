@@ -193,28 +193,32 @@ class MetapathRules(Predictor):
 
     def evidence(self, head: int, relation: int, tail: int) -> dict[str, Any]:
         t = self.fitted().triples
-        rules = []
+        rules, memo = [], {}  # type: ignore[var-annotated]
         for path, conf in self.rules[relation]:
-            if self._walk(np.array([head]), path)[[0], [tail]].sum() > 0:
+            if self._reaches(head, tail, path, memo):
                 rules.append({"path": [self._hop_name(j) for j in path], "confidence": round(conf, 4),
-                              "example": self._instance(head, tail, path)})
+                              "example": self._instance(head, tail, path, memo)})
                 if len(rules) == MAX_EVIDENCE:
                     break
         return {"rules": rules, "relation": t.relations[relation]}
+
+    def _reaches(self, start: int, end: int, path: Path, memo: dict[tuple[bytes, Path], sp.csr_array]) -> bool:
+        return bool(np.any(self._walk(np.array([start]), path, memo).indices == end))
 
     def _hop_name(self, j: int) -> str:
         rels = self.fitted().triples.relations
         return rels[j] if j < self.R else f"^{rels[j - self.R]}"
 
-    def _instance(self, head: int, tail: int, path: Path) -> list[str]:
+    def _instance(self, head: int, tail: int, path: Path, memo: dict[tuple[bytes, Path], sp.csr_array]) -> list[str]:
         """One chain of nodes head -> ... -> tail that follows ``path`` (the first found)."""
         ents = self.fitted().triples.entities
         chain, node = [head], head
+        back = self._reverse(path)
         for i, j in enumerate(path[:-1]):
             nxt = self.hops[j][[node]].indices
-            rest = path[i + 1:]
-            ok = [m for m in nxt.tolist() if self._walk(np.array([m]), rest)[[0], [tail]].sum() > 0]
-            node = ok[0]
+            # the next node must still reach the tail: it is among the tail's backward walk of the rest
+            ok = np.intersect1d(nxt, self._walk(np.array([tail]), back[:len(path) - i - 1], memo).indices)
+            node = int(ok[0])
             chain.append(node)
         chain.append(tail)
         return [ents[i] for i in chain]
