@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,8 @@ from kgos.data import load_demo
 README = Path(__file__).resolve().parents[1] / "README.md"
 READ_TOOLS = {"list_kgs", "search", "intent_search", "want_to", "can_it", "compose_for", "similar_to",
               "impact_analysis", "trace_path", "explore_smart", "dimension_filter", "get_node", "neighbors",
-              "proposals", "memory_context", "ask_expert", "memory_add"}
-WRITE_TOOLS = {"add_node", "add_edge", "proposal_accept", "proposal_reject"}
+              "proposals", "memory_context", "ask_expert", "memory_add", "job_status"}
+WRITE_TOOLS = {"add_node", "add_edge", "proposal_accept", "proposal_reject", "ingest"}
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +149,24 @@ def test_write_tools_add_nodes_edges_and_review_proposals(server: Any) -> None:
     assert not error and rejected["status"] == "rejected"
     assert call(server, "neighbors", {"kg": "demo", "node": pending[0]["source"], "direction": "outgoing",
                                       "limit": 1000})[1]["neighbors"]
+
+
+def test_ingest_runs_as_a_job_below_the_allowed_roots(server: Any, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "shop.py").write_text("class Basket:\n    def total(self):\n        return 0\n")
+    error, text = call(server, "ingest", {"kg": "shop", "paths": [str(tmp_path / "pkg")], "embed": False})
+    assert error and "KGOS_INGEST_ROOTS" in text  # off until folders are allowed
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", str(tmp_path))
+    error, job = call(server, "ingest", {"kg": "shop", "paths": [str(tmp_path / "pkg")], "embed": False})
+    assert not error and job["kind"] == "ingest"
+    deadline = time.monotonic() + 60
+    while (status := call(server, "job_status", {"job_id": job["job_id"]})[1])["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert status["status"] == "complete", status
+    assert call(server, "search", {"kg": "shop", "query": "Basket total"})[1]["results"]
+    assert "JobNotFound" in call(server, "job_status", {"job_id": "nope"})[1]
 
 
 @pytest.mark.parametrize("name, args, message", [

@@ -10,7 +10,7 @@ Tool arguments carry the Python API's names (``kg`` is the KG's db_id, then ``qu
 ``node``, ``direction``, ``max_depth``...), and every tool returns the library result's ``to_dict()``.
 A library error (unknown KG or node, bad argument) comes back as an MCP tool error with the
 library's message; arguments of the wrong type are refused by the tool's JSON schema the same way.
-Write tools (``add_node``, ``add_edge``, ``proposal_accept``, ``proposal_reject``) exist only on a
+Write tools (``add_node``, ``add_edge``, ``proposal_accept``, ``proposal_reject``, ``ingest``) exist only on a
 server created with ``allow_writes=True`` (``kgos mcp --allow-writes``, ``KGOS_MCP_WRITES=1``).
 
 Resources: ``kgos://kg/{db_id}`` (a KG's summary and stats) and ``kgos://kg/{db_id}/node/{node_id}``
@@ -33,6 +33,7 @@ from pydantic import Field
 from .. import __version__
 from ..errors import KGOSError, MissingDependency
 from ..retrieval.hybrid import MAX_K
+from .jobs import JobRegistry
 from .turns import ask
 
 if TYPE_CHECKING:
@@ -67,12 +68,13 @@ def load_sdk() -> Any:
 
 
 def create_server(workspace: Workspace, *, allow_writes: bool = False,
-                  provider: Callable[[], ChatProvider] | None = None) -> MCPServer:
+                  provider: Callable[[], ChatProvider] | None = None, jobs: JobRegistry | None = None) -> MCPServer:
     """The MCP server over ``workspace``. ``provider()`` makes the chat provider ``ask_expert`` answers
-    with (default: ``kgos.llm.get_provider()``, i.e. ``$KGOS_LLM_PROVIDER`` or offline)."""
+    with (default: ``kgos.llm.get_provider()``, i.e. ``$KGOS_LLM_PROVIDER`` or offline); ``jobs``: where
+    background jobs (ingest) run (the HTTP server passes its own, so /api/jobs shows them too)."""
     sdk = load_sdk()
     server = sdk.MCPServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    tools = Tools(workspace, provider or _default_provider)
+    tools = Tools(workspace, provider or _default_provider, jobs)
     for fn, read_only in tools.catalogue(allow_writes):
         server.add_tool(_tool_errors(fn), name=fn.__name__, description=fn.__doc__,
                         annotations=_annotations(read_only), structured_output=False)
@@ -108,15 +110,16 @@ def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 class Tools:
     """The tool functions; their names, docstrings and annotated parameters are what clients see."""
 
-    def __init__(self, workspace: Workspace, provider: Callable[[], ChatProvider]) -> None:
+    def __init__(self, workspace: Workspace, provider: Callable[[], ChatProvider], jobs: JobRegistry | None = None) -> None:
         self.ws = workspace
         self.provider = provider
+        self.jobs = jobs or JobRegistry()
 
     def catalogue(self, allow_writes: bool) -> list[tuple[Callable[..., Any], bool]]:
         reads = [self.list_kgs, self.search, self.intent_search, self.want_to, self.can_it, self.compose_for,
                  self.similar_to, self.impact_analysis, self.trace_path, self.explore_smart, self.dimension_filter,
-                 self.get_node, self.neighbors, self.proposals, self.memory_context]
-        writes = [self.add_node, self.add_edge, self.proposal_accept, self.proposal_reject]
+                 self.get_node, self.neighbors, self.proposals, self.memory_context, self.job_status]
+        writes = [self.add_node, self.add_edge, self.proposal_accept, self.proposal_reject, self.ingest]
         # ask_expert and memory_add write to the workspace (the conversation, the memory) but not to any KG
         chats = [self.ask_expert, self.memory_add]
         return [(f, True) for f in reads] + [(f, False) for f in chats + (writes if allow_writes else [])]
@@ -215,6 +218,11 @@ class Tools:
             return {"total": total, "proposals": [p.to_dict() for p in page]}
         return self._locked(kg, read)
 
+    def job_status(self, job_id: Annotated[str, Field(min_length=1, max_length=64)]) -> dict[str, Any]:
+        """A background job started by a tool (ingest): status queued / running / complete / failed,
+        progress, and at the end its result or error."""
+        return self.jobs.get(job_id).to_dict()
+
     def memory_context(self, query: Text) -> dict[str, Any]:
         """What the agent memory knows about a query: the context block an expert would inject, with the
         entities and edges behind it."""
@@ -258,6 +266,30 @@ class Tools:
                         note: str | None = None) -> dict[str, Any]:
         """Accept a proposal of the review queue: its edge (or node) is added to the KG with provenance."""
         return self._locked(kg, lambda g: g.proposals.accept(proposal_id, reviewer="mcp", note=note))
+
+    def ingest(self, kg: KgId,
+               paths: Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]],
+                                Field(min_length=1, max_length=100, description="folders or files on this machine, "
+                                      "below the folders KGOS_INGEST_ROOTS allows")],
+               tiers: Annotated[list[Annotated[int, Field(ge=1, le=3)]], Field(
+                   min_length=1, max_length=3, description="1 structure, 2 patterns, 3 LLM concepts")] = [1, 2],  # noqa: B006
+               embed: bool = True) -> dict[str, Any]:
+        """Build or update a KG (created if missing) from code, config files and documents, as a background
+        job: returns the job at once; poll job_status with its job_id for progress and the ingest report."""
+        from ..ingest import IngestOptions
+        from ..ingest import ingest as run_ingest
+        from ..kg import Workspace, check_db_id
+        from .ingest import check_roots
+        db_id = check_db_id(kg)
+        check_roots(paths)
+        options = IngestOptions(tiers=tuple(tiers), embed=embed).checked()
+        chat = self.provider() if 3 in options.tiers else None
+        home = self.ws.home
+
+        def work(progress: Any) -> dict[str, Any]:
+            with Workspace(home) as ws:
+                return run_ingest(ws, db_id, list(paths), options, chat, progress).to_dict()
+        return self.jobs.submit("ingest", work).to_dict()
 
     def proposal_reject(self, kg: KgId, proposal_id: Annotated[int, Field(ge=1)],
                         note: str | None = None) -> dict[str, Any]:
@@ -345,7 +377,9 @@ def mount(app: Any, workspace: Workspace, provider: Callable[[], ChatProvider], 
         app.add_api_route(MCP_PATH, unavailable, methods=["GET", "POST", "DELETE"], include_in_schema=False)
         return
     from mcp.server.transport_security import TransportSecuritySettings
-    server = create_server(workspace, allow_writes=allow_writes, provider=provider)
+    if getattr(app.state, "jobs", None) is None:
+        app.state.jobs = JobRegistry()
+    server = create_server(workspace, allow_writes=allow_writes, provider=provider, jobs=app.state.jobs)
     http = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
                                       transport_security=TransportSecuritySettings(
                                           enable_dns_rebinding_protection=False))
