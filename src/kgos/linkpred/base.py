@@ -69,6 +69,13 @@ def per_entity(entities: np.ndarray, score: Callable[[np.ndarray], np.ndarray],
     return rows if unique.size == inverse.size and np.array_equal(unique, entities) else rows[inverse]
 
 
+def without_self(rows: np.ndarray, entities: np.ndarray) -> np.ndarray:
+    """A similarity predictor's rows with each query node's own score lowered to its row's minimum:
+    a node is most similar to itself, which predicts no edge (and would take rank 1 of every query)."""
+    rows[np.arange(entities.size), entities] = rows.min(axis=1)
+    return rows
+
+
 REGISTRY: dict[str, Callable[..., Predictor]] = {}
 
 

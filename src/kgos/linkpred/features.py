@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import NotTrained
 from ..index.nearest import single_thread_blas
-from .base import Predictor, per_entity, register
+from .base import Predictor, per_entity, register, without_self
 from .complex import _Adam
 from .triples import LinkGraph, Triples
 
@@ -71,7 +71,7 @@ class TextCosine(Predictor):
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
         self.fitted()
         with single_thread_blas():
-            return per_entity(head, lambda rows: self.V[rows] @ self.V.T, self._last)
+            return per_entity(head, lambda rows: without_self(self.V[rows] @ self.V.T, rows), self._last)
 
     def score_heads(self, tail: np.ndarray, relation: np.ndarray) -> np.ndarray:
         return self.score_tails(tail, relation)  # symmetric in h and t
@@ -151,7 +151,7 @@ class SeedScorer(Predictor):
                 np.maximum(buf, 0.0, out=buf)
                 out[i] = np.tanh(buf @ self.w2)
             cos = self.U[e] @ self.U.T
-        return COSINE_WEIGHT * cos + MLP_WEIGHT * out
+        return without_self(COSINE_WEIGHT * cos + MLP_WEIGHT * out, e)
 
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
         return self._scores(np.asarray(head), as_head=True)

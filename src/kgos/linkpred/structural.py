@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .base import Predictor, per_entity, register
+from .base import Predictor, per_entity, register, without_self
 from .triples import LinkGraph, Triples
 
 MAX_EVIDENCE = 5
@@ -48,7 +48,7 @@ class _Neighbourhood(Predictor):
 
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
         self.fitted()
-        return per_entity(head, lambda rows: (self.A[rows] @ self.AW).toarray(), self._last)
+        return per_entity(head, lambda rows: without_self((self.A[rows] @ self.AW).toarray(), rows), self._last)
 
     def score_heads(self, tail: np.ndarray, relation: np.ndarray) -> np.ndarray:
         return self.score_tails(tail, relation)  # symmetric in h and t
