@@ -221,6 +221,7 @@ def readme_mcp_entry() -> dict[str, Any]:
     return config["mcpServers"]["kgos"]
 
 
+@pytest.mark.slow  # a kgos subprocess per test: seconds each on a busy machine
 def test_stdio_round_trip_with_the_readme_entry(home: Path) -> None:
     entry = readme_mcp_entry()
     command = shutil.which(entry["command"]) or pytest.fail(f"{entry['command']} is not on PATH")
@@ -236,6 +237,7 @@ def test_stdio_round_trip_with_the_readme_entry(home: Path) -> None:
     assert json.loads(found.content[0].text)["results"][0]["node"]["id"] == "goal:cost_reduction"
 
 
+@pytest.mark.slow  # a kgos subprocess per test: seconds each on a busy machine
 def test_stdio_stdout_carries_only_protocol(home: Path) -> None:
     """Every stdout line is a JSON-RPC message, also when a tool fails and when the library logs."""
     requests = [
