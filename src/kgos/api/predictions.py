@@ -30,7 +30,7 @@ Rt = Annotated[Runtime, Depends(runtime)]
 DbId = Annotated[str, Path(description="The KG's db_id", examples=["demo"]), AfterValidator(check_db_id)]
 Pid = Annotated[int, Path(ge=1, le=2**62, description="A proposal id")]
 Status = Literal["pending", "accepted", "rejected", "all"]
-Params = Field(default_factory=dict, description="Predictor parameters, e.g. {\"epochs\": 50}")
+Params: Any = Field(default_factory=dict, description="Predictor parameters, e.g. {\"epochs\": 50}")
 Name = Annotated[str, Field(min_length=1, max_length=1000)]
 
 ProposalOut = response_model(Proposal, "ProposalOut")

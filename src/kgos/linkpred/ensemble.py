@@ -9,6 +9,7 @@ noise gets weight 0). Without a validation split, ``valid_fraction`` of the edge
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,15 @@ def _z(scores: np.ndarray) -> np.ndarray:
     mean = scores.mean(axis=1, keepdims=True)
     std = scores.std(axis=1, keepdims=True)
     return (scores - mean) / np.where(std > 0, std, 1.0)
+
+
+def _weighted_sum(items: Iterable[tuple[float, np.ndarray]]) -> np.ndarray:
+    """Sum of weight x array, one array at a time (stacking them first would multiply the memory)."""
+    total: np.ndarray | None = None
+    for w, a in items:
+        total = w * a if total is None else total + w * a
+    assert total is not None, "an ensemble has at least one member"
+    return total
 
 
 @register("ensemble")
@@ -116,7 +126,8 @@ class Ensemble(Predictor):
                 z = {n: _z(np.asarray(self._side(n, query, r, side), np.float64)) for n in used}
                 mask = known.mask(query, r, side)
                 for c in combos:
-                    out["+".join(c)].append(ranks_from_scores(sum(w * z[n] for n, w in c.items()), target, mask))
+                    combined = _weighted_sum((w, z[n]) for n, w in c.items())
+                    out["+".join(c)].append(ranks_from_scores(combined, target, mask))
         return {k: np.concatenate(v) for k, v in out.items()}
 
     def _side(self, name: str, entity: np.ndarray, relation: np.ndarray, side: str) -> np.ndarray:
@@ -128,7 +139,7 @@ class Ensemble(Predictor):
         return {name: self._side(name, entity, relation, side) for name in self.weights}
 
     def combine(self, parts: dict[str, np.ndarray]) -> np.ndarray:
-        return sum(self.weights[name] * _z(np.asarray(s, np.float64)) for name, s in parts.items())  # type: ignore[return-value]
+        return _weighted_sum((self.weights[name], _z(np.asarray(s, np.float64))) for name, s in parts.items())
 
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
         return self.combine(self.parts(np.asarray(head), np.asarray(relation), "tail"))
