@@ -145,3 +145,19 @@ def test_cli(run_cli: Any, tmp_path: Path) -> None:
     assert m["n"] == 4 and m["predictor"] == "adamic_adar"
     assert "Error: give a KG" in run_cli("predict", "eval", code=1).output
     assert "unknown predictor" in run_cli("predict", "discover", "fam", "g0", "--predictor", "ultra", code=1).output
+
+
+def test_validate_over_http(ws: kgos.Workspace) -> None:
+    from api_helpers import BASE_URL
+    from fastapi.testclient import TestClient
+
+    from kgos.api.app import create_app
+    family_kg(ws)
+    answers = ['{"valid": false, "confidence": 0.9, "reasoning": "g1 is no parent of p2."}']
+    c = TestClient(create_app(ws, provider_factory=lambda name, model: Scripted(answers)), base_url=BASE_URL)
+    pid = c.post("/api/kg/fam/predictions", json={"source": "g1", "target": "p2", "type": "parent",
+                                                 "score": 0.3}).json()["added"][0]
+    v = c.post(f"/api/kg/fam/predictions/{pid}/validate", json={"auto_accept": 0.5}).json()
+    assert (v["valid"], v["confidence"], v["accepted"]) == (False, 0.2, False)  # (0.3 + (1 - 0.9)) / 2
+    p = c.get(f"/api/kg/fam/predictions/{pid}").json()
+    assert p["llm_verdict"] is False and p["llm_model"] == "scripted" and p["status"] == "pending"
