@@ -168,8 +168,9 @@ def main() -> None:
         answers += [provider_rows(ws, f"local:{m}", probes(args.local_probes), args.max_tokens, count) for m in models]
         ws.close()
         mcp = mcp_rows(home, [p["query"] for p in probes(args.mcp_queries)])
-    note = (f"{args.probes} / {args.local_probes} demo probes (offline / local), max_tokens {args.max_tokens}, tokens counted with "
-            f"{'the ' + models[0] + ' tokenizer' if models else 'words x 1.3'}; MCP: {args.mcp_queries} queries, uncached.")
+    counted = f"the {models[0]} tokenizer" if models else "words x 1.3"
+    note = (f"{args.probes} / {args.local_probes} demo probes (offline / local), max_tokens {args.max_tokens}, "
+            f"tokens counted with {counted}; MCP: {args.mcp_queries} queries, uncached.")
     print(markdown(answers, mcp, note))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"answers": answers, "mcp": mcp, "note": note}, indent=2))

@@ -29,7 +29,7 @@ needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="needs the kgos[local] e
 
 
 def test_text_before_a_tool_call_streams_and_the_call_is_parsed() -> None:
-    pieces = ["Let me look ", "that up. <tool", "_call>{\"name\": \"search_kg\", ", "\"arguments\": {\"query\": \"cache\"}}",
+    pieces = ["Let me look ", "that up. <tool", '_call>{"name": "search_kg", ', '"arguments": {"query": "cache"}}',
               "</tool_call>"]
     out = list(split_tool_calls(iter(pieces), TOOLS))
     assert "".join(p for p in out if isinstance(p, str)) == "Let me look that up. "

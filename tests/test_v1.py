@@ -36,7 +36,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     ws = kgos.Workspace(home)
     load_demo(ws, embedder=None)
     port = free_port()
-    app = create_app(ws, ServerSettings(port=port), provider_factory=lambda p, m: Slot.provider or get_provider("offline"))
+    app = create_app(ws, ServerSettings(port=port),
+                     provider_factory=lambda p, m: Slot.provider or get_provider("offline"))
     with live_server(app, port) as url:
         yield url
     ws.close()

