@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..embed import get_embedder, resolve_spec
 from ..embed.nodes import EmbedReport, EmbedStatus, drop_vectors, embed_store, vector_count
@@ -79,6 +80,17 @@ def _model_name(spec: str | None) -> str | None:
         return None
 
 
+
+def load_extension(name: str) -> bool:
+    """Import the package that provides ``name`` (entry point group ``kgos.extensions``), which
+    registers it: how ``kg.predict`` and ``ws.ingest`` work without the caller importing the layer
+    above this one. False when no installed package provides it."""
+    found = entry_points(group="kgos.extensions", name=name)
+    for ep in found:
+        ep.load()
+    return bool(found)
+
+
 class KGHome(Protocol):
     """What a KG uses of the workspace that opened it (``kgos.Workspace`` is one): the cache folder,
     and per-KG settings for KGs whose own file KG-OS does not write (attached KGs)."""
@@ -91,7 +103,7 @@ class KGHome(Protocol):
 
 
 class KG:
-    extensions: dict[str, Callable[[KG], Any]] = {}
+    extensions: ClassVar[dict[str, Callable[[KG], Any]]] = {}
 
     def __init__(self, workspace: KGHome, db_id: str, store: GraphStore) -> None:
         self.workspace = workspace
@@ -217,9 +229,12 @@ class KG:
         """The accessor a higher layer registered under ``name`` (``KG.register_extension``), made once
         per KG: the kg layer cannot import the layers above it."""
         if name not in self._extensions:
+            if name not in KG.extensions:
+                load_extension(name)
             factory = KG.extensions.get(name)
             if factory is None:
-                raise KGOSError(f"'{name}' is not loaded: import kgos.linkpred (or the package that provides it)")
+                raise KGOSError(f"'{name}' is not available: no installed package provides it "
+                                "(entry point group 'kgos.extensions')")
             self._extensions[name] = factory(self)
         return self._extensions[name]
 

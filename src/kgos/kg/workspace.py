@@ -34,7 +34,7 @@ from ..store.formats import open_source, writer_for
 from ..store.importer import ImportReport, Progress, bulk_load, merge_into
 from ..store.native import NativeStore
 from ..store.registry import Registry, open_workspace_db
-from .facade import KG
+from .facade import KG, load_extension
 
 if TYPE_CHECKING:
     from ..retrieval.results import SearchResult
@@ -238,9 +238,12 @@ class Workspace:
     def ingest(self, db_id: str, paths: Sequence[str | Path], **options: Any) -> Any:
         """Build or update the KG ``db_id`` from folders and files of code and documents: the
         ``kgos.ingest.ingest`` that importing ``kgos.ingest`` registers (docs/ingest.md)."""
+        if "ingest" not in Workspace.extensions:
+            load_extension("ingest")
         fn = Workspace.extensions.get("ingest")
         if fn is None:
-            raise KGOSError("ingest is not loaded: import kgos.ingest first")
+            raise KGOSError("ingest is not available: no installed package provides it (entry point group "
+                            "'kgos.extensions')")
         return fn(self, db_id, paths, **options)
 
     # -- search across KGs -------------------------------------------------------------------------
