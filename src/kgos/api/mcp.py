@@ -370,37 +370,57 @@ def mount(app: Any, workspace: Workspace, provider: Callable[[], ChatProvider], 
     """Serve the MCP server at ``/mcp`` of ``app`` (streamable HTTP, stateless, JSON answers). It sits
     inside the app's middleware, so the bearer token, body limits and SiteGuard's Host/Origin checks
     apply to it as to every route; the SDK's own Host check is off (SiteGuard's allow-list is the one
-    ``--allowed-host`` configures). Without the ``mcp`` extra, ``/mcp`` answers 501 naming it."""
-    try:
-        load_sdk()
-    except MissingDependency as exc:
-        missing = exc
-
+    ``--allowed-host`` configures). The server is built when the app starts (``running``), not here:
+    building its tool schemas costs ~40 ms and importing the SDK ~0.7 s, which an app that is only
+    tested never needs. Without the ``mcp`` extra, ``/mcp`` answers 501 naming it."""
+    from importlib.util import find_spec
+    if find_spec("mcp") is None:
         def unavailable() -> None:
-            raise missing
+            raise MissingDependency("the MCP SDK (mcp)", "mcp")
         app.add_api_route(MCP_PATH, unavailable, methods=["GET", "POST", "DELETE"], include_in_schema=False)
         return
-    from mcp.server.transport_security import TransportSecuritySettings
     if getattr(app.state, "jobs", None) is None:
         app.state.jobs = JobRegistry()
-    server = create_server(workspace, allow_writes=allow_writes, provider=provider, jobs=app.state.jobs)
-    http = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
-                                      transport_security=TransportSecuritySettings(
-                                          enable_dns_rebinding_protection=False))
-    app.router.routes.extend(http.routes)
-    app.state.mcp = server
+    app.state.mcp_factory = lambda: create_server(workspace, allow_writes=allow_writes, provider=provider,
+                                                  jobs=app.state.jobs)
+    app.router.add_route(MCP_PATH, Forward(app), include_in_schema=False)
+
+
+class Forward:
+    """``/mcp``: hands the request to the SDK's streamable-HTTP app once the app's lifespan started it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        http = getattr(self.app.state, "mcp_http", None)
+        if http is None:
+            from .errors import send_error
+            await send_error(send, 503, "the MCP server starts with the HTTP server (its lifespan), which has "
+                             "not run: serve the app with uvicorn or use TestClient as a context manager",
+                             "ServiceUnavailable")
+            return
+        await http(scope, receive, send)
 
 
 @contextlib.asynccontextmanager
 async def running(app: Any) -> AsyncIterator[None]:
-    """The mounted server's session manager, for the app's lifespan (a mounted app's own lifespan
-    never runs)."""
-    server = getattr(app.state, "mcp", None)
-    if server is None:
+    """Build the mounted server and run its session manager for the app's lifespan (a mounted app's own
+    lifespan never runs)."""
+    factory = getattr(app.state, "mcp_factory", None)
+    if factory is None:
         yield
         return
-    async with server.session_manager.run():
-        yield
+    from mcp.server.transport_security import TransportSecuritySettings
+    server = factory()
+    app.state.mcp_http = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    try:
+        async with server.session_manager.run():
+            yield
+    finally:
+        app.state.mcp_http = None
 
 
 def writes_allowed() -> bool:
