@@ -139,3 +139,18 @@ def test_the_openai_compatible_provider_against_llama_cpp_server(llama_server: s
     pieces = list(provider.stream([Message("user", "Say hello.")], system="Answer in a few words.", max_tokens=16))
     assert len(pieces) > 1 and "".join(pieces).strip()
     assert provider.complete([Message("user", "Say yes.")], max_tokens=8).strip()
+
+
+@pytest.mark.slow
+@needs_model
+def test_offered_tools_the_small_model_either_calls_or_answers_never_crashes(tmp_path: Path) -> None:
+    """With tools offered, whatever the model writes (text, a call, a malformed call) ends as an answer
+    or a reported provider error: the turn completes and is saved."""
+    from kgos.api.turns import ask
+    ws = kgos.Workspace(tmp_path)
+    load_demo(ws, embedder=None)
+    provider = get_provider("local", n_threads=1, tools=True)
+    assert provider.supports_tools
+    answer = ask(ws, provider, "demo", "Search the graph for prompt caching.", max_tokens=48)
+    assert answer.message_id is not None and (answer.answer.strip() or answer.error)
+    assert answer.error is None or "tool call" in answer.error
