@@ -97,6 +97,9 @@ def test_live_run_breakpoint_step_events_and_hot_reload(ws: kgos.Workspace, corp
 
 def test_ask_answer_and_stop(ws: kgos.Workspace, corpus: Path) -> None:
     c = client(ws)
+    waiting = c.post("/api/research/runs", json={"question": "zip", "corpus": str(corpus), "wait": True})
+    assert waiting.status_code == 200 and waiting.json()["status"] == "waiting"  # wait ends at an ask
+    assert c.post(f"/api/research/runs/{waiting.json()['run_id']}/control", json={"action": "stop"}).status_code == 200
     run_id = c.post("/api/research/runs", json={"question": "tar", "corpus": str(corpus)}).json()["run_id"]
     end = time.monotonic() + 20
     while c.get(f"/api/research/runs/{run_id}").json()["status"] != "waiting":

@@ -110,7 +110,8 @@ def _request(body: RunRequest) -> ResearchRequest:
     return ResearchRequest(**{**d, "kgs": tuple(d["kgs"]), "breakpoints": tuple(d["breakpoints"])})
 
 
-@router.post("/api/research/runs", status_code=202, responses=RESPONSES,
+@router.post("/api/research/runs", status_code=202,
+             responses={**RESPONSES, 200: {"model": ResultModel, "description": "the finished run (wait: true)"}},
              response_model=Started | ResultModel,  # type: ignore[valid-type]
              summary="Start a research run (202 with its id; with wait: true, 200 with its result)")
 def start_run(body: RunRequest, rt: RT, runs: Live) -> Any:

@@ -9,6 +9,7 @@ them out; their manifests stay on disk either way.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -87,7 +88,13 @@ class LiveRuns:
         return bool(t and t.is_alive())
 
     def join(self, run_id: str, timeout: float | None = None) -> None:
+        """Wait until the run ends or waits for a person's answer (an ask never ends by itself)."""
         with self._lock:
-            t = self._threads.get(run_id)
-        if t is not None:
-            t.join(timeout)
+            t, runner = self._threads.get(run_id), self._runs.get(run_id)
+        end = None if timeout is None else time.monotonic() + timeout
+        while t is not None and t.is_alive():
+            if runner is not None and runner.manifest.get("status") == "waiting":
+                return
+            if end is not None and time.monotonic() >= end:
+                return
+            t.join(0.05)
