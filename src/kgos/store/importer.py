@@ -171,6 +171,25 @@ def _batches(records: Iterator[Record], size: int = BATCH) -> Iterator[list[Reco
         yield batch
 
 
+def _node_rows(batch: list[Record], ids: dict[str, int], ts: str, invalid: Invalid) -> list[tuple[Any, ...]]:
+    """Rows for the nodes table of the batch's valid records; ``ids`` learns each new id with its
+    rowid (counting on from ``len(ids)``). A record that fails its checks, or repeats an id of the
+    file, is taken by ``invalid``: the first of the two stays, so edges to that id are kept."""
+    rows = []
+    for loc, rec in batch:
+        try:
+            row = node_row(loc, rec, ts)
+        except ImportFailed as exc:
+            invalid.take(exc, rec)
+            continue
+        if row[0] in ids:
+            invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
+            continue
+        ids[row[0]] = len(ids) + 1
+        rows.append(row)
+    return rows
+
+
 def _edge_rows(batch: list[Record], ids: dict[str, int], skip_dangling: bool,
                ts: str, invalid: Invalid | None = None) -> tuple[list[tuple[Any, ...]], int]:
     """Rows for the edges table (endpoints as node rowids) and the number of dangling edges skipped."""
@@ -243,19 +262,7 @@ def _bulk_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: P
     sql = ("INSERT INTO nodes (rowid, id, name, norm_name, type, description, properties, created_at, "
            "updated_at) VALUES (?,?,?,?,?,?,?,?,?)")
     for batch in _batches(records):
-        rows = []
-        for loc, rec in batch:
-            try:
-                row = node_row(loc, rec, ts)
-            except ImportFailed as exc:
-                invalid.take(exc, rec)
-                continue
-            if row[0] in ids:  # the first of the two stays: edges to this id are kept
-                invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
-                continue
-            ids[row[0]] = len(ids) + 1
-            rows.append((len(ids), *row))
-        conn.executemany(sql, rows)
+        conn.executemany(sql, [(ids[row[0]], *row) for row in _node_rows(batch, ids, ts, invalid)])
         if progress:
             progress("nodes", len(ids))
     return ids
@@ -359,25 +366,15 @@ class _PropertyMerge:
 
 def _merge_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: Progress | None,
                  invalid: Invalid) -> int:
-    ts, count, seen = migrations.now_iso(), 0, set()
+    ts, count = migrations.now_iso(), 0
+    seen: dict[str, int] = {}  # ids of the file so far (a repeated one is invalid)
     sql = ("INSERT INTO nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
            "norm_name=excluded.norm_name, type=excluded.type, "
            "description=CASE WHEN excluded.description = '' THEN description ELSE excluded.description END, "
            "properties=kgos_merge(properties, excluded.properties), updated_at=?")
     for batch in _batches(records):
-        rows = []
-        for loc, rec in batch:
-            try:
-                row = node_row(loc, rec, ts)
-            except ImportFailed as exc:
-                invalid.take(exc, rec)
-                continue
-            if row[0] in seen:
-                invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
-                continue
-            seen.add(row[0])
-            rows.append((*row, ts))
+        rows = [(*row, ts) for row in _node_rows(batch, seen, ts, invalid)]
         conn.executemany(sql, rows)
         count += len(rows)
         if progress:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ImportFailed, InvalidArgument, KGExists
 from .formats import Record, Source
-from .importer import ImportReport, Invalid, Progress, _batches, _edge_rows, _fail, node_row
+from .importer import ImportReport, Invalid, Progress, _batches, _edge_rows, _node_rows
 from .limits import check_properties, parse_json
 from .migrations import now_iso
 from .native import merge_properties
@@ -59,17 +59,8 @@ def _copy_nodes(conn: Any, s: str, records: Iterator[Record], progress: Progress
         progress("nodes", 0)
     with conn.cursor().copy(NODE_COPY.replace("{s}", s)) as copy:
         for batch in _batches(records):
-            for loc, rec in batch:
-                try:
-                    row = node_row(loc, rec, ts)
-                except ImportFailed as exc:
-                    invalid.take(exc, rec)
-                    continue
-                if row[0] in ids:  # the first of the two stays: edges to this id are kept
-                    invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
-                    continue
-                ids[row[0]] = len(ids) + 1
-                copy.write_row((len(ids), *row))
+            for row in _node_rows(batch, ids, ts, invalid):
+                copy.write_row((ids[row[0]], *row))
             if progress:
                 progress("nodes", len(ids))
     conn.execute("SELECT setval(pg_get_serial_sequence(%s, 'rowid'), %s, true)", (f"{s}.nodes", max(len(ids), 1)))
@@ -151,24 +142,14 @@ def _merged(old: str | None, new: str) -> str:
 
 
 def _merge_nodes(conn: Any, s: str, records: Iterator[Record], progress: Progress | None, invalid: Invalid) -> int:
-    ts, count, seen = now_iso(), 0, set()
+    ts, count = now_iso(), 0
+    seen: dict[str, int] = {}  # ids of the file so far (a repeated one is invalid)
     sql = (f"INSERT INTO {s}.nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
            "VALUES (%s,%s,%s,%s,%s,%s::jsonb,%s,%s) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
            "norm_name = excluded.norm_name, type = excluded.type, description = CASE WHEN excluded.description = '' "
            "THEN nodes.description ELSE excluded.description END, properties = excluded.properties, updated_at = %s")
     for batch in _batches(records):
-        rows = []
-        for loc, rec in batch:
-            try:
-                row = node_row(loc, rec, ts)
-            except ImportFailed as exc:
-                invalid.take(exc, rec)
-                continue
-            if row[0] in seen:
-                invalid.take(_fail(loc, f"duplicate node id '{row[0]}' (ids must be unique within a file)"))
-                continue
-            seen.add(row[0])
-            rows.append(row)
+        rows = _node_rows(batch, seen, ts, invalid)
         old = dict(conn.execute(f"SELECT id, properties::text FROM {s}.nodes WHERE id = ANY(%s) FOR UPDATE",
                                 ([r[0] for r in rows],)).fetchall())
         conn.cursor().executemany(sql, [(*r[:5], _merged(old.get(r[0]), r[5]), *r[6:], ts) for r in rows])
