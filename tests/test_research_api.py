@@ -100,6 +100,12 @@ def test_ask_answer_and_stop(ws: kgos.Workspace, corpus: Path) -> None:
     waiting = c.post("/api/research/runs", json={"question": "zip", "corpus": str(corpus), "wait": True})
     assert waiting.status_code == 200 and waiting.json()["status"] == "waiting"  # wait ends at an ask
     assert c.post(f"/api/research/runs/{waiting.json()['run_id']}/control", json={"action": "stop"}).status_code == 200
+    c.app.state.research_runs.answer_wait = 0.2  # nobody answers: the thread ends, the run stays waiting
+    idle = c.post("/api/research/runs", json={"question": "gzip", "corpus": str(corpus), "wait": True}).json()
+    m = wait_for(c, idle["run_id"], {"waiting"})
+    assert not m["live"] and m["pending_question"]
+    assert c.post(f"/api/research/runs/{idle['run_id']}/answer", json={"text": "what it is"}).status_code == 200
+    assert wait_for(c, idle["run_id"], {"completed"})["answers"][0]["text"] == "what it is"
     run_id = c.post("/api/research/runs", json={"question": "tar", "corpus": str(corpus)}).json()["run_id"]
     end = time.monotonic() + 20
     while c.get(f"/api/research/runs/{run_id}").json()["status"] != "waiting":

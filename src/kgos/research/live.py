@@ -23,24 +23,27 @@ from .service import prepare_resume
 __all__ = ["LiveRuns"]
 
 KEEP = 50
+ANSWER_WAIT = 600.0  # seconds a live run blocks for an answer; then it is saved as waiting (resumable)
 
 
 class LiveRuns:
     """The runs this process is executing or executed, by run id."""
 
-    def __init__(self, home: Path, database_url: str | None = None) -> None:
-        self.home, self.database_url = Path(home), database_url
+    def __init__(self, home: Path, database_url: str | None = None, answer_wait: float = ANSWER_WAIT) -> None:
+        self.home, self.database_url, self.answer_wait = Path(home), database_url, answer_wait
         self._runs: OrderedDict[str, ResearchRunner] = OrderedDict()
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
     def start(self, request: ResearchRequest, provider: Any = None) -> ResearchRunner:
         """Start a run in the background; an ask blocks it until ``answer``."""
-        return self._launch(lambda ws: ResearchRunner(ws, request, wait_for_answers=True, provider=provider))
+        return self._launch(lambda ws: ResearchRunner(ws, request, wait_for_answers=True, provider=provider,
+                                                      answer_timeout=self.answer_wait))
 
     def resume(self, run_id: str, answer: str | None = None, provider: Any = None) -> ResearchRunner:
         """Continue a saved run (waiting, stopped or interrupted) in the background."""
-        return self._launch(lambda ws: prepare_resume(ws, run_id, answer, provider=provider, wait_for_answers=True))
+        return self._launch(lambda ws: prepare_resume(ws, run_id, answer, provider=provider, wait_for_answers=True,
+                                                      answer_timeout=self.answer_wait))
 
     def _launch(self, make: Callable[[Workspace], ResearchRunner]) -> ResearchRunner:
         ws = Workspace(self.home, database_url=self.database_url)

@@ -132,15 +132,16 @@ def failed_output(exc: BaseException) -> StageOutput:
 class ResearchRunner:
     """One run over a workspace. ``run()`` blocks until it stops or waits for an answer; ``on_ask``
     (question -> answer or None) answers in-line (the CLI prompt); ``wait_for_answers`` makes an ask
-    block until ``control.answer`` (the API). Other threads steer it through ``control``."""
+    block until ``control.answer`` (the API), at most ``answer_timeout`` seconds, after which the run
+    returns ``waiting`` (resumable). Other threads steer it through ``control``."""
 
     def __init__(self, ws: Any, request: ResearchRequest, *, control: RunControl | None = None,
                  on_ask: Callable[[str], str | None] | None = None, wait_for_answers: bool = False,
-                 provider: Any = None, run_id: str | None = None) -> None:
+                 provider: Any = None, run_id: str | None = None, answer_timeout: float | None = None) -> None:
         self.ws, self.request = ws, request.checked()
         self.store = RunStore(ws.home)
         self.control = control or RunControl(self.request.breakpoints)
-        self.on_ask, self.wait_for_answers = on_ask, wait_for_answers
+        self.on_ask, self.wait_for_answers, self.answer_timeout = on_ask, wait_for_answers, answer_timeout
         self.modules = self._modules()
         self.services = self._services(provider)
         self.run_id = run_id or self.store.new_run_id()
@@ -381,7 +382,7 @@ class ResearchRunner:
         if self.on_ask is not None:
             answer = await asyncio.to_thread(self.on_ask, d["question"])
         elif self.wait_for_answers:
-            answer = await asyncio.to_thread(self.control.wait_answer)
+            answer = await asyncio.to_thread(self.control.wait_answer, self.answer_timeout)
             if answer is None and self.control.stopped:
                 raise Interrupted()
         if not answer or not answer.strip():

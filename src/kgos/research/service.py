@@ -44,7 +44,8 @@ def resume(ws: Any, run_id: str, answer: str | None = None, *,
 
 def prepare_resume(ws: Any, run_id: str, answer: str | None = None, *,
                    on_ask: Callable[[str], str | None] | None = None, provider: Any = None,
-                   wait_for_answers: bool = False, control: RunControl | None = None) -> ResearchRunner:
+                   wait_for_answers: bool = False, control: RunControl | None = None,
+                   answer_timeout: float | None = None) -> ResearchRunner:
     """The runner of a saved run with its loop state restored and the answer accepted, ready to run."""
     m = RunStore(ws.home).manifest(run_id)
     status = m.get("status")
@@ -57,7 +58,8 @@ def prepare_resume(ws: Any, run_id: str, answer: str | None = None, *,
     if status != "waiting" and answer:
         raise RunStateConflict(f"run {run_id} is {status} and asks nothing")
     runner = ResearchRunner(ws, ResearchRequest.from_dict(m["request"]), on_ask=on_ask, provider=provider,
-                            run_id=run_id, wait_for_answers=wait_for_answers, control=control)
+                            run_id=run_id, wait_for_answers=wait_for_answers, control=control,
+                            answer_timeout=answer_timeout)
     runner.restore()
     if stopped_by_user:  # the stop decision is history; the loop goes on
         runner.manifest["final_state"] = None
