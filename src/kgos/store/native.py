@@ -73,6 +73,19 @@ def check_weight(weight: Any) -> float:
     return float(weight)
 
 
+def node_of_row(row: tuple[Any, ...]) -> Node:
+    """A ``Node`` from a row of ``NODE_COLS`` (the same columns in SQLite and PostgreSQL)."""
+    return Node(id=row[1], name=row[2], type=row[3], description=row[4],
+                properties=load_json_object(row[5], f"properties of node {row[1]!r}"),
+                created_at=row[6], updated_at=row[7])
+
+
+def edge_of_row(row: tuple[Any, ...]) -> Edge:
+    """An ``Edge`` from a row (source id, target id, type, weight, properties, id, created_at)."""
+    return Edge(source=row[0], target=row[1], type=row[2], weight=row[3],
+                properties=load_json_object(row[4], "edge properties"), id=row[5], created_at=row[6])
+
+
 class NativeStore(GraphStore):
     """A native KG file. Open with ``NativeStore(path, db_id)``; create with ``NativeStore.create``."""
 
@@ -153,16 +166,8 @@ class NativeStore(GraphStore):
     def edge_types(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT type, count(*) FROM edges GROUP BY type ORDER BY 2 DESC"))
 
-    @staticmethod
-    def _node(row: tuple[Any, ...]) -> Node:
-        return Node(id=row[1], name=row[2], type=row[3], description=row[4],
-                    properties=load_json_object(row[5], f"properties of node {row[1]!r}"),
-                    created_at=row[6], updated_at=row[7])
-
-    @staticmethod
-    def _edge(row: tuple[Any, ...]) -> Edge:
-        return Edge(source=row[0], target=row[1], type=row[2], weight=row[3],
-                    properties=load_json_object(row[4], "edge properties"), id=row[5], created_at=row[6])
+    _node = staticmethod(node_of_row)
+    _edge = staticmethod(edge_of_row)
 
     def get_node(self, node_id: str) -> Node | None:
         row = self.conn.execute(f"SELECT {NODE_COLS} FROM nodes WHERE id = ?", (node_id,)).fetchone()
@@ -225,19 +230,7 @@ class NativeStore(GraphStore):
     def graph_arrays(self) -> GraphArrays:
         with self.read_transaction():  # nodes and edges of one state: no edge to a node not yet listed
             rows, edges = self._graph_rows()
-        rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-        ntype, ntype_names = codes([r[2] for r in rows])
-        n = len(edges)
-        src, src_ok = _rows_of(rowids, np.fromiter((e[0] for e in edges), np.int64, n))
-        dst, dst_ok = _rows_of(rowids, np.fromiter((e[1] for e in edges), np.int64, n))
-        keep = np.flatnonzero(src_ok & dst_ok)
-        if keep.size < n:  # only edges whose both ends exist (a native file enforces it; a hand-edited one may not)
-            edges = [edges[i] for i in keep.tolist()]
-            src, dst, n = src[keep], dst[keep], keep.size
-        etype, etype_names = codes([e[2] for e in edges])
-        return GraphArrays(node_ids=tuple(r[1] for r in rows), node_types=ntype, node_type_names=ntype_names,
-                           src=src, dst=dst, type_code=etype, types=etype_names,
-                           weight=np.fromiter((e[3] for e in edges), np.float32, n))
+        return graph_arrays_of(rows, edges)
 
     def _graph_rows(self) -> tuple[list[Any], list[Any]]:
         nodes = self.conn.execute("SELECT rowid, id, type FROM nodes ORDER BY rowid").fetchall()
@@ -372,6 +365,24 @@ def check_node_fields(name: Any, type: Any, description: Any, properties: Any) -
         raise InvalidArgument("node description must be a string")
     if properties is not None and not isinstance(properties, dict):
         raise InvalidArgument("node properties must be a JSON object (a dict)")
+
+
+def graph_arrays_of(rows: list[Any], edges: list[Any]) -> GraphArrays:
+    """``GraphArrays`` from node rows (rowid, id, type) and edge rows (source rowid, target rowid, type,
+    weight), both in rowid order."""
+    rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+    ntype, ntype_names = codes([r[2] for r in rows])
+    n = len(edges)
+    src, src_ok = _rows_of(rowids, np.fromiter((e[0] for e in edges), np.int64, n))
+    dst, dst_ok = _rows_of(rowids, np.fromiter((e[1] for e in edges), np.int64, n))
+    keep = np.flatnonzero(src_ok & dst_ok)
+    if keep.size < n:  # only edges whose both ends exist (the schemas enforce it; a hand-edited file may not)
+        edges = [edges[i] for i in keep.tolist()]
+        src, dst, n = src[keep], dst[keep], keep.size
+    etype, etype_names = codes([e[2] for e in edges])
+    return GraphArrays(node_ids=tuple(r[1] for r in rows), node_types=ntype, node_type_names=ntype_names,
+                       src=src, dst=dst, type_code=etype, types=etype_names,
+                       weight=np.fromiter((e[3] for e in edges), np.float32, n))
 
 
 def _rows_of(rowids: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

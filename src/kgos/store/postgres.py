@@ -20,10 +20,18 @@ import numpy as np
 
 from ..errors import InvalidArgument, KGNotFound
 from ..model import Edge, Neighbor, Node, normalize_name, slugify
-from .arrays import GraphArrays, codes
+from .arrays import GraphArrays
 from .base import GraphStore, load_json_object
 from .migrations import now_iso
-from .native import _rows_of, check_node_fields, check_weight, dumps, merge_properties
+from .native import (
+    check_node_fields,
+    check_weight,
+    dumps,
+    edge_of_row,
+    graph_arrays_of,
+    merge_properties,
+    node_of_row,
+)
 from .postgres_db import PgDatabase, database
 from .postgres_schema import apply_kg
 
@@ -167,16 +175,8 @@ class PostgresStore(GraphStore):
     def edge_types(self) -> dict[str, int]:
         return dict(self._rows("SELECT type, count(*) FROM {s}.edges GROUP BY type ORDER BY 2 DESC, 1"))  # type: ignore[arg-type]
 
-    @staticmethod
-    def _node(row: tuple[Any, ...]) -> Node:
-        return Node(id=row[1], name=row[2], type=row[3], description=row[4],
-                    properties=load_json_object(row[5], f"properties of node {row[1]!r}"),
-                    created_at=row[6], updated_at=row[7])
-
-    @staticmethod
-    def _edge(row: tuple[Any, ...]) -> Edge:
-        return Edge(source=row[0], target=row[1], type=row[2], weight=row[3],
-                    properties=load_json_object(row[4], "edge properties"), id=row[5], created_at=row[6])
+    _node = staticmethod(node_of_row)
+    _edge = staticmethod(edge_of_row)
 
     def get_node(self, node_id: str) -> Node | None:
         row = self._one(f"SELECT {NODE_COLS} FROM {{s}}.nodes WHERE id = %s", (node_id,))
@@ -233,15 +233,7 @@ class PostgresStore(GraphStore):
         with self.read_transaction():
             rows = self._rows("SELECT rowid, id, type FROM {s}.nodes ORDER BY rowid")
             edges = self._rows("SELECT source, target, type, weight FROM {s}.edges ORDER BY rowid")
-        rowids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-        ntype, ntype_names = codes([r[2] for r in rows])
-        n = len(edges)
-        src, _ = _rows_of(rowids, np.fromiter((e[0] for e in edges), np.int64, n))
-        dst, _ = _rows_of(rowids, np.fromiter((e[1] for e in edges), np.int64, n))  # foreign keys: all found
-        etype, etype_names = codes([e[2] for e in edges])
-        return GraphArrays(node_ids=tuple(r[1] for r in rows), node_types=ntype, node_type_names=ntype_names,
-                           src=src, dst=dst, type_code=etype, types=etype_names,
-                           weight=np.fromiter((e[3] for e in edges), np.float32, n))
+        return graph_arrays_of(rows, edges)
 
     def node_rowids(self) -> np.ndarray:
         return np.fromiter((r[0] for r in self._rows("SELECT rowid FROM {s}.nodes ORDER BY rowid")), np.int64)
