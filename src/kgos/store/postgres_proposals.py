@@ -30,6 +30,7 @@ from .proposals import (
     _node_fields,
     _row,
     _stale,
+    all_pending,
 )
 
 Proposals = list[Proposal]
@@ -122,13 +123,7 @@ class PgProposalStore(ProposalStore):
 
     def _pending(self, ids: Sequence[int]) -> Proposals:
         """The proposals, locked and each still pending (a second reviewer waits, then conflicts)."""
-        found = [self._fetch(i, lock=True) for i in ids]
-        decided = [p for p in found if p.status != "pending"]
-        if decided:
-            p = decided[0]
-            raise ProposalConflict(f"proposal {p.id} is already {p.status} (by {p.reviewer or 'someone'} at "
-                                   f"{p.reviewed_at}); undo it first to review it again")
-        return found
+        return all_pending([self._fetch(i, lock=True) for i in ids])
 
     def reject(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> Proposals:
         with self.graph.transaction(bump=False):

@@ -309,13 +309,7 @@ class SQLiteProposalStore(ProposalStore):
     def _pending(self, ids: Sequence[int]) -> Proposals:
         """The proposals, each still pending (checked inside the write lock: two reviewers cannot both
         decide one proposal)."""
-        found = [self._fetch(i) for i in ids]
-        decided = [p for p in found if p.status != "pending"]
-        if decided:
-            p = decided[0]
-            raise ProposalConflict(f"proposal {p.id} is already {p.status} (by {p.reviewer or 'someone'} at "
-                                   f"{p.reviewed_at}); undo it first to review it again")
-        return found
+        return all_pending([self._fetch(i) for i in ids])
 
     def reject(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> Proposals:
         with self._tx() as conn:
@@ -392,6 +386,16 @@ def _edge_fields(p: Proposal) -> tuple[float, dict[str, Any]]:
     weight = p.payload.get("weight", 1.0)
     props = p.payload.get("properties") or {}
     return float(weight), {**props, **provenance(p)}
+
+
+def all_pending(found: Proposals) -> Proposals:
+    """``found``, each still pending, or ``ProposalConflict`` naming the first one already decided."""
+    decided = [p for p in found if p.status != "pending"]
+    if decided:
+        p = decided[0]
+        raise ProposalConflict(f"proposal {p.id} is already {p.status} (by {p.reviewer or 'someone'} at "
+                               f"{p.reviewed_at}); undo it first to review it again")
+    return found
 
 
 def _stale(p: Proposal, missing: str) -> ProposalStale:
