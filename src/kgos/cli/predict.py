@@ -167,7 +167,9 @@ def _review(ctx: click.Context, db_id: str, decision: str, ids: tuple[int, ...],
 
 
 def review_options(f: Any) -> Any:
+    """KG, ids or a batch filter, the reviewer's note and the output options of accept and reject."""
     for opt in reversed([
+        click.argument("db_id", metavar="KG"),
         click.argument("ids", nargs=-1, type=int),
         click.option("--origin", help="Batch: the pending proposals from this source."),
         click.option("--relation", "type_", help="Batch: the pending proposals of this relation."),
@@ -175,33 +177,25 @@ def review_options(f: Any) -> Any:
         click.option("--limit", default=1000, show_default=True, help="Batch: at most this many."),
         click.option("--reviewer", help="Who reviews (stored with the decision)."),
         click.option("--note", help="Why (stored with the decision)."),
+        output_options,
+        click.pass_context,
     ]):
         f = opt(f)
     return f
 
 
 @predict_group.command("accept")
-@click.argument("db_id", metavar="KG")
 @review_options
-@output_options
-@click.pass_context
-def accept(ctx: click.Context, db_id: str, ids: tuple[int, ...], origin: str | None, type_: str | None,
-           min_confidence: float | None, limit: int, reviewer: str | None, note: str | None, json_: bool,
-           plain_: bool) -> None:
+def accept(ctx: click.Context, db_id: str, **review: Any) -> None:
     """Accept proposals: each becomes an edge with {source, confidence, prediction_id} (all or none)."""
-    _review(ctx, db_id, "accept", ids, origin, type_, min_confidence, limit, reviewer, note, json_, plain_)
+    _review(ctx, db_id, "accept", **review)
 
 
 @predict_group.command("reject")
-@click.argument("db_id", metavar="KG")
 @review_options
-@output_options
-@click.pass_context
-def reject(ctx: click.Context, db_id: str, ids: tuple[int, ...], origin: str | None, type_: str | None,
-           min_confidence: float | None, limit: int, reviewer: str | None, note: str | None, json_: bool,
-           plain_: bool) -> None:
+def reject(ctx: click.Context, db_id: str, **review: Any) -> None:
     """Reject proposals; a rejected edge is never proposed again."""
-    _review(ctx, db_id, "reject", ids, origin, type_, min_confidence, limit, reviewer, note, json_, plain_)
+    _review(ctx, db_id, "reject", **review)
 
 
 @predict_group.command("undo")
