@@ -19,6 +19,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 PASSWORD = "kgos-test-secret"
 
 
@@ -91,6 +93,14 @@ def cluster() -> tuple[Cluster | None, str | None]:
         except (RuntimeError, OSError, KeyError, subprocess.SubprocessError) as exc:  # the skip reason, as is
             _WHY_NOT = f"no PostgreSQL server could be started: {exc}"
     return _CLUSTER, _WHY_NOT
+
+
+def running_cluster() -> Cluster:
+    """The cluster, or the calling test skipped with the reason there is none."""
+    c, why = cluster()
+    if c is None:
+        pytest.skip(why or "no PostgreSQL server")
+    return c
 
 
 def _start() -> Cluster:

@@ -14,7 +14,7 @@ import pytest
 from api_helpers import client, error
 from click.testing import CliRunner
 from conftest import write_nodelink
-from postgres_cluster import PASSWORD, cluster
+from postgres_cluster import PASSWORD, running_cluster
 
 import kgos
 from kgos.cli import cli
@@ -36,10 +36,7 @@ EDGES = [{"source": f"n{i}", "target": f"n{i + 1}", "type": "next"} for i in ran
 
 @pytest.fixture(scope="module")
 def pg():
-    c, why = cluster()
-    if c is None:
-        pytest.skip(why or "no PostgreSQL server")
-    return c
+    return running_cluster()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ fast suite has two servers deciding one proposal at once, in test_postgres.py)."
 from __future__ import annotations
 
 import pytest
-from postgres_cluster import cluster
+from postgres_cluster import running_cluster
 from test_review_queue import (  # noqa: F401  (collected here again, with the kg fixture below)
     test_a_pending_duplicate_merges_scores_from_each_source,
     test_accept_promotes_with_provenance_and_undo_removes_only_that_edge,
@@ -29,9 +29,7 @@ _URL: list[str] = []
 
 @pytest.fixture
 def kg(tmp_path, monkeypatch):
-    c, why = cluster()
-    if c is None:
-        pytest.skip(why or "no PostgreSQL server")
+    c = running_cluster()
     if not _URL:
         _URL.append(c.new_database())
     monkeypatch.setenv("KGOS_DATABASE_URL", _URL[0])  # every Workspace of the test, as a second server would

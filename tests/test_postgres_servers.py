@@ -16,7 +16,7 @@ import httpx
 import pytest
 from api_helpers import client, error
 from conftest import write_nodelink
-from postgres_cluster import cluster
+from postgres_cluster import running_cluster
 
 import kgos
 
@@ -25,10 +25,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def pg():
-    c, why = cluster()
-    if c is None:
-        pytest.skip(why or "no PostgreSQL server")
-    return c
+    return running_cluster()
 
 
 def test_database_down_then_back_without_restarting(pg, tmp_path, monkeypatch):
