@@ -30,7 +30,7 @@ from .base import GraphStore, sqlite_read
 from .migrations import now_iso
 
 # The native store's argument checks, so both stores refuse the same input with the same message.
-from .native import check_node_fields, check_weight, dumps, merge_properties, sqlite_uri
+from .native import check_node_fields, check_weight, dumps, merge_properties, sqlite_uri, updated_fields
 from .profiles import Profile, profile_for, quote_ident
 
 DEFAULT_EDGE_TYPE = "relates_to"  # for rows whose type cell is NULL
@@ -494,12 +494,9 @@ class ForeignStore(GraphStore):
         old = self.get_node(id)
         if old is None:
             raise self.not_found(str(id))
-        props = properties if replace_properties else merge_properties(old.properties, properties or {})
-        new = (name if name is not None else old.name, type if type is not None else old.type,
-               description if description is not None else old.description)
-        check_node_fields(*new, props)
+        new = updated_fields(old, name, type, description, properties, replace_properties)
         with self._transaction():
-            self._update_node_row(self.stored_key(id), *new, props or {})
+            self._update_node_row(self.stored_key(id), *new)
         return self.get_node(id)  # type: ignore[return-value]
 
     def delete_node(self, id: str) -> int:

@@ -283,14 +283,11 @@ class NativeStore(GraphStore):
         old = self.get_node(id)
         if old is None:
             raise self.not_found(id)
-        props = properties if replace_properties else merge_properties(old.properties, properties or {})
-        new = (name if name is not None else old.name, type if type is not None else old.type,
-               description if description is not None else old.description)
-        check_node_fields(*new, props)
+        new = updated_fields(old, name, type, description, properties, replace_properties)
         with self.transaction() as conn:
             conn.execute("UPDATE nodes SET name=?, norm_name=?, type=?, description=?, properties=?, "
                          "updated_at=? WHERE id=?",
-                         (new[0], normalize_name(new[0]), new[1], new[2], dumps(props or {}), now_iso(), id))
+                         (new[0], normalize_name(new[0]), new[1], new[2], dumps(new[3]), now_iso(), id))
         return self.get_node(id)  # type: ignore[return-value]
 
     def delete_node(self, id: str) -> int:
@@ -365,6 +362,17 @@ def check_node_fields(name: Any, type: Any, description: Any, properties: Any) -
         raise InvalidArgument("node description must be a string")
     if properties is not None and not isinstance(properties, dict):
         raise InvalidArgument("node properties must be a JSON object (a dict)")
+
+
+def updated_fields(old: Node, name: str | None, type: str | None, description: str | None,
+                   properties: dict[str, Any] | None, replace_properties: bool) -> tuple[str, str, str, dict[str, Any]]:
+    """(name, type, description, properties) of ``old`` after ``update_node``, checked: the given
+    fields replace the old ones; properties are merged into the old ones unless ``replace_properties``."""
+    props = properties if replace_properties else merge_properties(old.properties, properties or {})
+    new = (name if name is not None else old.name, type if type is not None else old.type,
+           description if description is not None else old.description)
+    check_node_fields(*new, props)
+    return (*new, props or {})
 
 
 def graph_arrays_of(rows: list[Any], edges: list[Any]) -> GraphArrays:

@@ -31,6 +31,7 @@ from .native import (
     graph_arrays_of,
     merge_properties,
     node_of_row,
+    updated_fields,
 )
 from .postgres_db import PgDatabase, database
 from .postgres_schema import apply_kg
@@ -291,13 +292,10 @@ class PostgresStore(GraphStore):
             old = self._locked(id)
             if old is None:
                 raise self.not_found(id)
-            props = properties if replace_properties else merge_properties(old.properties, properties or {})
-            new = (name if name is not None else old.name, type if type is not None else old.type,
-                   description if description is not None else old.description)
-            check_node_fields(*new, props)
+            new = updated_fields(old, name, type, description, properties, replace_properties)
             self._rows("UPDATE {s}.nodes SET name=%s, norm_name=%s, type=%s, description=%s, "
                        "properties=%s::jsonb, updated_at=%s WHERE id=%s RETURNING 1",
-                       (new[0], normalize_name(new[0]), new[1], new[2], dumps(props or {}), now_iso(), id))
+                       (new[0], normalize_name(new[0]), new[1], new[2], dumps(new[3]), now_iso(), id))
         return self.get_node(id)  # type: ignore[return-value]
 
     def delete_node(self, id: str) -> int:
