@@ -145,3 +145,15 @@ def test_bad_input_is_4xx(ws: kgos.Workspace, corpus: str, tmp_path: Path) -> No
     (folder / "manifest.json").write_text(json.dumps(m))
     body = error(c.post(f"/api/research/runs/{run_id}/replay", json={}), 409, "SnapshotMismatch")
     assert "manifest_sha256" in body["detail"]
+
+
+def test_a_process_with_a_run_waiting_for_an_answer_still_exits(tmp_path: Path) -> None:
+    """A live run blocked on a person's answer must not keep the server process alive at exit."""
+    import subprocess
+    import sys
+    code = ("import sys; from kgos.research.live import LiveRuns; from kgos.research import ResearchRequest; "
+            f"runs = LiveRuns({str(tmp_path / 'home')!r}); r = runs.start(ResearchRequest('zip')); "
+            "runs.join(r.run_id, 30); print(r.manifest['status'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "KGOS_EMBEDDER": "hash"})
+    assert done.returncode == 0 and done.stdout.strip() == "waiting", done.stderr

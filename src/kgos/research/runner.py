@@ -379,10 +379,12 @@ class ResearchRunner:
         self._save_state()
         self.control.emit("ask", {"question": d["question"]})
         answer = None
+        # blocking calls on purpose: this loop runs this one run and nothing else, and an executor
+        # thread blocked on a person would be joined at interpreter exit (a process that never ends)
         if self.on_ask is not None:
-            answer = await asyncio.to_thread(self.on_ask, d["question"])
+            answer = self.on_ask(d["question"])
         elif self.wait_for_answers:
-            answer = await asyncio.to_thread(self.control.wait_answer, self.answer_timeout)
+            answer = self.control.wait_answer(self.answer_timeout)
             if answer is None and self.control.stopped:
                 raise Interrupted()
         if not answer or not answer.strip():
