@@ -266,3 +266,31 @@ def test_token_server_serves_the_studio_files_but_no_data_without_the_token(ws):
     error(c.post("/", json={}), 401, "Unauthorized")
     edges = c.get("/api/kg/tiny/neighborhood", headers={"Authorization": "Bearer s3cret"}).json()["edges"]
     assert len(edges) == 2 and TINY_EDGES[0]["type"] in {e["type"] for e in edges}
+
+
+def test_chat_trace_carries_signals_edges_and_plan_per_answer(tmp_path):
+    """The chat trace's score breakdown, edges followed and composition plan: additions to the spec's
+    sources event (its type and ``nodes`` unchanged) and to the metadata stored with the answer."""
+    from expert_helpers import parse_sse
+
+    from kgos.data import load_demo
+
+    workspace = kgos.Workspace(tmp_path / "ws")
+    load_demo(workspace, embedder=None)
+    c = client(workspace)
+    events = parse_sse(c.post("/api/experts/demo/chat", json={"query": "How do I reduce my API costs by batching then caching?"}).text)
+    sources = next(e for e in events if e["type"] == "sources")
+    assert {"type", "nodes", "edges", "plan", "plan_warnings"} == set(sources)
+    for node in sources["nodes"]:
+        assert {"embedding", "text", "graph", "intent"} <= set(node["components"])
+        assert all(0 <= v <= 1 for v in node["components"].values())
+    top = sources["nodes"][0]
+    assert top["id"] == "feature:batch_api" and top["components"]["text"] > 0
+    assert {"source": "feature:batch_api", "target": "goal:cost_reduction", "type": "optimizes"} in top["edge_annotations"]
+    assert sources["edges"] and all({"source", "target", "type", "source_kg"} <= set(e) for e in sources["edges"])
+    assert [s["order"] for s in sources["plan"]] == list(range(1, len(sources["plan"]) + 1)) and len(sources["plan"]) >= 2
+    cid, mid = events[0]["conversation_id"], events[-1]["message_id"]
+    stored = next(m for m in c.get(f"/api/experts/demo/conversations/{cid}").json()["messages"] if m["id"] == mid)["metadata"]
+    assert stored["retrieval_components"]["feature:batch_api"] == top["components"]
+    assert stored["composition_plan"] == sources["plan"] and stored["edges_followed"] == sources["edges"]
+    workspace.close()

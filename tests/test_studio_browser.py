@@ -112,6 +112,11 @@ def test_chat_streams_tokens_and_a_citation_opens_its_node(server, page):
     assert "Intent: cost_optimization" in trace.text_content()  # from the metadata stored with the answer
     trace.locator("summary").click()  # collapsible: opens on click
     assert "valid" in trace.inner_text()
+    rows = trace.locator("tbody tr")  # one row per retrieved node, with its four signal bars
+    assert rows.count() >= 3 and trace.locator(".signals .bar").count() == 4 * rows.count()
+    assert rows.first.locator(".bar.text .fill").evaluate("e => parseFloat(e.style.width)") > 0
+    assert "Edges followed" in trace.inner_text() and trace.locator(".trace-edges a").count() >= 2
+    assert "Composition plan" in trace.inner_text()
     citation = page.locator("a.citation").first
     node_id = citation.get_attribute("title").split(":", 1)[1]
     citation.click()

@@ -46,15 +46,22 @@ class SourceNode:
     score: float
     method: str = ""
     dims: Mapping[str, float] = field(default_factory=dict)
+    # the hybrid search's signals (0..1, before weighting and the expert's boosts) and the edges that
+    # linked the node to the query's seeds: the reasoning trace's "score breakdown" and "edges followed"
+    components: Mapping[str, float] = field(default_factory=dict)
+    linked_by: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def cite(self) -> str:
         return f"{self.db_id}:{self.id}"
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``sources`` SSE event's node shape (spec/000: id, name, type, score) plus source_kg."""
+        """The ``sources`` SSE event's node shape (spec/000: id, name, type, score) plus source_kg,
+        the signal components and the edges that linked it (``edge_annotations``)."""
         return {"id": self.id, "name": self.name, "type": self.type, "score": round(self.score, 4),
-                "source_kg": self.db_id, "cite": f"[Source: {self.cite}]"}
+                "source_kg": self.db_id, "cite": f"[Source: {self.cite}]", "method": self.method,
+                "components": {k: round(v, 4) for k, v in self.components.items()},
+                "edge_annotations": [{"source": s, "target": t, "type": ty} for s, t, ty in self.linked_by]}
 
 
 @dataclass(frozen=True)
@@ -66,12 +73,19 @@ class ContextEdge:
     source_name: str
     target_name: str
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"source_kg": self.db_id, "source": self.source, "target": self.target, "type": self.type,
+                "source_name": self.source_name, "target_name": self.target_name}
+
 
 @dataclass(frozen=True)
 class PlanStepView:
     order: int
     action: str
     node: SourceNode
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"order": self.order, "action": self.action, "node": self.node.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -166,7 +180,8 @@ def _source(db_id: str, hit: Any, node: Any, score: float) -> SourceNode:
     dims = {k: float(v) for k, v in props.items() if k in DIMENSIONS and isinstance(v, (int, float))
             and not isinstance(v, bool) and 0 <= v <= 1}
     return SourceNode(db_id, hit.node.id, hit.node.name, hit.node.type, node.description if node else "",
-                      float(score), hit.method, dims)
+                      float(score), hit.method, dims, dict(hit.components),
+                      tuple((e.source, e.target, e.type) for e in hit.edge_annotations))
 
 
 def _second_hop(kg: Any, db_id: str, edges: list[ContextEdge], seen: set[str]) -> list[ContextEdge]:

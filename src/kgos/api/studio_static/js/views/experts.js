@@ -2,7 +2,7 @@
 // /openapi.json), duplicate, export/import, delete; chat over SSE with citations that open their
 // node, a collapsible reasoning trace per answer, and the conversation history.
 import { download, get, post, raw, send, stream } from "../api.js";
-import { append, clear, field, fmt, h, message, nodeLink, table } from "../dom.js";
+import { append, bar, clear, field, fmt, h, message, nodeLink, table } from "../dom.js";
 import { showError } from "../app.js";
 import { schemaForm } from "../schemaform.js";
 
@@ -109,7 +109,7 @@ async function ask(expert, state, input, log) {
   input.value = "";
   state.busy = true;
   const answer = h("div", { class: "msg answer streaming" });
-  const trace = { meta: null, sources: [], done: null, errors: [] };
+  const trace = { meta: null, sources: [], edges: [], plan: [], planWarnings: [], done: null, errors: [] };
   const traceEl = h("details", { class: "trace" }, h("summary", {}, "Reasoning trace"));
   append(log, h("div", { class: "msg user" }, `You: ${query}`), answer, traceEl);
   let text = "";
@@ -118,7 +118,7 @@ async function ask(expert, state, input, log) {
       if (ev.type === "conversation_start") state.conversationId = ev.conversation_id;
       else if (ev.type === "token") { text += ev.content; answer.textContent = text; answer.dataset.tokens = Number(answer.dataset.tokens || 0) + 1; log.scrollTop = log.scrollHeight; }
       else if (ev.type === "injection_meta") trace.meta = ev;
-      else if (ev.type === "sources") trace.sources = ev.nodes;
+      else if (ev.type === "sources") Object.assign(trace, { sources: ev.nodes, edges: ev.edges || [], plan: ev.plan || [], planWarnings: ev.plan_warnings || [] });
       else if (ev.type === "error") trace.errors.push(ev.content);
       else if (ev.type === "done") trace.done = ev;
     });
@@ -139,23 +139,35 @@ async function storedMeta(expertId, conversationId, messageId) {
   } catch { return null; }
 }
 
-/** The reasoning trace of one answer: what the stream reported (t.meta, t.sources, t.done) and
- * what the server stored with the message (t.stored: spec/000 stage 8 metadata). */
+const SIGNALS = ["embedding", "text", "graph", "intent"];
+
+/** The reasoning trace of one answer: what the stream reported (t.meta, t.sources, t.edges, t.plan,
+ * t.done) and what the server stored with the message (t.stored: spec/000 stage 8 metadata). */
 function fillTrace(el, t) {
   const m = t.stored || {};
   const c = t.done?.citations || m.citations;
-  const sources = t.sources?.length ? t.sources : (m.kg_nodes_used || []).map((id) => ({ id, name: id, score: m.retrieval_scores?.[id], source_kg: m.kg_db_id }));
+  const sources = t.sources?.length ? t.sources : (m.kg_nodes_used || []).map((id) => ({ id, name: id, score: m.retrieval_scores?.[id], source_kg: m.kg_db_id, components: m.retrieval_components?.[id] }));
+  const edges = t.edges?.length ? t.edges : m.edges_followed || [];
+  const plan = t.plan?.length ? t.plan : m.composition_plan || [];
   const tools = m.tool_calls || [];
   append(el,
     h("p", {}, `Intent: ${m.intent || "—"}${m.goal_mapping ? `; goal mapping: ${typeof m.goal_mapping === "string" ? m.goal_mapping : JSON.stringify(m.goal_mapping)}` : ""}; provider: ${m.provider || "—"}`),
     t.meta ? h("p", {}, `Injected: ${t.meta.kg_nodes} KG nodes, skills ${t.meta.skills ? "yes" : "no"}, memories ${t.meta.memories ? "yes" : "no"}`) : null,
     m.skills?.length ? h("p", { class: "long" }, `Playbook skills: ${m.skills.join(", ")}`) : null,
     h("h3", {}, `Retrieved nodes (${sources.length})`),
-    table(["node", "KG", "score"], sources.map((n) => [nodeLink(n.source_kg, n), n.source_kg, fmt(n.score)])),
+    h("p", { class: "muted" }, "Signals are the hybrid search's components (0..1, before weighting and the expert's boosts)."),
+    table(["node", "KG", "score", "signals", "linked by"], sources.map((n) => [nodeLink(n.source_kg, n), n.source_kg, fmt(n.score),
+      n.components ? h("div", { class: "signals" }, SIGNALS.map((s) => bar(s, n.components[s] ?? 0, 1, s))) : "—",
+      (n.edge_annotations || []).map((e) => h("div", { class: "long" }, `${e.source} —${e.type}→ ${e.target}`))])),
+    h("h3", {}, `Edges followed (${edges.length})`),
+    edges.length ? h("div", { class: "trace-edges" }, edges.map((e) => h("div", { class: "long" }, nodeLink(e.source_kg, { id: e.source, name: e.source_name || e.source }),
+      ` —${e.type}→ `, nodeLink(e.source_kg, { id: e.target, name: e.target_name || e.target })))) : message("none"),
+    h("h3", {}, `Composition plan (${plan.length} steps)`),
+    plan.length ? h("ol", { class: "trace-plan" }, plan.map((s) => h("li", {}, nodeLink(s.node.source_kg, s.node), ` → ${s.action}`))) : message("no plan (the question did not ask to combine features)"),
+    (t.planWarnings || []).map((w) => h("p", { class: "muted long" }, `Plan warning: ${w}`)),
     h("h3", {}, `Methods invoked as tools (${tools.length})`),
     tools.length ? tools.map((x) => h("div", { class: "long muted" }, JSON.stringify(x).slice(0, 400))) : message("none (the offline provider answers without tool calls)"),
     h("h3", {}, "Citation check"),
-    c ? h("p", { class: c.ok ? "ok" : "bad" }, `${c.count} citations, ${c.valid.length} valid, ${c.unknown.length} unknown${c.unknown.length ? `: ${c.unknown.join(", ")}` : ""}`) : message("no citation check (the answer did not finish)"),
-    h("p", { class: "muted" }, "Per-signal score breakdowns, the edges followed and a composition plan are not reported by the chat API; the Search and Methods views show them for a query."));
+    c ? h("p", { class: c.ok ? "ok" : "bad" }, `${c.count} citations, ${c.valid.length} valid, ${c.unknown.length} unknown${c.unknown.length ? `: ${c.unknown.join(", ")}` : ""}`) : message("no citation check (the answer did not finish)"));
   return el;
 }
