@@ -5,13 +5,15 @@ ASGI client on real SQLite. The browser tests are in test_studio_browser.py (slo
 from __future__ import annotations
 
 import json
+import os
 import re
+import sqlite3
 import time
 from html.parser import HTMLParser
 from urllib.parse import urljoin
 
 import pytest
-from api_helpers import BASE_URL, TINY_EDGES, TINY_NODES, add_tiny, client, error
+from api_helpers import BASE_URL, MEMORY_DDL, TINY_EDGES, TINY_NODES, add_tiny, client, error
 
 import kgos
 from kgos.api.studio import STUDIO
@@ -294,3 +296,62 @@ def test_chat_trace_carries_signals_edges_and_plan_per_answer(tmp_path):
     assert stored["retrieval_components"]["feature:batch_api"] == top["components"]
     assert stored["composition_plan"] == sources["plan"] and stored["edges_followed"] == sources["edges"]
     workspace.close()
+
+
+# -- POST /api/kg/attach: a server-side file, only below KGOS_INGEST_ROOTS ----------------------------
+def foreign_file(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as conn:
+        conn.executescript(MEMORY_DDL)
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def roots(tmp_path, monkeypatch):
+    allowed = tmp_path / "allowed"
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", os.pathsep.join([str(allowed), str(tmp_path / "also")]))
+    return allowed
+
+
+def test_attach_a_file_below_the_roots_read_only(tmp_path, roots):
+    c = client(tmp_path / "ws")
+    assert c.get("/api/ingest/roots").json() == {"enabled": True, "roots": [str(roots.resolve()), str((tmp_path / "also").resolve())]}
+    r = c.post("/api/kg/attach", json={"db_id": "mem", "path": str(foreign_file(roots / "sub" / "mem.sqlite"))})
+    assert r.status_code == 201, r.text
+    info = r.json()
+    assert (info["db_id"], info["nodes"], info["edges"], info["profile"], info["read_only"]) == ("mem", 2, 1, "memory", True)
+    assert "mem" in {k["db_id"] for k in c.get("/api/kg").json()}
+    assert c.get("/api/kg/mem/nodes").json()["total"] == 2
+    error(c.post("/api/kg/attach", json={"db_id": "mem", "path": str(roots / "sub" / "mem.sqlite")}), 409)
+
+
+def test_attach_refuses_paths_outside_the_roots_and_says_how_to_enable_it(tmp_path, roots, monkeypatch):
+    c = client(tmp_path / "ws")
+    outside = foreign_file(tmp_path / "outside" / "mem.sqlite")
+    body = error(c.post("/api/kg/attach", json={"db_id": "mem", "path": str(outside)}), 403, "IngestPathRefused")
+    assert "outside the folders" in body["detail"] and "KGOS_INGEST_ROOTS" in body["detail"]
+    (roots / "link.sqlite").parent.mkdir(parents=True, exist_ok=True)
+    (roots / "link.sqlite").symlink_to(outside)  # a link below a root to a file outside it: still refused
+    for path in (str(roots / ".." / "outside" / "mem.sqlite"), str(roots / "link.sqlite"), "/etc/passwd"):
+        error(c.post("/api/kg/attach", json={"db_id": "mem", "path": path}), 403, "IngestPathRefused")
+    monkeypatch.delenv("KGOS_INGEST_ROOTS")
+    assert c.get("/api/ingest/roots").json() == {"enabled": False, "roots": []}
+    body = error(c.post("/api/kg/attach", json={"db_id": "mem", "path": str(outside)}), 403, "IngestPathRefused")
+    assert "KGOS_INGEST_ROOTS=" in body["detail"] and "kgos kg attach" in body["detail"]
+    assert c.get("/api/kg").json() == []
+
+
+def test_attach_of_an_unknown_or_foreign_file_and_bad_names(tmp_path, roots):
+    c = client(tmp_path / "ws")
+    body = error(c.post("/api/kg/attach", json={"db_id": "mem", "path": str(roots / "nope.sqlite")}), 400, "SchemaNotRecognized")
+    assert "no such file" in body["detail"]
+    (roots / "notes.txt").parent.mkdir(parents=True, exist_ok=True)
+    (roots / "notes.txt").write_text("not a database")
+    error(c.post("/api/kg/attach", json={"db_id": "notes", "path": str(roots / "notes.txt")}), 400)
+    good = str(foreign_file(roots / "mem.sqlite"))
+    for name in ("Bad Name", "", "a" * 65, "../x"):
+        error(c.post("/api/kg/attach", json={"db_id": name, "path": good}), 422)
+    error(c.post("/api/kg/attach", json={"db_id": "mem", "path": good, "profile": "nope"}), 400)
+    error(c.post("/api/kg/attach", json={"db_id": "mem", "path": good, "writable": True}), 422)
+    assert c.get("/api/kg").json() == []

@@ -8,9 +8,11 @@ request) gives a clear message in the page."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import urllib.request
 
 import pytest
+from api_helpers import MEMORY_DDL
 from conftest import write_nodelink
 from studio_browser import Server, chromium, missing, open_view, serving
 
@@ -330,3 +332,29 @@ def test_a_server_crash_mid_stream_keeps_the_partial_answer_and_says_so(workspac
         server.kill()
         fake.stop()
         page.close()
+
+
+def test_attach_form_shows_only_when_allowed_and_attaches_a_file(server, page, tmp_path):
+    open_view(page, server.url, "/workspace")  # the module's server: no KGOS_INGEST_ROOTS
+    assert page.locator("#attach-form").count() == 0 and "KGOS_INGEST_ROOTS" in page.locator("#attach-off").inner_text()
+    roots = tmp_path / "roots"
+    roots.mkdir()
+    with sqlite3.connect(roots / "mem.sqlite") as conn:
+        conn.executescript(MEMORY_DDL)
+    conn.close()
+    allowed = Server(tmp_path / "ws", env={"KGOS_INGEST_ROOTS": str(roots)}).start()
+    try:
+        open_view(page, allowed.url, "/workspace")
+        page.fill("#attach-db", "mem")
+        page.fill("#attach-path", str(tmp_path / "elsewhere.sqlite"))
+        page.click("#attach-form button")
+        page.wait_for_selector("#attach-result .bad, #attach-result [role=alert]")
+        assert "outside the folders" in page.locator("#attach-result").inner_text()
+        page.fill("#attach-path", str(roots / "mem.sqlite"))
+        page.click("#attach-form button")
+        page.wait_for_function("() => location.hash === '#/workspace/mem'")
+        page.wait_for_selector("#kg-detail table")
+        assert "(read-only)" in page.locator("#view table").first.inner_text()
+    finally:
+        allowed.stop()
+    assert [e for e in page.errors if "403 (Forbidden)" not in e] == []  # the browser logs the refused request

@@ -1,4 +1,5 @@
-"""``POST /api/kg/{db_id}/ingest``: build or update a KG from folders and files on the server's disk,
+"""The routes that read paths on the server's disk: ``POST /api/kg/attach`` (an existing SQLite KG
+file, read-only) and ``POST /api/kg/{db_id}/ingest``: build or update a KG from folders and files,
 as a background job (``kgos.api.jobs``): the answer is 202 with the job, ``GET /api/jobs/{job_id}``
 shows its progress and, at the end, the ingest report.
 
@@ -23,6 +24,7 @@ from ..ingest import IngestOptions, ingest
 from ..kg import Workspace, check_db_id
 from .errors import RESPONSES
 from .jobs import JobOut, JobRegistry, ProgressFn, jobs
+from .models import DbIdIn, KGInfoOut
 from .runtime import Runtime, runtime
 
 router = APIRouter(prefix="/api", responses=RESPONSES, tags=["ingest"])
@@ -53,16 +55,49 @@ def allowed_roots() -> list[FilePath]:
     return [FilePath(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip()]
 
 
-def check_roots(paths: list[str]) -> None:
-    """Every path (symlinks resolved) lies below an allowed root, or ``IngestPathRefused``."""
+def check_roots(paths: list[str], verb: str = "ingest", command: str = "kgos ingest") -> None:
+    """Every path (symlinks resolved) lies below an allowed root, or ``IngestPathRefused`` saying how
+    to allow it (``verb``/``command``: what the route does and its CLI equivalent)."""
     roots = allowed_roots()
     if not roots:
-        raise IngestPathRefused("ingest over HTTP is off: start the server with KGOS_INGEST_ROOTS=<folders it may "
-                                "read> (or use `kgos ingest` on the command line)")
+        raise IngestPathRefused(f"{verb} over HTTP is off: start the server with KGOS_INGEST_ROOTS=<folders it may "
+                                f"read> (or use `{command}` on the command line)")
     for p in paths:
         real = FilePath(p).expanduser().resolve()
         if not any(real == r or real.is_relative_to(r) for r in roots):
-            raise IngestPathRefused(f"{p} is outside the folders this server may ingest (KGOS_INGEST_ROOTS)")
+            raise IngestPathRefused(f"{p} is outside the folders this server may {verb} (KGOS_INGEST_ROOTS)")
+
+
+class RootsOut(BaseModel):
+    """Whether the routes that read server-side paths (ingest, attach, a research corpus) are on."""
+
+    enabled: bool
+    roots: list[str]
+
+
+@router.get("/ingest/roots", response_model=RootsOut)
+def ingest_roots() -> Any:
+    """The folders below which this server reads paths a request names (``KGOS_INGEST_ROOTS``)."""
+    roots = allowed_roots()
+    return {"enabled": bool(roots), "roots": [str(r) for r in roots]}
+
+
+class AttachRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    db_id: DbIdIn
+    path: str = Field(min_length=1, max_length=4096, description="a SQLite KG file on the server, below KGOS_INGEST_ROOTS")
+    profile: str | None = Field(default=None, min_length=1, max_length=40,
+                                description="schema profile (default: detected), as `kgos kg attach --profile`")
+
+
+@router.post("/kg/attach", response_model=KGInfoOut, status_code=201, tags=["kg"])
+def attach_kg(body: AttachRequest, rt: Annotated[Runtime, Depends(runtime)]) -> Any:
+    """Attach an existing SQLite KG file on the server as DB_ID, read-only (`kgos kg attach`); only
+    below ``KGOS_INGEST_ROOTS`` (unset: 403)."""
+    check_roots([body.path], "attach files", "kgos kg attach")
+    with rt.lock:
+        rt.workspace.attach(body.db_id, FilePath(body.path), profile=body.profile)
+        return rt.workspace.info(body.db_id).to_dict()
 
 
 @router.post("/kg/{db_id}/ingest", response_model=JobOut, status_code=202)

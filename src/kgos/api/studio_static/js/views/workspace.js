@@ -5,15 +5,15 @@ import { append, clear, field, fmt, h, message, select, table } from "../dom.js"
 import { showError } from "../app.js";
 
 export async function render(root, route) {
-  const kgs = await get("kg");
+  const [kgs, roots] = await Promise.all([get("kg"), get("ingest/roots").catch(() => ({ enabled: false, roots: [] }))]);
   const detail = h("div", { id: "kg-detail" });
   append(root, h("h1", {}, "Workspace"),
     h("div", { class: "card" }, table(["KG", "Name", "Kind", "Nodes", "Edges", ""], kgs.map((kg) => [
       h("a", { href: `#/workspace/${encodeURIComponent(kg.db_id)}` }, kg.db_id), h("span", { class: "long" }, kg.name || ""),
       kg.kind + (kg.read_only ? " (read-only)" : ""), fmt(kg.nodes), fmt(kg.edges), actions(kg)])),
       kgs.length ? null : message("No KGs yet: create one or import a file below (or run 'kgos demo').")),
-    h("div", { class: "row cards" }, createForm(), importForm(kgs)),
-    h("p", { class: "muted" }, "Attaching an existing SQLite file is done from the command line: kgos kg attach DB_ID PATH (the API has no attach route)."),
+    h("div", { class: "row cards" }, createForm(), importForm(kgs), roots.enabled ? attachForm(roots.roots) : null),
+    roots.enabled ? null : h("p", { class: "muted", id: "attach-off" }, "Attaching an existing SQLite file from the studio is off on this server: start it with KGOS_INGEST_ROOTS=<folders it may read>, or use kgos kg attach DB_ID PATH."),
     detail);
   if (route.args[0]) await showDetail(detail, route.args[0]);
 }
@@ -30,7 +30,7 @@ function actions(kg) {
 }
 
 function createForm() {
-  const id = h("input", { type: "text", placeholder: "db_id", required: true, pattern: "[a-z0-9_-]{1,64}" });
+  const id = h("input", { type: "text", placeholder: "db_id", required: true, pattern: "[a-z0-9_\\-]{1,64}" });
   const name = h("input", { type: "text", placeholder: "name (optional)" });
   const out = h("div");
   const form = h("form", { class: "card", onsubmit: async (e) => {
@@ -39,6 +39,22 @@ function createForm() {
     catch (err) { showError(err, out); }
   } }, h("h2", {}, "Create a KG"), id, " ", name, " ", h("button", { class: "primary" }, "Create"), out);
   return form;
+}
+
+/** Attach a SQLite KG file on the server (read-only); the server reads only below its roots. */
+function attachForm(roots) {
+  const id = h("input", { type: "text", placeholder: "db_id", id: "attach-db", required: true, pattern: "[a-z0-9_\\-]{1,64}" });
+  const path = h("input", { type: "text", placeholder: `${roots[0]}/…/kg.sqlite`, id: "attach-path", required: true, size: 40 });
+  const profile = select(["detect", "unified", "standard", "claude", "hal", "from_node", "entities", "memory", "heuristic"], "detect");
+  const out = h("div", { id: "attach-result" });
+  return h("form", { class: "card", id: "attach-form", onsubmit: async (e) => {
+    e.preventDefault(); clear(out);
+    try {
+      const kg = await post("kg/attach", { db_id: id.value.trim(), path: path.value.trim(), profile: profile.value === "detect" ? null : profile.value });
+      location.hash = `#/workspace/${encodeURIComponent(kg.db_id)}`;
+    } catch (err) { showError(err, out); }
+  } }, h("h2", {}, "Attach a SQLite file"), h("p", { class: "muted long" }, `Read-only, from the server's disk, below: ${roots.join(", ")}`),
+  id, " ", path, " ", profile, " ", h("button", { class: "primary" }, "Attach"), out);
 }
 
 function importForm(kgs) {
