@@ -272,3 +272,12 @@ def test_predicting_on_a_read_only_attached_kg(ws: kgos.Workspace, tmp_path: Pat
     assert report.nodes == 2 and kg.edge_count() == 1  # nothing supports a new edge; nothing was written
     res = kg.predict.tails("a", "uses", k=3, predictor="adamic_adar")
     assert res.predictions == () and res.query["node"] == "a"
+
+
+def test_predictor_parameters_out_of_range_are_clear_errors():
+    from kgos.errors import InvalidArgument
+    from kgos.linkpred import predictor
+    for params in ({"seed": -1}, {"epochs": 10**9}, {"lr": float("nan")}, {"dim": 10**6}):
+        with pytest.raises(InvalidArgument, match="bad parameter"):
+            predictor("complex", **params)
+    assert predictor("complex", seed=3, epochs=2).epochs == 2

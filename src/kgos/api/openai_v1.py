@@ -29,10 +29,29 @@ from starlette.concurrency import run_in_threadpool
 from ..errors import ExpertNotFound, InvalidArgument, KGOSError
 from ..experts import ExpertService
 from ..experts.chat import MAX_QUERY_CHARS, ExpertChat, Turn
+from .errors import RESPONSES
+from .models import ErrorBody
 from .runtime import Runtime
 from .turns import TurnAnswer, collect, stream_events
 
-router = APIRouter(prefix="/v1", tags=["openai-compatible"])
+
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class OpenAIErrorBody(BaseModel):
+    """OpenAI's error shape, which /v1 answers with (the server's own checks before the route, such as
+    the token, Host and Origin, answer in the API's ``ErrorBody``)."""
+
+    error: OpenAIErrorDetail
+
+
+_V1_ERRORS = {code: {"model": OpenAIErrorBody | ErrorBody, "description": entry["description"]}
+              for code, entry in RESPONSES.items()}
+router = APIRouter(prefix="/v1", tags=["openai-compatible"], responses=_V1_ERRORS)
 OWNER = "kgos"
 MAX_MESSAGES = 200
 

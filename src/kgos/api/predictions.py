@@ -99,7 +99,7 @@ class Evaluate(Strict):
     predictor: str = "ensemble"
     holdout: float | None = Field(None, gt=0, lt=1)
     test: list[dict[str, str]] | None = Field(None, max_length=100_000, description="Edges absent from the KG")
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**32 - 1)
     max_test: int | None = Field(None, ge=1)
     params: dict[str, Any] = Params
 

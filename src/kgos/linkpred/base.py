@@ -7,6 +7,7 @@ Scores are only compared within one query (ranking), never read as probabilities
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -92,10 +93,29 @@ def predictor(name: str, **params: Any) -> Predictor:
         factory = REGISTRY[name]
     except KeyError:
         raise InvalidArgument(f"unknown predictor {name!r}; choose one of {', '.join(sorted(REGISTRY))}") from None
+    _check_params(name, params)
     try:
         return factory(**params)
     except TypeError as exc:
         raise InvalidArgument(f"bad parameters for predictor {name!r}: {exc}") from None
+
+
+# Upper bounds of the size and effort parameters (requests over HTTP and MCP set them): past these a
+# fit runs for hours or exhausts memory instead of answering.
+PARAM_LIMITS = {"dim": 4096, "hidden": 4096, "epochs": 10_000, "batch": 1 << 20, "max_edges": 10_000_000,
+                "max_valid": 1_000_000, "max_length": 3, "rules_per_relation": 10_000, "beam": 1_000,
+                "sample": 1_000_000, "min_support": 1_000_000, "seed": 2**32 - 1}
+
+
+def _check_params(name: str, params: dict[str, Any]) -> None:
+    """Numeric parameters of every predictor are finite, non-negative and within ``PARAM_LIMITS``."""
+    for key, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        limit = PARAM_LIMITS.get(key, math.inf)
+        if not math.isfinite(value) or value < 0 or value > limit:
+            bound = f"0..{limit:,}" if math.isfinite(limit) else "a finite number >= 0"
+            raise InvalidArgument(f"bad parameter {key}={value!r} for predictor {name!r}: expected {bound}")
 
 
 def predictors() -> list[str]:

@@ -241,7 +241,11 @@ class Predict:
         _check_k(k)
         _check_k(per_node, "per_node")
         m = self.model(predictor, **params)
-        refs = list(nodes) if nodes is not None else self._busiest()
+        # the same node named twice is discovered once (its predictions would only repeat)
+        refs = list(dict.fromkeys(nodes)) if nodes is not None else self._busiest()
+        if len(refs) > RUN_NODES:
+            raise InvalidArgument(f"{len(refs):,} nodes in one run; at most {RUN_NODES:,} (split the list, or "
+                                  "leave it out to run on the best-connected nodes)")
         found: dict[tuple[str, str, str], Prediction] = {}
         for ref in refs:
             for p in self.discover(ref, per_node, predictor=predictor, explain=False, **params).predictions:
@@ -309,6 +313,8 @@ class Predict:
     def _holdout(self, t: Triples, fraction: float, seed: int) -> tuple[Triples, Triples]:
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
             raise InvalidArgument(f"holdout must be a fraction in (0, 1), e.g. 0.05, not {fraction!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise InvalidArgument(f"seed must be an integer >= 0, not {seed!r}")
         m = round(len(t) * fraction)
         if m < 1 or len(t) - m < 1:
             raise InvalidArgument(f"a holdout of {fraction:g} of {len(t)} edges leaves "
