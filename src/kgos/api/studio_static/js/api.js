@@ -20,10 +20,18 @@ function headers(extra = {}) {
   return out;
 }
 
-async function askToken(previous) {
-  const { askForToken } = await import("./token.js");
-  const token = await askForToken(previous);
-  sessionStorage.setItem(TOKEN_KEY, token);
+// One dialog at a time: a view that loads several endpoints gets several 401s at once, and each
+// of them waits for the same answer instead of opening its own dialog.
+let pendingToken = null;
+
+function askToken(previous) {
+  if (!pendingToken) {
+    pendingToken = import("./token.js")
+      .then(({ askForToken }) => askForToken(previous))
+      .then((token) => { sessionStorage.setItem(TOKEN_KEY, token); })
+      .finally(() => { pendingToken = null; });
+  }
+  return pendingToken;
 }
 
 async function parse(response) {
