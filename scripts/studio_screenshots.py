@@ -96,7 +96,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kgos-studio-shots-") as folder:
         ws = kgos.Workspace(Path(folder) / "ws")
-        load_demo(ws, None)
+        load_demo(ws)  # as `kgos demo` does: with the default embedder, so screenshots show all four signals
         ws.close()
         with serving(Path(folder) / "ws") as server, chromium(width=1400, height=950) as context:
             run_all(context.new_page(), server.url)
