@@ -102,7 +102,7 @@ def test_an_attached_read_only_kg_is_refused(ws: kgos.Workspace, tmp_path: Path)
     with sqlite3.connect(foreign) as conn:
         conn.executescript(MEMORY_DDL)
     ws.attach("ro", foreign)
-    with pytest.raises(kgos.errors.InvalidArgument, match="not a writable native KG"):
+    with pytest.raises(kgos.errors.InvalidArgument, match="not a writable SQLite KG"):
         run(ws, [root], db_id="ro")
 
 

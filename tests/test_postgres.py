@@ -330,3 +330,11 @@ def test_a_read_only_attach_also_refuses_a_newer_kg(url, tmp_path):
     with pytest.raises(SchemaTooNew):
         kgos.Workspace(tmp_path / "h").attach("k", url + "#k")
     db.close()
+
+
+def test_ingest_into_a_postgres_workspace_is_refused_and_leaves_no_kg(ws, tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("def f():\n    return 1\n")
+    with pytest.raises(kgos.errors.InvalidArgument, match="kgos kg copy"):
+        ws.ingest("code", [tmp_path / "src"], embed=False)
+    assert not ws.exists("code")

@@ -125,9 +125,11 @@ def ingest(ws: Workspace, db_id: str, paths: Sequence[str | Path], options: Inge
         raise IngestFailed(_nothing(paths, run.skipped))
     kg = ws.create(db_id) if created else ws.kg(db_id)
     store = kg.store
-    if not isinstance(store, NativeStore) or store.read_only:
-        raise InvalidArgument(f"'{db_id}' is not a writable native KG; ingest into a native KG (kgos kg create)")
     try:
+        if not isinstance(store, NativeStore) or store.read_only:
+            raise InvalidArgument(
+                f"'{db_id}' is not a writable SQLite KG: ingest writes native SQLite KGs only (not yet PostgreSQL "
+                "or attached ones); ingest into a local workspace, then move the KG with `kgos kg copy`")
         report = run.apply(kg, store, sources, paths, provider)
     except BaseException:
         if created:  # a KG this run created and could not fill is not left behind empty
