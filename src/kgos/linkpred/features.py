@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..embed.projections import PCA, unit_rows
 from ..errors import NotTrained
 from ..index.nearest import single_thread_blas
 from .base import Predictor, per_entity, register, without_self
@@ -22,20 +23,6 @@ from .triples import LinkGraph, Triples
 
 PROJECTED_DIMS = 54
 COSINE_WEIGHT, MLP_WEIGHT = 0.7, 0.3
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    norm = np.linalg.norm(x, axis=1, keepdims=True)
-    return (x / np.where(norm > 0, norm, 1.0)).astype(np.float32)
-
-
-def pca(x: np.ndarray, dims: int) -> np.ndarray:
-    """Rows of ``x`` on their top ``dims`` principal components (SVD of the centred matrix), padded with
-    zero columns when there are fewer components (spec/003 3.5: n < 54)."""
-    centred = x - x.mean(axis=0, keepdims=True)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    out = centred @ vt[:dims].T
-    return np.pad(out, ((0, 0), (0, dims - out.shape[1]))) if out.shape[1] < dims else out
 
 
 def relation_profile(t: Triples) -> np.ndarray:
@@ -54,7 +41,7 @@ def node_features(graph: LinkGraph, dims: int = PROJECTED_DIMS) -> np.ndarray:
     onehot = np.zeros((n, max(1, len(graph.type_names))), np.float32)
     onehot[np.arange(n), types] = 1.0
     source = graph.vectors if graph.vectors is not None else relation_profile(graph.triples)
-    return np.concatenate([onehot, _unit(pca(np.asarray(source, np.float64), dims))], axis=1).astype(np.float32)
+    return np.concatenate([onehot, PCA.fit(source, dims).transform(source)], axis=1).astype(np.float32)
 
 
 @register("text")
@@ -65,7 +52,7 @@ class TextCosine(Predictor):
     def _fit(self, graph: LinkGraph, valid: Triples | None) -> None:
         if graph.vectors is None:
             raise NotTrained("text: the KG has no node vectors; embed it first (kgos embed KG, or kg.embed())")
-        self.V = _unit(np.asarray(graph.vectors, np.float32))
+        self.V = unit_rows(np.asarray(graph.vectors, np.float32))
         self._last: dict[bytes, np.ndarray] = {}
 
     def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
@@ -90,7 +77,7 @@ class SeedScorer(Predictor):
 
     def _fit(self, graph: LinkGraph, valid: Triples | None) -> None:
         x = node_features(graph)
-        self.X, self.U = x, _unit(x)
+        self.X, self.U = x, unit_rows(x)
         rng = np.random.default_rng(self.seed)
         d = x.shape[1]
         self.W1 = (rng.standard_normal((2 * d, self.hidden)) * np.sqrt(2.0 / (2 * d))).astype(np.float32)
@@ -100,7 +87,6 @@ class SeedScorer(Predictor):
         rows = rng.permutation(len(t))[:self.max_edges]
         with single_thread_blas():
             self._train(t.head[rows], t.tail[rows], rng)
-            d = x.shape[1]
             # every candidate's half of the first layer, as a tail and as a head (fixed once trained)
             self._half = {True: x @ self.W1[d:], False: x @ self.W1[:d]}
 
