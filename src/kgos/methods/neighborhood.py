@@ -94,7 +94,7 @@ def neighborhood(store: GraphStore, view: GraphView, node: str | None = None, de
         notes.append(f"max_nodes {max_nodes:,} is above the server's cap of {MAX_NODES:,}: showing at most {MAX_NODES:,}")
         max_nodes = MAX_NODES
     max_edges = min(max_edges, MAX_EDGES)
-    degree = view.graph.out_degree.astype(np.int64) + view.graph.in_degree
+    degree = _total_degree(view)
     start = int(np.argmax(degree)) if node is None else view.row(resolve(store, node).id)
     levels = view.graph.bfs_levels(start, "both", depth)
     rows, depths = _keep(levels, degree, max_nodes)
@@ -143,9 +143,14 @@ def _edges_among(view: GraphView, rows: np.ndarray, max_edges: int) -> tuple[tup
     return edges, total
 
 
+def _total_degree(view: GraphView) -> np.ndarray:
+    """In + out degree per row (parallel edges counted)."""
+    return view.graph.out_degree.astype(np.int64) + view.graph.in_degree
+
+
 def degree_histogram(view: GraphView) -> DegreeHistogram:
     """Total degree (in + out, parallel edges counted) binned by powers of two."""
-    degree = view.graph.out_degree.astype(np.int64) + view.graph.in_degree
+    degree = _total_degree(view)
     top = int(degree.max()) if degree.size else 0
     bins = [0, 1]
     while bins[-1] * 2 <= top:
