@@ -121,11 +121,9 @@ def verify(path: Path, sha256: str) -> None:
     key = (str(path), stat.st_size, stat.st_mtime)
     if key in _VERIFIED:
         return
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != sha256:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    if digest != sha256:
         raise ProviderError(f"{path} does not have the pinned sha256 {sha256[:12]}... (damaged or replaced): "
                             "reinstall its package")
     _VERIFIED.add(key)
