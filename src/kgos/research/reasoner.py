@@ -69,35 +69,39 @@ def claim_confidence(claim: Mapping[str, Any], contested: Mapping[str, float], m
     return source * authority * contested.get(claim["id"], 1.0) * recency
 
 
-def relevance(claim: Mapping[str, Any], terms: Mapping[str, float]) -> float:
-    """The idf-weighted share of the question's terms a claim mentions (0..1)."""
+def claim_words(claim: Mapping[str, Any]) -> set[str]:
+    """The tokens and entities a claim mentions: what its relevance and the terms' idf are counted on."""
+    return set(tokenize(claim["text"])) | set(claim.get("entities", []))
+
+
+def relevance(words: set[str], terms: Mapping[str, float]) -> float:
+    """The idf-weighted share of the question's terms a claim (its ``claim_words``) mentions (0..1)."""
     total = sum(terms.values())
     if not total:
         return 0.0
-    words = set(tokenize(claim["text"])) | set(claim.get("entities", []))
     return sum(w for t, w in terms.items() if t in words) / total
 
 
-def term_weights(terms: Sequence[str], claims: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+def term_weights(terms: Sequence[str], claim_word_sets: Mapping[str, set[str]]) -> dict[str, float]:
     """idf of each question term over the run's claims, ln(1 + N / (df + 1)) (a smoothed Sparck Jones
     idf): a term every claim has ("file", the command's own name) counts less than the one that
     distinguishes the answer ("exclude")."""
     df = dict.fromkeys(terms, 0)
-    for c in claims.values():
-        words = set(tokenize(c["text"])) | set(c.get("entities", []))
+    for words in claim_word_sets.values():
         for t in df:
             df[t] += t in words
-    n = len(claims)
+    n = len(claim_word_sets)
     return {t: math.log(1 + n / (d + 1)) for t, d in df.items()}
 
 
 def assess(data: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
     """Confidence, coverage, new information and the answer's claims of one iteration."""
     plan, kn = data["plan"], data["knowledge"]
-    terms = term_weights(list(dict.fromkeys(fold(t) for e in plan["entities"] for t in tokenize(e)
-                                            if t not in STOPWORDS)), kn["claims"])
+    words = {cid: claim_words(c) for cid, c in kn["claims"].items()}  # tokenised once for idf and relevance
+    terms = term_weights(list(dict.fromkeys(t for e in plan["entities"] for t in tokenize(e)
+                                            if t not in STOPWORDS)), words)
     # ties: found earlier, then from a better-ranked search hit, then by id (deterministic)
-    scored = sorted(((relevance(c, terms), cid) for cid, c in kn["claims"].items()),
+    scored = sorted(((relevance(words[cid], terms), cid) for cid in kn["claims"]),
                     key=lambda x: (-x[0], kn["claims"][x[1]].get("first_iteration", 0),
                                    kn["claims"][x[1]].get("rank", 0), x[1]))
     top = [(r, cid) for r, cid in scored if r > 0][:config["answer_claims"]]
