@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-import jsonschema
-
 from ..errors import InvalidArgument, InvalidConfig, ReplayMiss, SnapshotMismatch
 from .digest import content_hash
 
@@ -327,6 +325,8 @@ class BaseModule:
         full = {k: copy.deepcopy(p["default"]) for k, p in self.config_schema.get("properties", {}).items()
                 if isinstance(p, Mapping) and "default" in p}
         full.update(copy.deepcopy(dict(config)))
+        import jsonschema  # ~75 ms; only once a module is configured, not on every CLI start
+
         errors = sorted(jsonschema.Draft202012Validator(self.config_schema).iter_errors(full),
                         key=lambda e: list(e.path))
         if errors:
