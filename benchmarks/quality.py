@@ -26,11 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import devsets  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent
-BENCH = ROOT.parents[1] / "shared" / "bench"
 DOCS = ROOT.parent / "docs"
 METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
-DATASETS = ("cli-man", "go", "demo")
+DATASETS = devsets.NAMES
 DEFAULT = "adaptive (default)"
 RRF_K = 60
 CONVEX_ALPHA = 0.5
@@ -101,9 +103,8 @@ def baselines(kg, probes: list) -> dict[str, dict]:
 
 
 def open_kg(ws, dataset: str, embedder: str):
-    from kgos.data import demo_file
     if not ws.exists(dataset):
-        ws.import_file(dataset, demo_file("cookbook.json") if dataset == "demo" else BENCH / dataset / "kg.json.gz")
+        ws.import_file(dataset, devsets.kg_file(dataset))
     kg = ws.kg(dataset)
     if embedder != "none":  # none: text + graph only (a KG never embedded)
         kg.embed(embedder)
@@ -111,9 +112,8 @@ def open_kg(ws, dataset: str, embedder: str):
 
 
 def load(dataset: str, sample: int | None) -> list:
-    from kgos.data import demo_file
     from kgos.eval.probes import load_probes
-    probes = load_probes(demo_file("probes.jsonl") if dataset == "demo" else BENCH / dataset / "probes-dev.jsonl")
+    probes = load_probes(devsets.probes_file(dataset))
     if sample and sample < len(probes):
         probes = sorted(random.Random(13).sample(probes, sample), key=lambda p: p.id)  # fixed sample
     return probes

@@ -1,0 +1,37 @@
+"""The dev sets every quality benchmark runs on: where each one's KG and dev probes live.
+
+``../shared/bench`` holds cli-man and go (see its README); the demo KG and its shipped probes come
+with the package. Dev sets built by this repository's own scripts (from registry packages, with
+their licences) are registered here as well, so ``benchmarks/quality.py`` runs them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+BENCH = ROOT.parents[1] / "shared" / "bench"
+
+
+def _demo(name: str) -> Path:
+    from kgos.data import demo_file
+    return demo_file(name)
+
+
+# name -> (KG file, dev probes file); callables so the demo's files resolve lazily
+DEV_SETS = {
+    "cli-man": (lambda: BENCH / "cli-man" / "kg.json.gz", lambda: BENCH / "cli-man" / "probes-dev.jsonl"),
+    "go": (lambda: BENCH / "go" / "kg.json.gz", lambda: BENCH / "go" / "probes-dev.jsonl"),
+    "demo": (lambda: _demo("cookbook.json"), lambda: _demo("probes.jsonl")),
+}
+NAMES = tuple(DEV_SETS)
+
+
+def kg_file(name: str) -> Path:
+    """The KG file of dev set ``name`` (importable with ``Workspace.import_file``)."""
+    return DEV_SETS[name][0]()
+
+
+def probes_file(name: str) -> Path:
+    """The dev probes (JSON Lines, bench README format) of dev set ``name``."""
+    return DEV_SETS[name][1]()
