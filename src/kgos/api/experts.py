@@ -8,7 +8,6 @@ worker sees ``cancel`` set, the provider stops and the partial answer is still s
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
@@ -24,7 +23,7 @@ from ..experts.playbooks import PlaybookLibrary, split_sections
 from ..experts.store import ID_RE
 from ..llm.base import ProviderError
 from .runtime import Runtime, runtime
-from .turns import stream_events
+from .turns import sse_frame, stream_events
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["experts"])
@@ -198,13 +197,9 @@ def _answer_json(engine: ExpertChat, turn: Turn) -> JSONResponse:
     return JSONResponse({**doc, "error": error} if error else doc)
 
 
-def _frame(event: dict[str, Any]) -> str:
-    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
-
-
 async def _sse(engine: ExpertChat, turn: Turn) -> AsyncIterator[str]:
     async for event in stream_events(engine, turn):
-        yield _frame(event)
+        yield sse_frame(event)
 
 
 # -- providers and playbooks ------------------------------------------------------------------------------

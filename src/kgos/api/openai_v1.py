@@ -32,7 +32,7 @@ from ..experts.chat import MAX_QUERY_CHARS, ExpertChat, Turn
 from .errors import RESPONSES
 from .models import ErrorBody
 from .runtime import Runtime
-from .turns import TurnAnswer, collect, stream_events
+from .turns import TurnAnswer, collect, sse_frame, stream_events
 
 
 class OpenAIErrorDetail(BaseModel):
@@ -224,7 +224,7 @@ async def _chunks(engine: ExpertChat, turn: Turn, model: str) -> AsyncIterator[s
         doc = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
                "system_fingerprint": OWNER, "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
                                                           "logprobs": None}], **more}
-        return f"data: {json.dumps(doc, ensure_ascii=False)}\n\n"
+        return sse_frame(doc)
 
     yield chunk({"role": "assistant", "content": ""})
     events: list[dict[str, Any]] = []
@@ -235,7 +235,7 @@ async def _chunks(engine: ExpertChat, turn: Turn, model: str) -> AsyncIterator[s
     answer = collect(events, turn)
     if answer.error and not answer.answer:
         failure = OpenAIError(answer.error_status, answer.error, "api_error", code="provider_error")
-        yield f"data: {json.dumps(failure.body(), ensure_ascii=False)}\n\n"
+        yield sse_frame(failure.body())
     else:
         yield chunk({}, "stop", kgos=extra(answer))
     yield "data: [DONE]\n\n"

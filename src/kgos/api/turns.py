@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -108,3 +109,8 @@ async def stream_events(engine: ExpertChat, turn: Turn) -> AsyncIterator[dict[st
             yield event
     finally:
         cancel.set()  # the client left (or we are done): stop generating; the worker still saves
+
+
+def sse_frame(doc: Any) -> str:
+    """One Server-Sent Events ``data:`` frame (the format both chat streams use; non-ASCII kept)."""
+    return f"data: {json.dumps(doc, ensure_ascii=False)}\n\n"
