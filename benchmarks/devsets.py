@@ -23,6 +23,8 @@ DEV_SETS = {
     "cli-man": (lambda: BENCH / "cli-man" / "kg.json.gz", lambda: BENCH / "cli-man" / "probes-dev.jsonl"),
     "go": (lambda: BENCH / "go" / "kg.json.gz", lambda: BENCH / "go" / "probes-dev.jsonl"),
     "demo": (lambda: _demo("cookbook.json"), lambda: _demo("probes.jsonl")),
+    # issue 13: more goal/benefit probes of the same KG, written blind (commit a485df9)
+    "demo-extra": (lambda: _demo("cookbook.json"), lambda: _demo("probes-goal-benefit.jsonl")),
 }
 NAMES = tuple(DEV_SETS)
 
