@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -41,6 +42,24 @@ def content_hash(model_name: str, text: str) -> str:
     h.update(b"\x00")
     h.update(text.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
+
+
+_WORD = re.compile(r"\w")
+
+
+def fill_unknown(out: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+    """Give each text of no word characters (only emoji, symbols, zero-width characters) that came back as
+    a zero row a unit vector hashed from its characters, so the node counts as embedded (no "no vector
+    yet" warning that re-embedding cannot clear) and an equal query finds it. Texts of words the model
+    does not know stay zero (the static model's contract)."""
+    for i in np.flatnonzero(~out.any(axis=1)):
+        chars = [] if _WORD.search(texts[i]) else [c for c in texts[i] if not c.isspace()]
+        for c in chars:
+            h = int.from_bytes(hashlib.blake2b(c.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+            out[i, h % out.shape[1]] += 1.0 if h >> 63 else -1.0
+        if chars:
+            out[i] = l2_normalize(out[i])
+    return out
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
@@ -120,7 +139,7 @@ class Embedder(abc.ABC):
             progress(len(items) - len(keep))
         if out is None:
             out = np.zeros((len(items), self.dims), dtype=np.float32)
-        return l2_normalize(out)
+        return fill_unknown(l2_normalize(out), items)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query: 1-D float32 of length ``dims``, unit norm (all zeros for empty text)."""
@@ -128,7 +147,7 @@ class Embedder(abc.ABC):
             raise InvalidArgument(f"query must be str, not {type(text).__name__}")
         if not text.strip():
             return np.zeros(self.dims, dtype=np.float32)
-        return l2_normalize(np.asarray(self._embed_query(text), dtype=np.float32).reshape(-1))
+        return fill_unknown(l2_normalize(np.asarray(self._embed_query(text), dtype=np.float32).reshape(1, -1)), [text])[0]
 
     def embed_queries(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """Embed many queries at once (evaluation, batch search): rows equal :meth:`embed_query`.
