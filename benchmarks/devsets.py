@@ -11,6 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 BENCH = ROOT.parents[1] / "shared" / "bench"
+DATA = ROOT / "data"  # dev sets this repository builds itself (benchmarks/devdata/)
 
 
 def _demo(name: str) -> Path:
@@ -25,6 +26,9 @@ DEV_SETS = {
     "demo": (lambda: _demo("cookbook.json"), lambda: _demo("probes.jsonl")),
     # issue 13: more goal/benefit probes of the same KG, written blind (commit a485df9)
     "demo-extra": (lambda: _demo("cookbook.json"), lambda: _demo("probes-goal-benefit.jsonl")),
+    # built by benchmarks/devdata/<name>.py from Debian packages; benchmarks/data/<name>/README.md tells how
+    "wordnet-gcide": (lambda: DATA / "wordnet-gcide" / "kg.json.gz", lambda: DATA / "wordnet-gcide" / "probes-dev.jsonl"),
+    "python-stdlib": (lambda: DATA / "python-stdlib" / "kg.json.gz", lambda: DATA / "python-stdlib" / "probes-dev.jsonl"),
 }
 NAMES = tuple(DEV_SETS)
 
