@@ -83,14 +83,15 @@ def _assert_whole(snap: snapshots.Snapshot) -> None:
 # -- one read transaction ---------------------------------------------------------------------------
 def test_a_write_landing_mid_build_is_wholly_out_of_the_snapshot(kg: kgos.KG, monkeypatch) -> None:
     other = NativeStore(kg.store.path, "t")  # another process's connection
-    version, real = kg.store.version(), kg.store.iter_nodes
+    version, real = kg.store.version(), kg.store.graph_arrays
 
-    def write_then_read():  # the write commits after the graph arrays were read, before the nodes
+    def read_then_write():  # the write commits after the graph arrays were read, before the nodes
+        arrays = real()
         other.add_node("Late node", id="late")
         other.add_edge("n1", "late", "enables")
-        yield from real()
+        return arrays
 
-    monkeypatch.setattr(kg.store, "iter_nodes", write_then_read)
+    monkeypatch.setattr(kg.store, "graph_arrays", read_then_write)
     snap = _build(kg, cache=False)
     _assert_whole(snap)
     assert snap.version == version and "late" not in snap.index

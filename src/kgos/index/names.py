@@ -90,6 +90,26 @@ class _Keys:
         alias = np.fromiter((a for _, _, a in entries), np.int8, len(entries))
         return cls(keys, ptr, rows, alias)
 
+    def merged(self, new_of_old: np.ndarray, entries: Iterable[tuple[str, int, int]]) -> _Keys:
+        """These keys' entries of the rows that carry over (``new_of_old[row]`` >= 0, renumbered) joined
+        by ``entries`` of other rows: the same lists ``build`` would give for all of them."""
+        key_of = np.repeat(np.arange(len(self.keys)), np.diff(self.ptr))
+        new_rows = new_of_old[self.rows] if self.rows.size else self.rows
+        keep = np.flatnonzero(new_rows >= 0)
+        used = np.unique(key_of[keep])
+        fresh = sorted({e for e in entries if e[0]})
+        old_keys = [self.keys[i] for i in used.tolist()]
+        keys = sorted(set(old_keys).union(k for k, _, _ in fresh))  # nearly sorted: timsort merges runs
+        first = {k: i for i, k in enumerate(keys)}
+        remap = np.zeros(len(self.keys), np.int64)
+        remap[used] = np.fromiter((first[k] for k in old_keys), np.int64, len(old_keys))
+        key_ids = np.concatenate([remap[key_of[keep]], np.fromiter((first[k] for k, _, _ in fresh), np.int64, len(fresh))])
+        rows = np.concatenate([new_rows[keep], np.fromiter((r for _, r, _ in fresh), np.int64, len(fresh))])
+        alias = np.concatenate([self.alias[keep], np.fromiter((a for _, _, a in fresh), np.int8, len(fresh))])
+        order = np.lexsort((alias, rows, key_ids))
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(key_ids, minlength=len(keys)))]).astype(np.int64)
+        return _Keys(keys, ptr, rows[order].astype(np.int64), alias[order].astype(np.int8))
+
     def find(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         i = bisect.bisect_left(self.keys, key)
         if i < len(self.keys) and self.keys[i] == key:
@@ -116,15 +136,24 @@ class NameIndex:
         self.n, self.exact, self.sets, self.analyzer = n, exact, sets, analyzer
 
     @classmethod
-    def build(cls, names: Sequence[str], aliases: Sequence[Sequence[str]], analyzer: Analyzer) -> NameIndex:
-        """``names[i]`` and ``aliases[i]`` are node i's name and other names."""
+    def build(cls, names: Sequence[str], aliases: Sequence[Sequence[str] | None], analyzer: Analyzer,
+              previous: NameIndex | None = None, reuse: np.ndarray | None = None) -> NameIndex:
+        """``names[i]`` and ``aliases[i]`` are node i's name and other names. With ``previous`` and
+        ``reuse`` (``reuse[i]``: node i's row in ``previous`` if its names are unchanged, else -1; its
+        ``aliases[i]`` may then be None), only the other nodes' names are analysed."""
+        fresh = range(len(names)) if reuse is None or previous is None else np.flatnonzero(reuse < 0).tolist()
         exact: list[tuple[str, int, int]] = []
         sets: list[tuple[str, int, int]] = []
-        for row, (name, other) in enumerate(zip(names, aliases)):
-            for kind, text in [(0, name)] + [(1, a) for a in other]:
+        for row in fresh:
+            for kind, text in [(0, names[row])] + [(1, a) for a in aliases[row] or ()]:
                 exact.append((exact_key(text), row, kind))
                 sets.append((cls._set_key(text, analyzer.terms), row, kind))
-        return cls(len(names), _Keys.build(exact), _Keys.build(sets), analyzer)
+        if reuse is None or previous is None:
+            return cls(len(names), _Keys.build(exact), _Keys.build(sets), analyzer)
+        new_of_old = np.full(previous.n, -1, np.int64)
+        kept = np.flatnonzero(reuse >= 0)
+        new_of_old[reuse[kept]] = kept
+        return cls(len(names), previous.exact.merged(new_of_old, exact), previous.sets.merged(new_of_old, sets), analyzer)
 
     @staticmethod
     def _set_key(text: str, terms: Callable[[str], list[str]]) -> str:

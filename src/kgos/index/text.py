@@ -123,40 +123,48 @@ def bm25_tf(tf: np.ndarray, doc_len: np.ndarray, avgdl: float, k1: float, b: flo
 
 
 class TextIndex:
-    """BM25 over a fixed list of documents; ``scores(terms)`` gives one float32 score per document."""
+    """BM25 over a fixed list of documents; ``scores(terms)`` gives one float32 score per document.
 
-    def __init__(self, matrix: sp.csc_matrix, vocab: dict[str, int], config: TextConfig) -> None:
+    Columns are the terms in sorted order, so an index updated from a previous version (``build`` with
+    ``previous``) and one built from scratch over the same documents are the same arrays. ``tf`` (the
+    field-weighted term counts per document) is kept beside the scores: the next version reuses the
+    rows of unchanged documents and analyses only the others, and recomputes every score from the new
+    corpus statistics (N, df, avgdl), since any write moves them."""
+
+    def __init__(self, matrix: sp.csc_matrix, vocab: dict[str, int], config: TextConfig,
+                 tf: sp.csr_matrix | None = None) -> None:
         self.matrix = matrix
         self.vocab = vocab
         self.config = config
         self.analyzer = Analyzer(config)
+        self.tf = tf  # None for an index saved before tf was kept: the next version builds from scratch
 
     @property
     def n_docs(self) -> int:
         return int(self.matrix.shape[0])
 
     @classmethod
-    def build(cls, docs: Sequence[Sequence[str]], config: TextConfig = TextConfig()) -> TextIndex:
-        """``docs[i]`` is the tuple of field texts (name, extra, type, description) of document i."""
-        analyzer = Analyzer(config)
-        vocab: dict[str, int] = {}
-        rows: list[np.ndarray] = []
-        cols: list[np.ndarray] = []
-        vals: list[np.ndarray] = []
-        for f, weight in enumerate(config.field_weights()):
-            if weight <= 0:
-                continue
-            r, c = _field_postings((d[f] for d in docs), analyzer, vocab)
-            rows.append(r)
-            cols.append(c)
-            vals.append(np.full(r.shape[0], weight, np.float32))
+    def build(cls, docs: Sequence[Sequence[str] | None], config: TextConfig = TextConfig(),
+              previous: TextIndex | None = None, reuse: np.ndarray | None = None) -> TextIndex:
+        """``docs[i]`` is the tuple of field texts (name, extra, type, description) of document i.
+
+        With ``previous`` and ``reuse`` (``reuse[i]``: the row of document i in ``previous`` if its
+        text is unchanged, else -1), only the documents with ``reuse[i] < 0`` are analysed (the others
+        may be None) and the rest take their term counts from ``previous``."""
+        if previous is not None and previous.config != config:
+            previous = reuse = None  # counts of another analysis: nothing to reuse
+        analyzer = previous.analyzer if previous is not None else Analyzer(config)
         n = len(docs)
-        tf = sp.coo_matrix((np.concatenate(vals or [np.zeros(0, np.float32)]),
-                            (np.concatenate(rows or [np.zeros(0, np.int64)]),
-                             np.concatenate(cols or [np.zeros(0, np.int64)]))),
-                           shape=(n, len(vocab))).tocsr()
-        tf.sum_duplicates()
-        return cls(_bm25_matrix(tf, config), vocab, config)
+        fresh = np.arange(n) if reuse is None else np.flatnonzero(reuse < 0)
+        local: dict[str, int] = {}
+        rows, cols, vals = _postings([docs[i] for i in fresh.tolist()], analyzer, config, local)
+        terms = list(local)
+        rows = fresh[rows]
+        if reuse is not None and previous is not None and previous.tf is not None:
+            terms, rows, cols, vals = _with_reused(previous, reuse, terms, rows, cols, vals)
+        tf = _sorted_tf(n, terms, rows, cols, vals)
+        vocab = {t: i for i, t in enumerate(tf[1])}
+        return cls(_bm25_matrix(tf[0], config), vocab, config, tf[0])
 
     def query_terms(self, text: str, weight: Callable[[str], float] | None = None) -> list[tuple[int, float]]:
         """(column, query weight) for each known term; raw tokens decide the weight (5x keywords)."""
@@ -180,6 +188,8 @@ class TextIndex:
 
     def save(self, folder: Path) -> None:
         sp.save_npz(folder / "bm25.npz", self.matrix, compressed=False)
+        if self.tf is not None:
+            sp.save_npz(folder / "bm25_tf.npz", self.tf, compressed=False)
         np.save(folder / "bm25_vocab.npy", np.array(sorted(self.vocab, key=self.vocab.__getitem__), dtype=object),
                 allow_pickle=True)
 
@@ -187,7 +197,58 @@ class TextIndex:
     def load(cls, folder: Path, config: TextConfig) -> TextIndex:
         matrix = sp.load_npz(folder / "bm25.npz").tocsc()
         terms = np.load(folder / "bm25_vocab.npy", allow_pickle=True)
-        return cls(matrix, {t: i for i, t in enumerate(terms.tolist())}, config)
+        tf = sp.load_npz(folder / "bm25_tf.npz").tocsr() if (folder / "bm25_tf.npz").exists() else None
+        return cls(matrix, {t: i for i, t in enumerate(terms.tolist())}, config, tf)
+
+
+def _postings(docs: Sequence[Sequence[str] | None], analyzer: Analyzer, config: TextConfig,
+              vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(doc index, term id, field weight) of every term occurrence in ``docs``; grows ``vocab``."""
+    rows: list[np.ndarray] = [np.zeros(0, np.int64)]
+    cols: list[np.ndarray] = [np.zeros(0, np.int64)]
+    vals: list[np.ndarray] = [np.zeros(0, np.float32)]
+    for f, weight in enumerate(config.field_weights()):
+        if weight <= 0:
+            continue
+        r, c = _field_postings((d[f] for d in docs), analyzer, vocab)  # type: ignore[index]
+        rows.append(r)
+        cols.append(c)
+        vals.append(np.full(r.shape[0], weight, np.float32))
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+def _with_reused(previous: TextIndex, reuse: np.ndarray, terms: list[str], rows: np.ndarray, cols: np.ndarray,
+                 vals: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of the fresh documents joined by the reused rows of ``previous.tf``; the term list
+    is the previous one followed by the fresh documents' new terms."""
+    old_terms = sorted(previous.vocab, key=previous.vocab.__getitem__)
+    known = previous.vocab
+    extra = [t for t in terms if t not in known]
+    col_of = np.fromiter((known.get(t, -1) for t in terms), np.int64, len(terms))
+    new = col_of < 0
+    col_of[new] = len(old_terms) + np.arange(int(new.sum()))
+    kept = np.flatnonzero(reuse >= 0)
+    old = previous.tf[reuse[kept]]  # CSR rows of the unchanged documents, in their new order
+    old_rows = np.repeat(kept, np.diff(old.indptr))
+    return (old_terms + extra, np.concatenate([old_rows, rows]),
+            np.concatenate([old.indices.astype(np.int64), col_of[cols]]),
+            np.concatenate([old.data.astype(np.float32), vals]))
+
+
+def _sorted_tf(n: int, terms: list[str], rows: np.ndarray, cols: np.ndarray,
+               vals: np.ndarray) -> tuple[sp.csr_matrix, list[str]]:
+    """The (n, terms in use) count matrix with its columns in term order; terms no document uses go."""
+    used = np.flatnonzero(np.bincount(cols, minlength=len(terms)) > 0) if len(terms) else np.zeros(0, np.int64)
+    live = [terms[i] for i in used.tolist()]
+    order = sorted(range(len(live)), key=live.__getitem__)
+    rank = np.empty(len(live), np.int64)
+    rank[np.asarray(order, np.int64)] = np.arange(len(live))
+    final = np.full(len(terms), -1, np.int64)
+    final[used] = rank
+    tf = sp.csr_matrix((vals, (rows, final[cols])), shape=(n, len(live)), dtype=np.float32)
+    tf.sum_duplicates()
+    tf.sort_indices()
+    return tf, [live[i] for i in order]
 
 
 def _field_postings(texts: Iterable[str], analyzer: Analyzer, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
