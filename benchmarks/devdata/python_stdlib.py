@@ -28,7 +28,7 @@ import random
 import re
 from pathlib import Path
 
-from common import DATA, clip, counts, dedupe_edges, merge_probes, unpack, write_kg, write_probes
+from benchfiles import DATA, clip, counts, dedupe_edges, merge_probes, unpack, write_kg, write_probes
 
 NAME = "python-stdlib"
 PACKAGES = ["libpython3.11-minimal", "libpython3.11-stdlib", "python3.11-doc"]

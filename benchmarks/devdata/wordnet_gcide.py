@@ -23,12 +23,12 @@ import random
 import re
 from pathlib import Path
 
-from common import DATA, clip, counts, dedupe_edges, merge_probes, unpack, write_kg, write_probes
+from benchfiles import DATA, clip, counts, dedupe_edges, merge_probes, unpack, write_kg, write_probes
 
 NAME = "wordnet-gcide"
 LEXFILES = {"06": "artifact", "13": "food"}
 POINTERS = {"@": "is_a", "@i": "is_a", "%p": "has_part", "%m": "has_member", "%s": "has_substance"}
-WEBSTER_TAGS = re.compile(r"^\[(1913 Webster|Webster 1913 Suppl\.|PJC)\]$")
+WEBSTER_TAGS = re.compile(r"^\[(1913 Webster|Webster 1913 Suppl\.)\]$")  # PJC additions often paraphrase WordNet
 MAX_PROBES = 1000
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
@@ -121,13 +121,15 @@ def _definition(body: str) -> str | None:
 
 def _clean(text: str) -> str | None:
     text = re.sub(r"\{([^}]*)\}", r"\1", text)                  # {cross reference}
-    text = re.sub(r"\[([a-zA-Z])[=^~`'\":.,]{1,2}\]", r"\1", text)  # [e^] accent codes
     text = re.sub(r"\[(Obs|Colloq|R|Prov|Eng|U\. S|Scot|Archaic|Local)[^\]]*\]", "", text)
+    text = re.sub(r"\[([a-zA-Z])[=^~`'\":.,]{1,2}\]", r"\1", text)  # [e^] accent codes
     text = re.sub(r"\s--[A-Z][\w.' ]*\.?$", "", text)            # trailing author citation
     text = re.sub(r"\s+", " ", text).strip(" ;")
     if re.match(r"(See|Same as|Alt\. of|Var\. of|Plural of|pl\. of)\b", text, re.IGNORECASE):
         return None  # a cross-reference, not a definition
-    return text if len(text.split()) >= 3 and "[" not in text else None
+    if re.match(r"(One|A person|He|She|A player)\b( \w+)?,? who\b|One who|A person\b", text, re.IGNORECASE):
+        return None  # a person: never an artifact or a food, so a sense WordNet files elsewhere
+    return text if len(text.split()) >= 3 and not re.search(r"[\[\\]", text) else None
 
 
 def build(debs: Path, out: Path, seed: int = 13) -> dict:

@@ -7,9 +7,11 @@ the same packages writes byte-identical files.
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -24,6 +26,7 @@ def unpack(debs: Path, packages: list[str]) -> tuple[Path, dict[str, str]]:
     Returns the root and ``{package: version}`` read from the packages' control fields.
     """
     root = Path(tempfile.mkdtemp(prefix="kgos-devdata-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     versions = {}
     for package in packages:
         found = sorted(debs.glob(f"{package}_*.deb"))
