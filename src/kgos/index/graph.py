@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -815,6 +816,28 @@ class _Side:
 
 def _dir(forward: bool | None) -> str | None:
     return None if forward is None else ("forward" if forward else "backward")
+
+
+def preload_igraph() -> None:
+    """Import igraph in a background thread (0.5-2 s) if nothing has yet: a process that writes to a
+    KG then finds it loaded when an edge write's snapshot refines its communities on a query's path."""
+    global _preloading
+    with _preload_lock:
+        if _preloading or "igraph" in sys.modules:
+            return
+        _preloading = True
+    threading.Thread(target=_import_igraph, name="kgos-igraph-import", daemon=True).start()
+
+
+def _import_igraph() -> None:
+    try:
+        import igraph  # noqa: F401
+    except ImportError:  # then communities fail where they are computed, with the usual message
+        pass
+
+
+_preload_lock = threading.Lock()
+_preloading = False
 
 
 def _canonical_labels(membership: np.ndarray) -> np.ndarray:
