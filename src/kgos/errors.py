@@ -270,3 +270,16 @@ class IngestPathRefused(KGOSError):
     """An HTTP ingest of a path outside the folders the server may read (``KGOS_INGEST_ROOTS``)."""
 
     status = 403
+
+
+class JobCancelled(KGOSError):
+    """A background job stopped on request (or at server shutdown) before its end; what it committed
+    stays (an embedding fill-in keeps its chunks and resumes)."""
+
+    status = 409
+
+
+class JobNotCancellable(KGOSError):
+    """A cancel request for a job that cannot be stopped (an ingest: one transaction) or has ended."""
+
+    status = 409

@@ -104,6 +104,7 @@ class SearchEngine:
         self._snapshot: Snapshot | None = None
         self._previous: Snapshot | None = None  # the snapshot dropped by invalidate(), for its parts
         self._embedder: Any = None
+        self._embedder_of: str | None = None  # the spec _embedder was built from
         self._deferred: list[str] | None = None  # node ids written inside deferred_embedding()
         self.embed_error: str | None = None  # the last failure of embedding on write, until one succeeds
         self._masks: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()  # (version, filter) -> rows
@@ -170,9 +171,11 @@ class SearchEngine:
         return self.query_embedder().name if spec else None
 
     def query_embedder(self) -> Any:
-        if self._embedder is None and self._spec():
+        spec = self._spec()
+        # another process (a fill-in, `kgos embed`) may have switched the KG's model since: follow it
+        if spec and (self._embedder is None or self._embedder_of != spec):
             from ..embed import get_embedder
-            self._embedder = get_embedder(self._spec())  # type: ignore[arg-type]
+            self._embedder, self._embedder_of = get_embedder(spec), spec
         return self._embedder
 
     def use_embedder(self, spec: str) -> None:
