@@ -20,6 +20,7 @@ from fastapi.openapi.utils import get_openapi
 from .. import __version__
 from ..kg import Workspace
 from . import (
+    embedding,
     errors,
     evaluation,
     experts,
@@ -63,7 +64,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with mcp.running(app):
+        async with mcp.running(app), embedding.running(app):
             yield
         if owned:
             with app.state.runtime.lock:
@@ -80,6 +81,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(memory.router)
     app.include_router(ingest.router)
     app.include_router(jobs.router)
+    app.include_router(embedding.router)
     mcp.mount(app, ws, app.state.runtime.provider, allow_writes=mcp.writes_allowed())
     app.include_router(openai_v1.router)
     app.include_router(evaluation.router)

@@ -26,8 +26,9 @@ from starlette.background import BackgroundTask
 
 from ..errors import EdgeNotFound, ImportFailed, InvalidArgument
 from ..kg import KG, Workspace, check_db_id
-from ..kg.embedding import embed_after_import
+from ..kg.embedding import ImportEmbedding, needs_embedding
 from . import models as m
+from .embedding import EmbedWorker, embed_worker
 from .errors import RESPONSES
 from .runtime import Runtime, runtime
 
@@ -200,7 +201,8 @@ KNOWN_SUFFIXES = (".json", ".jsonl", ".ndjson", ".graphml", ".xml", ".csv")
 
 
 @router.post("/kg/{db_id}/import", tags=["import/export"], response_model=m.ImportOut)
-def import_kg(db_id: DbId, rt: Rt, file: Annotated[UploadFile, File(description="The KG file")],
+def import_kg(db_id: DbId, rt: Rt, worker: Annotated[EmbedWorker, Depends(embed_worker)],
+              file: Annotated[UploadFile, File(description="The KG file")],
               mode: Literal["create", "merge", "replace"] = "create",
               format: Literal["nodelink", "jsonl", "csv", "graphml"] | None = None,
               skip_dangling: bool = False, skip_invalid: bool = False,
@@ -208,23 +210,40 @@ def import_kg(db_id: DbId, rt: Rt, file: Annotated[UploadFile, File(description=
     """Import an uploaded file (node-link JSON, JSON Lines, GraphML, a nodes CSV or a zip of
     nodes.csv + edges.csv; any of them gzipped) all or nothing: a bad file is a 400 naming the
     record, and the KG is left as it was (``skip_invalid``: records failing their checks are left out and
-    counted instead). ``mode``: create (409 if the KG exists), merge, replace. ``embed``: ``fast``
-    embeds a KG without vectors with the fast tier (seconds; ``kgos embed DB_ID`` fills in the default
-    model), ``none`` leaves it to text and graph search; ``embedding`` in the answer says what was done
-    (an embedder that fails leaves the import in place, with a note)."""
+    counted instead). ``mode``: create (409 if the KG exists), merge, replace. The answer comes once the
+    rows are committed. ``embed``: ``fast`` (default) embeds the KG in the server's background worker
+    when it has no vectors or a pending fill-in: the fast tier, then the default model (``embedding.job_id``:
+    poll ``GET /api/jobs/{job_id}``; search uses text and graph, then each tier as it lands); ``none``
+    leaves it to text and graph search."""
     folder = FilePath(tempfile.mkdtemp(prefix="kgos-upload-"))
     try:
         path = save_upload(file, folder, format, rt.settings.max_upload_bytes)
         fmt = "csv" if path.is_dir() else format
-        return locked(rt, lambda ws: _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid, embed == "fast"))
+        report, pending = locked(rt, lambda ws: _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    return {**report, "embedding": _embedding(worker, db_id, embed == "fast", pending, mode)}
 
 
 def _import(ws: Workspace, db_id: str, path: FilePath, fmt: str | None, mode: str, skip_dangling: bool,
-            skip_invalid: bool, embed: bool) -> dict[str, Any]:
+            skip_invalid: bool) -> tuple[dict[str, Any], bool]:
+    """The import's report, and whether the KG needs embedding (no vectors or a pending fill-in)."""
     report = ws.import_file(db_id, path, fmt, mode, skip_dangling, skip_invalid=skip_invalid).to_dict()
-    return {**report, "embedding": embed_after_import(ws.kg(db_id), enabled=embed).to_dict()}
+    return report, needs_embedding(ws.kg(db_id))
+
+
+def _embedding(worker: EmbedWorker, db_id: str, enabled: bool, pending: bool, mode: str) -> dict[str, Any]:
+    """What happens to the upload's vectors: nothing (``embed=none``, or kept), or a background job."""
+    if not enabled:
+        return ImportEmbedding(db_id, skipped="disabled", note="Not embedded: search uses text and graph until "
+                               f"POST /api/kg/{db_id}/embedding (or `kgos embed {db_id}`).").to_dict()
+    if not pending:
+        return ImportEmbedding(db_id, skipped="kept", note="Kept the KG's vectors: search by meaning as before.").to_dict()
+    if mode != "merge":  # a job still embedding the file this import replaced would work on a ghost
+        worker.stop_running(db_id, "the KG was imported again; a new job embeds the new version")
+    job = worker.submit(db_id)
+    return ImportEmbedding(db_id, job_id=job.job_id, note=f"Embedding in the background (the fast tier, then the "
+                           f"default model): GET /api/jobs/{job.job_id}.").to_dict()
 
 
 def save_upload(file: UploadFile, folder: FilePath, format: str | None, max_bytes: int) -> FilePath:

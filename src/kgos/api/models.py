@@ -381,7 +381,8 @@ ValidationOut = response_model(ValidationReport, "ValidationOut")
 ImportEmbeddingOut = response_model(ImportEmbedding, "ImportEmbeddingOut", fast=(
     response_model(EmbedReport, "EmbedReportOut") | None, None))
 ImportOut = response_model(ImportReport, "ImportOut", embedding=(ImportEmbeddingOut | None, Field(
-    None, description="How the upload was embedded (fast tier only; `kgos embed DB_ID` fills in the default model)")))
+    None, description="How the upload gets embedded: `job_id` names the background job (fast tier, then the "
+                      "default model; GET /api/jobs/{job_id}), or `skipped` says why not")))
 
 
 class Health(BaseModel):

@@ -30,7 +30,8 @@ class ServerSettings:
     from ``KGOS_API_TOKEN``); ``cors_origins``: allowed origins (none = CORS off); ``allowed_hosts``:
     Host names answered besides the bound ones (``origin.HostPolicy``, ``KGOS_ALLOWED_HOSTS``); body limits in
     bytes for JSON requests and for KG uploads; ``provider``/``model``: the default LLM (None:
-    ``KGOS_LLM_PROVIDER``, else an OpenAI-compatible base URL if one is set, else offline)."""
+    ``KGOS_LLM_PROVIDER``, else an OpenAI-compatible base URL if one is set, else offline);
+    ``fill_in``: at start, queue the KGs whose embedding fill-in is pending (``kgos.api.embedding``)."""
 
     host: str = "127.0.0.1"
     port: int = 8765
@@ -42,6 +43,7 @@ class ServerSettings:
     provider: str | None = None
     model: str | None = None
     llm_timeout: float = 60.0
+    fill_in: bool = False  # at start, resume the pending embedding fill-ins (`kgos serve` sets it)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:

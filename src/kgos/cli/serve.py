@@ -33,10 +33,13 @@ def url_host(host: str) -> str:
               help="Largest KG upload  [default: 536870912].")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
               default="info", show_default=True, help="uvicorn's log level.")
+@click.option("--no-fill-in", "no_fill_in", is_flag=True,
+              help="Do not resume, at start, the embedding fill-ins left pending (KGs still searched with the "
+                   "fast tier); uploads are still embedded in the background.")
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...], allowed_hosts: tuple[str, ...],
           provider: str | None, model: str | None, max_body: int | None, max_upload: int | None,
-          log_level: str) -> None:
+          log_level: str, no_fill_in: bool) -> None:
     """Serve the HTTP API: KGs, search and query methods under /api/kg, the spec's /api/kgos and
     /api/experts routes, OpenAPI at /openapi.json and interactive docs at /docs.
 
@@ -44,6 +47,10 @@ def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...
     when --host is not a loopback address). Requests must name this server in Host (the bound
     address, localhost, or an --allowed-host); writes from another web origin are refused, and a
     POST that is not JSON (a multipart upload) needs the header 'X-KGOS-Client: <anything>'.
+
+    One background worker embeds uploaded KGs (the fast tier, then the default model) one at a
+    time; at start it resumes the fill-ins a stopped server or command left pending (--no-fill-in:
+    not). Ctrl-C stops it between two commits; nothing committed is lost.
     """
     import uvicorn
 
@@ -52,7 +59,7 @@ def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...
     settings = ServerSettings.from_env(host=host, port=port, cors_origins=tuple(cors_origins) or None,
                                        allowed_hosts=tuple(allowed_hosts) or None,
                                        provider=provider, model=model, max_body_bytes=max_body,
-                                       max_upload_bytes=max_upload)
+                                       max_upload_bytes=max_upload, fill_in=not no_fill_in)
     app = create_app(workspace(ctx), settings)
     base = f"http://{url_host(host)}:{port}"
     click.echo(f"KG-OS API on {base}/api  (docs: {base}/docs, workspace: {workspace(ctx).home})")

@@ -1,8 +1,10 @@
-"""Embedding a KG right after an import: the one decision the CLI and the HTTP upload share.
+"""Embedding a KG right after an import: the decisions the CLI and the HTTP upload share.
 
 An imported KG is embedded with the fast tier (searchable by meaning within seconds) unless the
-caller opted out or the import kept it embedded; the default model's fill-in is left to the caller
-(``kgos embed DB_ID`` or :meth:`KG.embed`). An embedder that cannot run never undoes the import.
+caller opted out or the import kept it embedded; then the default model fills in behind it. The CLI
+runs the two steps in the command (:func:`embed_after_import`, then :meth:`KG.embed`); the server runs
+both in its background worker (:func:`embed_tiers`), which also resumes the fill-ins left pending
+(:func:`pending_fill_ins`). An embedder that cannot run never undoes the import.
 """
 
 from __future__ import annotations
@@ -14,13 +16,19 @@ from typing import Any
 from ..embed.nodes import EmbedReport
 from ..errors import KGOSError
 from .facade import KG
+from .workspace import Workspace
+
+PhaseProgress = Callable[[str, int, int], None]  # (phase, done, total)
+FAST_PHASE, FILL_PHASE = "fast tier", "fill-in"
 
 
 @dataclass(frozen=True)
 class ImportEmbedding:
-    """What :func:`embed_after_import` did: the fast tier's report, the model a fill-in is heading for
-    (``fill_in``, None when nothing is pending), or why nothing was embedded (``skipped``: ``disabled``,
-    ``kept`` for a KG the import left embedded, ``failed`` with the embedder's ``error``)."""
+    """What :func:`embed_after_import` or :func:`embed_tiers` did: the fast tier's report, the model a
+    fill-in is heading for (``fill_in``, None when nothing is pending) and, once it ran, its report
+    (``full``), or why nothing was embedded (``skipped``: ``disabled``, ``kept`` for a KG the import left
+    embedded, ``failed`` with the embedder's ``error``); ``job_id``: the server's background job that
+    embeds an upload (``GET /api/jobs/{job_id}``)."""
 
     db_id: str
     fast: EmbedReport | None = None
@@ -28,6 +36,8 @@ class ImportEmbedding:
     skipped: str | None = None
     error: str | None = None
     note: str = ""  # what a reader of the report does next, in one sentence
+    full: EmbedReport | None = None
+    job_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,3 +63,64 @@ def embed_after_import(kg: KG, model: str = "default", enabled: bool = True,
     note = f"Searchable by meaning with {fast.model}; {later} ({target})." if target else \
         f"Searchable by meaning with {fast.model}."
     return ImportEmbedding(kg.db_id, fast=fast, fill_in=target, note=note)
+
+
+def needs_embedding(kg: KG) -> bool:
+    """Whether :func:`embed_tiers` has work on ``kg``: no vectors search uses, or a pending fill-in."""
+    status = kg.embed_status()
+    return status.search_model is None or status.target is not None
+
+
+def embed_tiers(kg: KG, model: str = "default", progress: PhaseProgress | None = None,
+                batch_size: int = 64) -> ImportEmbedding:
+    """Embed ``kg`` the whole way: the fast tier first if search has no vectors yet (distilled first
+    in a home without it), then the fill-in towards the pending target (else ``model``). Resumable: a
+    rerun after a stop embeds only what is missing. ``progress(phase, done, total)`` is called per
+    batch; an exception it raises stops the work between the fill-in's commits. Embedder errors
+    propagate (the KG keeps what was committed and stays searchable by text)."""
+    fast = full = None
+    if kg.embed_status().search_model is None:
+        fast = _run_counted(kg.embed_fast, model, FAST_PHASE, progress, 1024)
+    target = kg.embed_status().target
+    if target:
+        full = _run_counted(kg.embed, target, FILL_PHASE, progress, batch_size)
+    search = kg.embed_status().search_model
+    return ImportEmbedding(kg.db_id, fast=fast, full=full, note=f"Searchable by meaning with {search}.")
+
+
+def _run_counted(step: Callable[..., EmbedReport], model: str | None, phase: str, progress: PhaseProgress | None,
+                 batch_size: int) -> EmbedReport:
+    """``step(model, batch_size, progress, total)`` with its increments summed into ``progress(phase, ...)``."""
+    tick, total = _counter(phase, progress)
+    if progress is not None:
+        progress(phase, 0, 0)  # the phase shows (and a stop is honoured) before its model loads
+    return step(model, batch_size, tick, total)
+
+
+def _counter(phase: str, progress: PhaseProgress | None) -> tuple[Callable[[int], None] | None,
+                                                                   Callable[[int], None] | None]:
+    if progress is None:
+        return None, None
+    seen = {"done": 0, "total": 0}
+
+    def total(n: int) -> None:
+        seen["total"] = n
+        progress(phase, 0, n)
+
+    def tick(n: int) -> None:
+        seen["done"] += n
+        progress(phase, seen["done"], seen["total"])
+    return tick, total
+
+
+def pending_fill_ins(ws: Workspace) -> list[str]:
+    """The KGs of ``ws`` whose metadata names a fill-in target not reached yet (a stopped fill-in);
+    KGs that cannot be opened now (a PostgreSQL server down) are left out."""
+    pending = []
+    for db_id in ws.db_ids():
+        try:
+            if ws.kg(db_id)._setting("embed_target"):  # not embed_status(): it counts the target's vectors
+                pending.append(db_id)
+        except KGOSError:
+            continue
+    return pending

@@ -1,0 +1,195 @@
+"""The server's embedding worker and its routes: an uploaded KG is embedded behind the answer.
+
+``POST /api/kg/{db_id}/import`` returns once the rows are committed; the embedding (the fast tier,
+distilled first in a home without one, then the default model's fill-in) runs here, as a job of the
+shared registry (``kgos.api.jobs``): ``GET /api/jobs/{job_id}`` shows its phase, progress and ETA,
+``POST /api/jobs/{job_id}/cancel`` stops it, ``GET /api/kg/{db_id}/embedding`` shows the KG's vectors
+with its latest embedding job, ``POST /api/kg/{db_id}/embedding`` queues one (a pending fill-in).
+
+One thread runs one embedding job at a time per server: on 2 cores a second model run in parallel
+would only halve both and slow every query. A queued job for a KG that already has one queued is the
+same job. Each job opens its own ``Workspace`` on the server's folder, so its SQLite connections are
+its own and routes are not held up; search meanwhile uses the vectors the KG's ``embedder`` setting
+names (one model per scan) and follows the switch when the fill-in ends. A stop (cancel, shutdown)
+takes effect at the next batch's progress call and never mid-transaction: the chunks committed stay,
+``embed_target`` stays pending, and the next job or ``kgos serve`` start resumes there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path as FilePath
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Depends, FastAPI, Path, Request
+from pydantic import AfterValidator, Field
+
+from ..embed.nodes import EmbedStatus
+from ..kg import Workspace, check_db_id
+from ..kg.embedding import embed_tiers, pending_fill_ins
+from .errors import RESPONSES
+from .jobs import JobOut, JobRegistry, JobStatus, ProgressFn, registry_of
+from .runtime import Runtime, runtime
+from .schemas import response_model
+
+log = logging.getLogger("kgos.api")
+KIND = "embed"
+STOP_SECONDS = 30.0  # a batch of the default model takes ~1 s; distilling the fast tier cannot be cut short
+SHUTDOWN = "the server stopped; the fill-in resumes where it stopped at the next `kgos serve` (or `kgos embed`)"
+
+
+class EmbedWorker:
+    """One background thread running the server's embedding jobs in order."""
+
+    def __init__(self, registry: JobRegistry, home: FilePath, database_url: str | None = None) -> None:
+        self.registry = registry
+        self.home, self.database_url = home, database_url
+        self._queue: deque[tuple[str, str]] = deque()  # (job id, db_id)
+        self._running: tuple[str, str] | None = None
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def submit(self, db_id: str) -> JobStatus:
+        """Queue embedding ``db_id`` (the job already queued for it, if any)."""
+        with self._cond:
+            queued = next((job_id for job_id, queued_db in self._queue
+                           if queued_db == db_id and self.registry.get(job_id).status == "queued"), None)
+            if queued is not None:
+                return self.registry.get(queued)
+            job = self.registry.create(KIND, subject=db_id, cancellable=True)
+            if self._stopping:
+                return self.registry.cancel(job.job_id, SHUTDOWN)
+            self._queue.append((job.job_id, db_id))
+            self._start()
+            self._cond.notify()
+        return job
+
+    def stop_running(self, db_id: str, reason: str) -> None:
+        """Stop the job embedding ``db_id`` now, if one runs (its KG was just replaced)."""
+        with self._cond:
+            running = self._running
+        if running is not None and running[1] == db_id:
+            self.registry.cancel(running[0], reason)
+
+    def stop(self, timeout: float = STOP_SECONDS) -> bool:
+        """Cancel the queued jobs, stop the running one between commits and wait for the thread;
+        False if it is still busy after ``timeout`` (a daemon thread: it dies with the process)."""
+        with self._cond:
+            self._stopping = True
+            queued, self._queue = list(self._queue), deque()
+            running, thread = self._running, self._thread
+            self._cond.notify_all()
+        for job_id, _ in [*queued, *([running] if running else [])]:
+            self._cancel_quietly(job_id)
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def _cancel_quietly(self, job_id: str) -> None:
+        if self.registry.get(job_id).finished is None:
+            self.registry.cancel(job_id, SHUTDOWN)
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="kgos-embed-worker", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                self._running = job_id, db_id = self._queue.popleft()
+            try:
+                self.registry.run(job_id, lambda progress: self._embed(db_id, progress))
+            finally:
+                with self._cond:
+                    self._running = None
+
+    def _embed(self, db_id: str, progress: ProgressFn) -> dict[str, Any]:
+        with Workspace(self.home, self.database_url) as ws:
+            return embed_tiers(ws.kg(db_id), progress=progress).to_dict()
+
+
+def embed_worker(request: Request) -> EmbedWorker:
+    """The app's embedding worker (made on first use, its thread on the first job)."""
+    return worker_of(request.app.state)
+
+
+def worker_of(state: Any) -> EmbedWorker:
+    """The embedding worker kept in an app's ``state`` (made on first use)."""
+    with _CREATE:
+        if getattr(state, "embed_worker", None) is None:
+            ws = state.runtime.workspace
+            state.embed_worker = EmbedWorker(registry_of(state), ws.home, ws.database_url)
+    worker: EmbedWorker = state.embed_worker
+    return worker
+
+
+@asynccontextmanager
+async def running(app: FastAPI) -> AsyncIterator[None]:
+    """The app's lifespan part: at start, queue the pending fill-ins (``ServerSettings.fill_in``); at
+    shutdown, stop the worker between two commits."""
+    rt: Runtime = app.state.runtime
+    if rt.settings.fill_in:
+        await anyio.to_thread.run_sync(resume_pending, app)
+    try:
+        yield
+    finally:
+        worker = getattr(app.state, "embed_worker", None)
+        if worker is not None and not await anyio.to_thread.run_sync(worker.stop):
+            log.warning("the embedding worker is still busy after %.0f s; it stops with the process", STOP_SECONDS)
+
+
+def resume_pending(app: FastAPI) -> list[JobStatus]:
+    """Queue a job for every KG whose fill-in was left pending (a stopped server, a Ctrl-C'd import)."""
+    rt: Runtime = app.state.runtime
+    with rt.lock:
+        pending = pending_fill_ins(rt.workspace)
+    worker = worker_of(app.state)
+    started = [worker.submit(db_id) for db_id in pending]
+    if started:
+        log.info("resuming the embedding fill-in of %s", ", ".join(pending))
+    return started
+
+
+def latest_job(registry: JobRegistry, db_id: str) -> JobStatus | None:
+    """The newest embedding job of ``db_id`` this server knows of."""
+    return next((j for j in registry.list() if j.kind == KIND and j.subject == db_id), None)
+
+
+_CREATE = threading.Lock()
+EmbeddingOut = response_model(EmbedStatus, "EmbeddingOut", job=(JobOut | None, Field(
+    None, description="The newest embedding job of this KG on this server (null: none since it started)")))
+router = APIRouter(prefix="/api", responses=RESPONSES, tags=["embedding"])
+Rt = Annotated[Runtime, Depends(runtime)]
+Worker = Annotated[EmbedWorker, Depends(embed_worker)]
+DbId = Annotated[str, Path(description="The KG's db_id", examples=["demo"]), AfterValidator(check_db_id)]
+
+
+@router.get("/kg/{db_id}/embedding", response_model=EmbeddingOut)
+def embedding_status(db_id: DbId, rt: Rt, worker: Worker) -> Any:
+    """Which vectors search uses (``search_model``), the fill-in's target and how many nodes it covers,
+    and the KG's newest embedding job with its progress and ETA."""
+    with rt.lock:
+        status = rt.workspace.kg(db_id).embed_status()
+    job = latest_job(worker.registry, db_id)
+    return {**status.to_dict(), "job": job.to_dict() if job else None}
+
+
+@router.post("/kg/{db_id}/embedding", response_model=JobOut, status_code=202)
+def start_embedding(db_id: DbId, rt: Rt, worker: Worker) -> Any:
+    """Queue embedding the KG in the background: the fast tier if it has no vectors, then the fill-in
+    towards its pending target (default: the default model); poll the returned job."""
+    with rt.lock:
+        rt.workspace.kg(db_id)  # 404 for an unknown KG before a job is made
+    return worker.submit(db_id).to_dict()
