@@ -132,6 +132,12 @@ def _clean(text: str) -> str | None:
     return text if len(text.split()) >= 3 and not re.search(r"[\[\\]", text) else None
 
 
+def level(query: str, lemmas: list[str]) -> str:
+    """``literal`` when the definition names its synset (a lemma as a whole word), else ``definition``."""
+    named = any(re.search(rf"(?<!\w){re.escape(lemma)}(?!\w)", query, re.IGNORECASE) for lemma in lemmas)
+    return "literal" if named else "definition"
+
+
 def build(debs: Path, out: Path, seed: int = 13) -> dict:
     root, versions = unpack(debs, ["wordnet-base", "dict-gcide"])
     wordnet, dictd = root / "usr/share/wordnet", root / "usr/share/dictd"
@@ -153,7 +159,8 @@ def build(debs: Path, out: Path, seed: int = 13) -> dict:
     probes = merge_probes(raw)
     probes = sorted(random.Random(seed).sample(probes, min(MAX_PROBES, len(probes))), key=lambda p: p["lemma"])
     probes = [{"id": f"wng-{i:04d}", "query": p["query"], "relevant": p["relevant"], "lenient": [],
-               "level": "definition", "source": source.format(p["lemma"])} for i, p in enumerate(probes)]
+               "level": level(p["query"], syn[p["relevant"][0][3:-2]]["lemmas"]),
+               "source": source.format(p["lemma"])} for i, p in enumerate(probes)]
     meta = {"name": NAME,
             "description": "WordNet 3.0 noun synsets of noun.artifact and noun.food: first lemma as name, "
                            "other lemmas as aliases, gloss as description; hypernym, part, member and "
@@ -164,7 +171,7 @@ def build(debs: Path, out: Path, seed: int = 13) -> dict:
     write_probes(out / "probes-dev.jsonl", probes)
     return {"versions": versions, "nodes": len(nodes), "node_types": counts(nodes, "type"), "edges": len(edges),
             "edge_types": counts(edges, "type"), "eligible": len(raw), "probes": len(probes),
-            "answers": len({r for p in probes for r in p["relevant"]})}
+            "levels": counts(probes, "level"), "answers": len({r for p in probes for r in p["relevant"]})}
 
 
 def main() -> None:
