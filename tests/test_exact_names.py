@@ -19,11 +19,10 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import BENCH
 
 import kgos
 from kgos.eval.names import exact_name_check
-
-from conftest import BENCH
 
 SAMPLE, COMPETITORS, BACKGROUND = 1000, 5, 1000
 
