@@ -60,6 +60,22 @@ class SearchOptions:
     coord: float = 0.5  # BM25 x (share of query terms matched) ** coord (0 = spec); docs/defaults.md
     hop_seeds: int = 1  # only the best hit passes relevance on (1, 2, 3, 10 measured: docs/defaults.md)
     name_prefix: bool = False  # the weakest tier (the query begins a name): no gain on the dev sets
+    # issue 13 lever 4, fusion (hybrid mode only; docs/defaults.md "Fusion"): ``norm`` puts the embedding
+    # and text signals on one scale per query over their top ``norm_depth`` rows (NORMS; "max" = spec/000
+    # section 7); ``margin_power`` > 0 scales alpha and beta by how far each signal's top hit stands out;
+    # ``prf`` > 0 moves the query vector toward the top ``prf`` hits' vectors (Rocchio) and re-scores.
+    norm: str = "max"
+    norm_depth: int = 100
+    margin_power: float = 0.0
+    prf: int = 0
+    prf_weight: float = 0.5
+    # graph use beyond the gamma signal: + propagate x (the best fused score of a top-``propagate_seeds``
+    # neighbour, by edge-type weight); smooth: + smooth x the mean fused score of a candidate's neighbours
+    propagate: float = 0.0
+    propagate_seeds: int = 3
+    smooth: float = 0.0
+    use_graph: bool = True  # False: gamma = 0 and no edge-derived additions (solution hops, propagation)
+    use_intent: bool = True  # False: delta = 0
 
     @classmethod
     def spec(cls) -> SearchOptions:
@@ -312,6 +328,133 @@ def effective_weights(weights: Weights, signals: Signals) -> Weights:
                    source=weights.source + " (no vectors: renormalised)")
 
 
+NORMS = ("max", "minmax", "zscore", "rank", "topk")
+FUSION_MODES = frozenset({"hybrid"})  # fixed3/fixed4 stay the spec's formulas
+MARGIN_DEPTH = 10
+
+
+def check_options(options: SearchOptions) -> None:
+    if options.norm not in NORMS:
+        raise InvalidArgument(f"unknown norm {options.norm!r}; choose one of {', '.join(NORMS)}")
+    if options.norm_depth < 2 or options.prf < 0 or options.propagate_seeds < 1:
+        raise InvalidArgument("norm_depth must be >= 2, prf >= 0 and propagate_seeds >= 1")
+
+
+def rescale(x: np.ndarray | None, how: str, depth: int) -> np.ndarray | None:
+    """Per-query score normalisation over the signal's top ``depth`` rows (the rest score 0, except
+    for "topk"). max: x / max (spec/000 section 7); minmax: (x - x_depth) / (x_1 - x_depth); zscore:
+    max(0, (x - mean) / sd), unscaled, so a signal whose top stands out counts more (Montague &
+    Aslam, CIKM 2001, "Relevance score normalization for metasearch"); rank: (K + 1) / (K + rank), the
+    reciprocal rank of RRF with K = 60 scaled to 1 at rank 1 (Cormack et al., SIGIR 2009); topk:
+    x / mean(top 10), so the top is above 1 exactly when it stands out from the next nine."""
+    if x is None or how == "max":
+        return x
+    top = top_indices(x, depth)
+    if top.size == 0:
+        return x
+    v = x[top].astype(np.float64)
+    if how == "topk":
+        return (x / np.float32(v[:MARGIN_DEPTH].mean())).astype(np.float32)
+    if how == "rank":
+        s = (RRF_K + 1) / (RRF_K + 1 + np.arange(top.size, dtype=np.float64))
+    elif how == "minmax":
+        span = v[0] - v[-1]
+        s = (v - v[-1]) / span if span > 0 else np.ones_like(v)
+    else:  # zscore
+        sd = v.std()
+        s = np.maximum((v - v.mean()) / sd, 0) if sd > 0 else np.ones_like(v)
+    return dense(x.shape[0], top, s.astype(np.float32))
+
+
+def margin(x: np.ndarray | None) -> float:
+    """How far the top score stands out from the next nine, as a share of it (0..1)."""
+    if x is None:
+        return 0.0
+    top = top_indices(x, MARGIN_DEPTH)
+    if top.size < 2 or x[top[0]] <= 0:
+        return float(top.size == 1)
+    v = x[top]
+    return float((v[0] - v[1:].mean()) / v[0])
+
+
+def fusion_weights(w: Weights, signals: Signals, options: SearchOptions) -> Weights:
+    """Query-dependent alpha and beta: each scaled by its signal's ``margin`` ** ``margin_power``,
+    their sum kept (a score-distribution weighting in the spirit of CombMNZ-style signal trust,
+    Shaw & Fox, TREC-2 1994); gamma/delta dropped when ``use_graph``/``use_intent`` are off, the
+    others rescaled to the same total."""
+    total = w.embedding + w.text + w.graph + w.intent
+    e, t = w.embedding, w.text
+    g, d = (w.graph if options.use_graph else 0.0), (w.intent if options.use_intent else 0.0)
+    if options.margin_power > 0 and signals.embedding is not None and e > 0 and t > 0:
+        me, mt = (margin(x) ** options.margin_power for x in (signals.embedding, signals.text))
+        if me + mt > 0:
+            e, t = (e + t) * e * me / (e * me + t * mt), (e + t) * t * mt / (e * me + t * mt)
+    rest = e + t + g + d
+    if (e, t, g, d) == w.as_tuple() or rest <= 0:
+        return w
+    scale = total / rest
+    return Weights(e * scale, t * scale, g * scale, d * scale, source=w.source + " (fusion-weighted)")
+
+
+def rocchio(snap: Snapshot, query_vector: np.ndarray, total: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """Pseudo-relevance feedback on the query vector: q + prf_weight * centroid of the top ``prf``
+    hits' unit vectors, renormalised (Rocchio, "Relevance feedback in information retrieval", 1971)."""
+    top = top_indices(total, options.prf)
+    if top.size == 0 or snap.vectors is None:
+        return query_vector
+    centroid = np.asarray(snap.vectors[np.sort(top)], np.float32).mean(axis=0)
+    q = np.asarray(query_vector, np.float32)
+    q = q / (np.linalg.norm(q) or 1.0) + np.float32(options.prf_weight) * centroid / (np.linalg.norm(centroid) or 1.0)
+    return q / (np.linalg.norm(q) or 1.0)
+
+
+def propagation(snap: Snapshot, base: np.ndarray, seeds: int) -> np.ndarray:
+    """The fused score passed one hop from the top ``seeds`` hits to their neighbours, times the edge
+    type's weight (intents.EDGE_TYPE_WEIGHTS; spec/001 1.6's proximity, on the fused score): for every
+    node the best such value, else 0."""
+    top = top_indices(base, seeds)
+    out = np.zeros(snap.n, np.float32)
+    if top.size == 0:
+        return out
+    nb = snap.graph.neighbors_of(top, "both")
+    tw = snap.graph.type_weight_vector(I.EDGE_TYPE_WEIGHTS, I.DEFAULT_EDGE_TYPE_WEIGHT)
+    np.maximum.at(out, nb.node, (base[nb.origin] * tw[nb.edge_type]).astype(np.float32))
+    return out
+
+
+def smoothing(snap: Snapshot, base: np.ndarray, depth: int) -> np.ndarray:
+    """Neighbour-aware smoothing of the top ``depth`` candidates: each gets the mean fused score of
+    its neighbours (a one-step score propagation, cf. Kurland & Lee, SIGIR 2005 cluster-based
+    re-ranking), the others 0."""
+    top = top_indices(base, depth)
+    out = np.zeros(snap.n, np.float32)
+    if top.size == 0:
+        return out
+    nb = snap.graph.neighbors_of(top, "both")
+    sums = np.zeros(snap.n, np.float64)
+    np.add.at(sums, nb.origin, base[nb.node])
+    counts = np.bincount(nb.origin, minlength=snap.n)
+    out[top] = (sums[top] / np.maximum(counts[top], 1)).astype(np.float32)
+    return out
+
+
+def fuse(snap: Snapshot, signals: Signals, w: Weights, options: SearchOptions, qv: np.ndarray | None,
+         vectorless: np.ndarray | None, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The hybrid mode's weighted sum with lever 4's normalisation, feedback and graph propagation;
+    returns (total, the query vector last scored)."""
+    total = combine(signals, w, vectorless)
+    if options.prf > 0 and qv is not None and signals.embedding is not None:
+        qv = rocchio(snap, qv, total, options)
+        emb = within(embedding_signal(snap, qv, exact=mask is not None), mask)
+        signals.embedding = rescale(emb, options.norm, options.norm_depth)
+        total = combine(signals, w, vectorless)
+    if options.use_graph and options.propagate > 0:
+        total = total + np.float32(options.propagate) * propagation(snap, total, options.propagate_seeds)
+    if options.use_graph and options.smooth > 0:
+        total = total + np.float32(options.smooth) * smoothing(snap, total, options.norm_depth)
+    return total, qv
+
+
 def signal_for_mode(signals: Signals, mode: str) -> Signals:
     """Single-signal ablations swap the text channel for the one being measured."""
     if mode == "bm25":
@@ -446,6 +589,7 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
     query, k = check_query(query), check_k(k)
     if mode not in MODES:
         raise InvalidArgument(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    check_options(options)
     if mode in FTS_MODES and not options.fts:
         options = replace(options, fts=True)
     it = I.explicit(intent) if intent else I.classify(query)
@@ -456,8 +600,14 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
     notes, warnings = _notes(snap, signals, w, options), _warnings(snap, signals, w)
     w = effective_weights(w, signals)
     vectorless = vectorless_rows(snap, signals)
-    total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w, vectorless)
-    if mode == "hybrid" and options.solution_hop > 0:
+    if mode in FUSION_MODES:
+        signals.embedding = rescale(signals.embedding, options.norm, options.norm_depth)
+        signals.text = rescale(signals.text, options.norm, options.norm_depth)
+        w = fusion_weights(w, signals, options)
+        total, qv = fuse(snap, signals, w, options, qv, vectorless, mask)
+    else:
+        total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w, vectorless)
+    if mode == "hybrid" and options.solution_hop > 0 and options.use_graph:
         signals.solution = solution_signal(snap, total, options.hop_seeds, query)
         total = total + np.float32(options.solution_hop) * signals.solution
     if signals.name is not None:
