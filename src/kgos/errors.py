@@ -211,6 +211,13 @@ class NotTrained(KGOSError):
     status = 422
 
 
+class AdapterNeedsData(KGOSError):
+    """A query adapter asked of a KG that cannot teach one (too few nodes whose name or aliases say
+    something apart from their full text, or no vectors yet): nothing was changed."""
+
+    status = 422
+
+
 class PipelineError(KGOSError):
     """A pipeline module or research run that cannot do what was asked (spec/004)."""
 

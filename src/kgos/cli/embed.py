@@ -14,6 +14,9 @@ from . import cli, out, output_options, workspace
 from .output import table
 
 DEFAULT_SUBCOMMAND = "run"
+# ``kgos embed KG --adapt`` is ``kgos embed adapt KG``; ``--names`` is ``kgos embed names KG`` (each with --drop)
+FLAG_SUBCOMMANDS = {"--adapt": ("adapt", None), "--drop-adapter": ("adapt", "--drop"),
+                    "--names": ("names", None), "--drop-names": ("names", "--drop")}
 
 
 class EmbedGroup(click.Group):
@@ -22,7 +25,12 @@ class EmbedGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = [DEFAULT_SUBCOMMAND, *args]
+            flag = next((a for a in args if a in FLAG_SUBCOMMANDS), None)
+            if flag is None:
+                args = [DEFAULT_SUBCOMMAND, *args]
+            else:
+                command, extra = FLAG_SUBCOMMANDS[flag]
+                args = [command, *(a for a in args if a != flag), *([extra] if extra else [])]
         return super().parse_args(ctx, args)
 
 
@@ -53,6 +61,62 @@ def add(ctx: click.Context, db_id: str, model: str, batch_size: int, json_: bool
     o.emit(report, lambda c: c.print(f"Embedded {report.embedded:,} of {report.nodes:,} nodes of [bold]{db_id}[/] "
                                      f"with {report.model} beside the search model ({report.unchanged:,} unchanged)"),
            lambda: [(db_id, report.model, report.embedded)], columns=("db_id", "model", "embedded"))
+
+
+@embed_group.command("adapt")
+@click.argument("db_id")
+@click.option("--drop", is_flag=True, help="Remove the query adapter: search uses the model's own query vectors.")
+@output_options
+@click.pass_context
+def adapt(ctx: click.Context, db_id: str, drop: bool, json_: bool, plain_: bool) -> None:
+    """Fit a query adapter of DB_ID's search model on the KG itself (`kgos embed KG --adapt`): names
+    and aliases as pseudo-queries of their node, connected nodes as hard negatives; stored in the KG
+    when it beats the model alone on held-out pairs, then used by every search. No labels, no probes."""
+    from ..embed.adapter import adapt_kg, drop_kg_adapter
+    o = out(ctx, json_, plain_)
+    ws = workspace(ctx)
+    store = ws.kg(db_id).store
+    if drop:
+        dropped = drop_kg_adapter(store)
+        o.emit({"db_id": db_id, "dropped": dropped}, lambda c: c.print(
+            f"{db_id}: query adapter removed" if dropped else f"{db_id}: no query adapter to remove"),
+            lambda: [(db_id, dropped)], columns=("db_id", "dropped"))
+        return
+    r = adapt_kg(store, ws.cache_dir)
+    verdict = "saved: search uses it" if r.saved else "not saved: no better than the model alone"
+    o.emit(r, lambda c: c.print(
+        f"{db_id}: query adapter of {r.model} on {r.pairs:,} pairs, {r.epochs} epochs, {r.seconds:.1f} s; held-out MRR "
+        f"{r.val_mrr_before:.3f} -> {r.val_mrr_after:.3f} ({verdict})"),
+        lambda: [_adapt_row(r)], columns=("db_id", "model", "pairs", "val_mrr_before", "val_mrr_after", "saved", "seconds"))
+
+
+def _adapt_row(r: Any) -> tuple[Any, ...]:
+    return (r.db_id, r.model, r.pairs, f"{r.val_mrr_before:.4f}", f"{r.val_mrr_after:.4f}", r.saved, f"{r.seconds:.1f}")
+
+
+@embed_group.command("names")
+@click.argument("db_id")
+@click.option("--drop", is_flag=True, help="Stop keeping name vectors and remove them.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
+@output_options
+@click.pass_context
+def names(ctx: click.Context, db_id: str, drop: bool, batch_size: int, json_: bool, plain_: bool) -> None:
+    """Keep a vector of each node's name and first aliases beside its full-text vector (`kgos embed KG
+    --names`); the embedding signal then also scores them (index/nearest.py NAME_SCORING)."""
+    from ..embed.nodes import disable_kg_names, enable_kg_names
+    o = out(ctx, json_, plain_)
+    ws = workspace(ctx)
+    store = ws.kg(db_id).store
+    if drop:
+        dropped = disable_kg_names(store, ws.cache_dir)
+        o.emit({"db_id": db_id, "dropped": dropped}, lambda c: c.print(
+            f"{db_id}: name vectors removed" if dropped else f"{db_id}: no name vectors to remove"),
+            lambda: [(db_id, dropped)], columns=("db_id", "dropped"))
+        return
+    with o.meter(f"embed names of {db_id}", "names") as meter:
+        done = enable_kg_names(store, ws.cache_dir, batch_size, meter.advance)
+    o.emit({"db_id": db_id, "embedded": done}, lambda c: c.print(f"{db_id}: name vectors of {done:,} nodes embedded"),
+           lambda: [(db_id, done)], columns=("db_id", "embedded"))
 
 
 @embed_group.command("models")

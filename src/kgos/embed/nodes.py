@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..index.vectors import _table, _VectorTable, embed_text
+from ..errors import InvalidArgument
+from ..index import vectors as V
+from ..index.vectors import _table, _VectorTable, embed_text, name_texts, names_model
 from ..store.base import GraphStore
 from .base import Embedder, content_hash
 
@@ -34,6 +36,7 @@ class EmbedReport:
     unchanged: int
     removed: int
     seconds: float
+    names_embedded: int = 0  # nodes whose name vectors were (re)made (issue 13 lever 3)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,8 +79,43 @@ def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None =
         _write(store, table, embedder.name, dims, items, bump=bump)
     if stale:
         _write(store, table, embedder.name, 0, [], remove=stale, bump=bump)
+    named = embed_names(store, embedder, cache_root, batch_size, bump=bump)  # outside the meter's total
     return EmbedReport(store.db_id, embedder.name, embedder.dims, len(todo), len(changed),
-                       len(todo) - len(changed), len(stale), time.perf_counter() - t0)
+                       len(todo) - len(changed), len(stale), time.perf_counter() - t0, named)
+
+
+def embed_names(store: GraphStore, embedder: Embedder, cache_root: Path | None = None, batch_size: int = 64,
+                progress: Callable[[int], None] | None = None, node_ids: Iterable[str] | None = None,
+                bump: bool = True) -> int:
+    """Embed the name and first aliases (``name_texts``) of every node (or of ``node_ids``) whose names
+    changed since, by content hash; remove those of nodes that no longer need them. Only KGs that keep
+    name vectors (``names_wanted``) in a SQLite vector table get them. Returns how many nodes."""
+    if not V.names_wanted(store, embedder.name):
+        return 0
+    table = _table(store, cache_root)
+    if not isinstance(table, _VectorTable):
+        return 0
+    model = names_model(embedder.name)
+    if node_ids is None:
+        nodes, known = list(store.iter_nodes()), table.rows(model)
+    else:
+        ids = list(dict.fromkeys(node_ids))
+        nodes, known = list(store.get_nodes(ids).values()), table.hashes(model, ids)
+    todo = [(n.id, texts, content_hash(embedder.name, "\n".join(texts))) for n in nodes for texts in [name_texts(n)]]
+    stale = {nid for nid, texts, _ in todo if not texts and nid in known}
+    if node_ids is None:
+        stale |= set(known) - {n.id for n in nodes}
+    changed = [t for t in todo if t[1] and known.get(t[0]) != t[2]]
+    for start in range(0, len(changed), WRITE_CHUNK):
+        chunk = changed[start:start + WRITE_CHUNK]
+        flat = [text for _, texts, _ in chunk for text in texts]
+        vectors = embedder.embed(flat, batch_size=batch_size, progress=progress).astype(np.float32)
+        ends = np.cumsum([len(texts) for _, texts, _ in chunk])
+        items = [(nid, h, vectors[end - len(texts):end].tobytes()) for (nid, texts, h), end in zip(chunk, ends)]
+        _write(store, table, model, vectors.shape[1], items, bump=bump)
+    if stale:
+        _write(store, table, model, 0, [], remove=stale, bump=bump)
+    return len(changed)
 
 
 def embed_nodes(store: GraphStore, embedder: Embedder, node_ids: Iterable[str], cache_root: Path | None = None,
@@ -95,7 +133,48 @@ def embed_nodes(store: GraphStore, embedder: Embedder, node_ids: Iterable[str], 
     if todo:
         dims, items = _embedded(embedder, todo, batch_size)
         _write(store, table, embedder.name, dims, items)
+    embed_names(store, embedder, cache_root, batch_size, node_ids=ids)
     return len(todo)
+
+
+def enable_names(store: GraphStore, embedder: Embedder, cache_root: Path | None = None, batch_size: int = 64,
+                 progress: Callable[[int], None] | None = None) -> int:
+    """Keep name vectors of ``embedder`` in this KG from now on (``kg.embed`` and writes keep them
+    current) and make the missing ones. Returns how many nodes were embedded."""
+    if store.read_only or not hasattr(store, "set_meta"):
+        raise InvalidArgument(f"'{store.db_id}' is read-only: name vectors are recorded in the KG itself")
+    if not isinstance(_table(store, cache_root), _VectorTable):
+        raise InvalidArgument(f"'{store.db_id}' keeps its vectors in its own database: name vectors need a SQLite KG")
+    store.set_meta(**{V.NAMES_META + embedder.name: "1"})  # type: ignore[attr-defined]
+    return embed_names(store, embedder, cache_root, batch_size, progress)
+
+
+def drop_names(store: GraphStore, model: str, cache_root: Path | None = None) -> bool:
+    """Stop keeping name vectors of ``model`` and remove them. Returns whether there were any."""
+    had = store.meta().get(V.NAMES_META + model) == "1"
+    if hasattr(store, "set_meta") and had:
+        store.set_meta(**{V.NAMES_META + model: ""})  # type: ignore[attr-defined]
+    table = _table(store, cache_root)
+    if isinstance(table, _VectorTable):
+        _write(store, table, names_model(model), 0, [], remove=set(table.rows(names_model(model))))
+    return had
+
+
+def enable_kg_names(store: GraphStore, cache_root: Path | None = None, batch_size: int = 64,
+                    progress: Callable[[int], None] | None = None) -> int:
+    """``kgos embed KG --names``: name vectors of the KG's search model, kept from now on."""
+    from .registry import get_embedder
+    spec = store.meta().get("embedder")
+    if not spec:
+        raise InvalidArgument(f"'{store.db_id}' has no vectors yet: run `kgos embed {store.db_id}` first")
+    return enable_names(store, get_embedder(spec), cache_root, batch_size, progress)
+
+
+def disable_kg_names(store: GraphStore, cache_root: Path | None = None) -> bool:
+    """``kgos embed KG --drop-names``: stop keeping the search model's name vectors, remove them."""
+    from .registry import get_embedder
+    spec = store.meta().get("embedder")
+    return drop_names(store, get_embedder(spec).name, cache_root) if spec else False
 
 
 def stored_vectors(store: GraphStore, model: str, cache_root: Path | None = None) -> dict[str, tuple[bytes, int]]:
@@ -125,8 +204,10 @@ def drop_vectors(store: GraphStore, model: str, cache_root: Path | None = None) 
     if table.native:  # the KG's own table (SQLite or PostgreSQL): one of its transactions
         with store.transaction(bump=False):  # type: ignore[attr-defined]
             table.drop(model)
+            table.drop(names_model(model))
     else:
         table.drop(model)
+        table.drop(names_model(model))
 
 
 def vector_count(store: GraphStore, model: str, cache_root: Path | None = None) -> int:

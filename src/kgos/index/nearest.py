@@ -19,6 +19,10 @@ import numpy as np
 
 from . import ann
 
+# Name vectors (issue 13, lever 3): how a node's full-text cosine and its best name/alias cosine make
+# its embedding score: "max" of the two, "blend" = NAME_BLEND x name + (1 - NAME_BLEND) x full, "off".
+NAME_SCORING = "max"
+NAME_BLEND = 0.5
 FILL_ROWS = 5_000  # approximate path: at most this many rows outside the candidates get an exact cosine
 _controller: Any = None
 _controller_lock = threading.Lock()
@@ -127,8 +131,30 @@ def similarities(snap: Any, query: np.ndarray, exact: bool = False) -> np.ndarra
     not ``exact``) exact for the index's best ``ann.CANDIDATES`` rows and 0 elsewhere."""
     index = snap.ann
     if exact or not _fresh(index, snap):
-        return cosine_all(snap.vectors, query)
+        return with_names(snap, cosine_all(snap.vectors, query), query)
     rows = index.search(query)
     out = np.zeros(snap.n, np.float32)
     out[rows] = cosine_rows(snap.vectors, query, rows)
+    return with_names(snap, out, query)
+
+
+def name_similarities(names: Any, query: np.ndarray) -> np.ndarray:
+    """For each node in ``names.nodes``: the best cosine of the query with its name and alias vectors
+    (a max over each node's run of rows, ``np.maximum.reduceat``)."""
+    return np.maximum.reduceat(cosine_all(names.matrix, query), names.starts)
+
+
+def with_names(snap: Any, full: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The full-text cosines ``full`` combined with the name-vector cosines (``NAME_SCORING``) for the
+    nodes that have name vectors of the snapshot's model; the others keep their full-text cosine."""
+    names = getattr(snap, "name_vectors", None)
+    if NAME_SCORING == "off" or names is None or names.model != snap.embedder or names.nodes.size == 0:
+        return full
+    best = name_similarities(names, query)
+    out = full.copy()
+    rows = names.nodes
+    if NAME_SCORING == "blend":
+        out[rows] = NAME_BLEND * best + (1 - NAME_BLEND) * full[rows]
+    else:
+        out[rows] = np.maximum(full[rows], best)
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,16 @@ from ..errors import InvalidArgument
 from ..model import Node
 from ..store.base import GraphStore
 from ..store.native import NativeStore
+from .names import alias_strings
 
 EMBED_TEXT_CHARS = 1000
+# Name vectors (issue 13, lever 3): a node's name and first aliases embedded apart from its full text,
+# all in one row of the vector table under the model ``<model>#names`` (a BLOB of k vectors).
+NAMES_SUFFIX = "#names"
+NAME_VECTORS = False  # every KG gets them; off: only KGs that asked (kg_meta, ``names_wanted``), measured in docs/embedders.md
+NAMES_META = "name_vectors:"  # kg_meta key + model: "1" once `kgos embed KG --names` asked for them
+NAME_VECTORS_MAX = 4  # the name + 3 aliases: a node with 10,000 aliases costs 4 short texts
+NAME_TEXT_CHARS = 120
 # A rowid table, as in the native file (migration 002): 1.5 KB rows fit two to a page (a WITHOUT ROWID
 # table spilled each to overflow pages, 3x the vectors' size). Sidecars made before keep their layout.
 SIDECAR_SCHEMA = ("""CREATE TABLE IF NOT EXISTS node_embeddings (
@@ -30,6 +39,43 @@ def embed_text(node: Node) -> str:
     """What a node's vector is made from: its name and description (capped)."""
     text = f"{node.name}. {node.description}" if node.description else node.name
     return text[:EMBED_TEXT_CHARS]
+
+
+def name_texts(node: Node) -> list[str]:
+    """What a node's name vectors are made from: its name, then its first aliases (distinct, case
+    folded), capped; empty when that is only the full text again (a node with no description and
+    no aliases: its full vector already is its name's)."""
+    seen: dict[str, str] = {}
+    for text in (node.name, *alias_strings(node.properties)):
+        text = " ".join(text.split())[:NAME_TEXT_CHARS]
+        if text and text.casefold() not in seen:
+            seen[text.casefold()] = text
+        if len(seen) >= NAME_VECTORS_MAX:
+            break
+    texts = list(seen.values())
+    return [] if texts == [embed_text(node)] else texts
+
+
+def names_wanted(store: GraphStore, model: str) -> bool:
+    """Does this KG keep name vectors of ``model`` (all KGs with ``NAME_VECTORS``, else those that asked)?"""
+    return NAME_VECTORS or store.meta().get(NAMES_META + model) == "1"
+
+
+def names_model(model: str) -> str:
+    """The vector-table model under which ``model``'s name vectors are kept."""
+    return model + NAMES_SUFFIX
+
+
+@dataclass(frozen=True)
+class NameVectors:
+    """The name vectors of one snapshot: unit rows ``matrix`` (m, dims), ``owner[i]`` the node row of
+    matrix row i (ascending), ``starts`` the first matrix row of each node in ``nodes``."""
+
+    model: str
+    matrix: np.ndarray
+    owner: np.ndarray
+    nodes: np.ndarray
+    starts: np.ndarray
 
 
 class _VectorTable:
@@ -123,6 +169,36 @@ def load_vectors(store: GraphStore, model: str, node_ids: tuple[str, ...],
     return matrix
 
 
+def load_name_vectors(store: GraphStore, model: str | None, node_ids: tuple[str, ...],
+                      cache_root: Path | None = None) -> NameVectors | None:
+    """The name vectors of ``model`` for the nodes of ``node_ids`` (None when there are none). Only the
+    SQLite tables (native or sidecar) keep them."""
+    if not model or not names_wanted(store, model):  # a kg_meta read: no scan of the vector table
+        return None
+    try:
+        table = _table(store, cache_root)
+    except InvalidArgument:
+        return None
+    if not isinstance(table, _VectorTable):
+        return None
+    try:
+        rows = table.rows(names_model(model), with_vectors=True)
+    finally:
+        if not table.native:
+            table.conn.close()
+    index = {nid: i for i, nid in enumerate(node_ids)}
+    hits = sorted((index[nid], blob, dims) for nid, (_, blob, dims) in rows.items() if nid in index)
+    if not hits:
+        return None
+    dims = hits[0][2]
+    hits = [(i, b) for i, b, d in hits if d == dims and len(b) % (4 * dims) == 0]
+    counts = np.fromiter((len(b) // (4 * dims) for _, b in hits), np.int64, len(hits))
+    matrix = np.frombuffer(b"".join(b for _, b in hits), np.float32).reshape(-1, dims)
+    nodes = np.fromiter((i for i, _ in hits), np.int64, len(hits))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    return NameVectors(model, matrix, np.repeat(nodes, counts), nodes, starts)
+
+
 def models(store: GraphStore) -> dict[str, int]:
     """Embedding models with stored vectors in a native KG, and how many nodes each covers."""
     own = getattr(store, "vector_models", None)
@@ -131,6 +207,7 @@ def models(store: GraphStore) -> dict[str, int]:
     if not hasattr(store, "conn"):
         return {}
     try:
-        return dict(store.conn.execute("SELECT model, count(*) FROM node_embeddings GROUP BY model"))  # type: ignore[attr-defined]
+        rows = store.conn.execute("SELECT model, count(*) FROM node_embeddings GROUP BY model")  # type: ignore[attr-defined]
     except sqlite3.OperationalError:
         return {}
+    return {m: n for m, n in rows if not m.endswith(NAMES_SUFFIX)}  # name vectors belong to their model

@@ -263,7 +263,13 @@ class SearchEngine:
             vector = np.asarray(embedder.embed_query(text), np.float32)
             vector.flags.writeable = False  # shared by every later hit: nobody may change it in place
             self.vector_cache.put(key, vector)
-        return vector
+        # the KG's query adapter of this model (`kgos embed KG --adapt`), read once per KG version
+        from ..embed.adapter import adapt, load_adapter
+        version = self.store.version()
+        cached = getattr(self, "_adapter", None)
+        if cached is None or cached[:2] != (version, embedder.name):
+            cached = self._adapter = (version, embedder.name, load_adapter(self.store.meta(), embedder.name))
+        return adapt(cached[2], vector)
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
                mode: str = "hybrid", prefilter: Prefilter | None = None) -> SearchResult:
