@@ -103,8 +103,8 @@ def run(n: int, m: int) -> dict:
 
 # -- a write, then the next search, on a real KG -------------------------------------------------------
 PHASES = {  # module attribute -> phase: timed by wrapping, so the same table reads any version of the code
+    "kgos.index.snapshot:_read": "read: all of it (one transaction)",
     "kgos.index.snapshot:_node_texts": "read node rows",
-    "kgos.store.native:NativeStore.iter_nodes": "read node rows",
     "kgos.store.native:NativeStore.graph_arrays": "read graph arrays",
     "kgos.index.snapshot:load_vectors": "read vectors",
     "kgos.index.snapshot:_with_name_vectors": "read name vectors",

@@ -83,15 +83,14 @@ def _assert_whole(snap: snapshots.Snapshot) -> None:
 # -- one read transaction ---------------------------------------------------------------------------
 def test_a_write_landing_mid_build_is_wholly_out_of_the_snapshot(kg: kgos.KG, monkeypatch) -> None:
     other = NativeStore(kg.store.path, "t")  # another process's connection
-    version, real = kg.store.version(), kg.store.graph_arrays
+    version, real = kg.store.version(), kg.store.node_rowids
 
-    def read_then_write():  # the write commits after the graph arrays were read, before the nodes
-        arrays = real()
+    def write_then_read():  # the write commits after the nodes and edges were read, before rowids and vectors
         other.add_node("Late node", id="late")
         other.add_edge("n1", "late", "enables")
-        return arrays
+        return real()
 
-    monkeypatch.setattr(kg.store, "graph_arrays", read_then_write)
+    monkeypatch.setattr(kg.store, "node_rowids", write_then_read)
     snap = _build(kg, cache=False)
     _assert_whole(snap)
     assert snap.version == version and "late" not in snap.index

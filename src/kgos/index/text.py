@@ -228,6 +228,7 @@ def _with_reused(previous: TextIndex, reuse: np.ndarray, terms: list[str], rows:
     new = col_of < 0
     col_of[new] = len(old_terms) + np.arange(int(new.sum()))
     kept = np.flatnonzero(reuse >= 0)
+    assert previous.tf is not None  # checked by build
     old = previous.tf[reuse[kept]]  # CSR rows of the unchanged documents, in their new order
     old_rows = np.repeat(kept, np.diff(old.indptr))
     return (old_terms + extra, np.concatenate([old_rows, rows]),
