@@ -20,7 +20,6 @@ import uuid
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from ..errors import IndexDamaged
 from ..model import Node
 from ..store.arrays import GraphArrays
 from ..store.base import GraphStore, load_json_object
-from ..store.native import NativeStore
+from ..store.native import NativeStore, graph_arrays_of
 from .graph import GraphIndex, preload_igraph
 from .names import NameIndex, alias_strings
 from .text import TextConfig, TextIndex
@@ -84,8 +83,9 @@ class Snapshot:
     # next version analyses only the nodes whose digest moved.
     keys: np.ndarray | None = field(default=None, repr=False)
     name_keys: np.ndarray | None = field(default=None, repr=False)
-    vector_keys: dict[str, Any] | None = field(default=None, repr=False)  # node id -> stored vector row (native)
+    vector_keys: Any = field(default=None, repr=False)  # which stored rows ``vectors`` are (native KGs)
     local_keys: np.ndarray | None = field(default=None, repr=False)  # never saved: hash() is per process
+    graph_local: int | None = field(default=None, repr=False)  # hash() of the node and edge rows (native)
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -167,11 +167,11 @@ class _Rows:
     """What a snapshot is made of, all read in one transaction."""
 
     version: str
-    arrays: GraphArrays
+    graph: _GraphRows
     texts: _NodeTexts
     rowids: np.ndarray | None
     vectors: np.ndarray | None
-    vector_keys: dict[str, Any] | None = None
+    vector_keys: _VectorKeys | None = None
 
 
 def _read(store: GraphStore, embedder: str | None, cache_root: Path | None, config: TextConfig,
@@ -180,54 +180,126 @@ def _read(store: GraphStore, embedder: str | None, cache_root: Path | None, conf
     # to nodes the node list lacked and rowids or vectors of another length than the ids.
     with store.read_transaction():
         version = store.version()  # first: see ForeignStore.read_transaction
-        arrays = store.graph_arrays()
-        texts = _node_texts(store, arrays.node_ids, config, previous)
+        graph = _GraphRows.read(store, previous)
+        texts = _node_texts(store, graph.ids, config, previous, graph.nodes)
         rowids = store.node_rowids() if hasattr(store, "node_rowids") else None
-        vectors, vector_keys = _vectors(store, embedder, arrays.node_ids, cache_root, previous)
-    return _Rows(version, arrays, texts, rowids, vectors, vector_keys)
+        vectors, vector_keys = _vectors(store, embedder, graph.ids, rowids, cache_root, previous)
+    return _Rows(version, graph, texts, rowids, vectors, vector_keys)
 
 
-VECTOR_KEYS = ("SELECT n.id, e.rowid, e.content_hash, e.dims FROM node_embeddings e JOIN nodes n ON n.rowid = e.node "
-               "WHERE e.model = ?")
+NODE_ROWS = "SELECT rowid, id, type, name, description, properties FROM nodes ORDER BY rowid"
+EDGE_ROWS = "SELECT source, target, type, weight FROM edges ORDER BY rowid"  # as NativeStore.graph_arrays
 
 
-def _vectors(store: GraphStore, embedder: str | None, ids: tuple[str, ...], cache_root: Path | None,
-             previous: Snapshot | None) -> tuple[np.ndarray | None, dict[str, Any] | None]:
-    """The vectors of ``ids``, and what each stored row is (native KGs): the rows a previous snapshot
-    of this process holds unchanged (same row, same content hash) are copied from it, only the
-    others read (a write re-embeds a few nodes; reading all 43,558 of go took 0.6-0.8 s)."""
+@dataclass(frozen=True)
+class _GraphRows:
+    """The node ids and graph arrays of a version; ``arrays`` is None when a native KG's nodes
+    (rowid, id, type) and edges are those of this process's previous snapshot (``local`` is their
+    ``hash()``): then its graph index stands, and building the arrays (0.2-0.6 s on go) is skipped."""
+
+    ids: tuple[str, ...]
+    arrays: GraphArrays | None
+    local: int | None = None
+    nodes: list[Any] | None = None  # a native KG's NODE_ROWS, for the node texts
+
+    @classmethod
+    def read(cls, store: GraphStore, previous: Snapshot | None) -> _GraphRows:
+        if not isinstance(store, NativeStore):
+            arrays = store.graph_arrays()
+            return cls(arrays.node_ids, arrays)
+        nodes = store.conn.execute(NODE_ROWS).fetchall()
+        edges = store.conn.execute(EDGE_ROWS).fetchall()
+        ids = tuple(r[1] for r in nodes)
+        local = hash((tuple(r[:3] for r in nodes), tuple(edges)))
+        if previous is not None and previous.graph_local == local and previous.node_ids == ids:
+            return cls(previous.node_ids, None, local, nodes)
+        arrays = graph_arrays_of(nodes, edges)
+        return cls(arrays.node_ids, arrays, local, nodes)
+
+
+VECTOR_KEYS = "SELECT node, rowid, content_hash, dims FROM node_embeddings WHERE model = ? ORDER BY node"
+
+
+@dataclass(frozen=True)
+class _VectorKeys:
+    """Which stored row each vector of a native KG is (by node rowid, in node rowid order): a vector
+    whose node, row and content hash are unchanged is the same vector."""
+
+    node: np.ndarray
+    row: np.ndarray
+    digest: np.ndarray  # object array of content hashes
+    dims: frozenset[int]
+
+    @classmethod
+    def read(cls, store: NativeStore, model: str) -> _VectorKeys:
+        rows = store.conn.execute(VECTOR_KEYS, (model,)).fetchall()
+        return cls(np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+                   np.fromiter((r[1] for r in rows), np.int64, len(rows)),
+                   np.array([r[2] for r in rows] or [""], dtype=object)[:len(rows)], frozenset(r[3] for r in rows))
+
+    def same_as(self, old: _VectorKeys) -> np.ndarray:
+        """One bool per vector: is it, unchanged, among ``old``'s?"""
+        j = np.minimum(np.searchsorted(old.node, self.node), max(old.node.size - 1, 0))
+        if not old.node.size:
+            return np.zeros(self.node.size, bool)
+        return (old.node[j] == self.node) & (old.row[j] == self.row) & (old.digest[j] == self.digest)
+
+
+def _vectors(store: GraphStore, embedder: str | None, ids: tuple[str, ...], rowids: np.ndarray | None,
+             cache_root: Path | None, previous: Snapshot | None) -> tuple[np.ndarray | None, _VectorKeys | None]:
+    """The vectors of ``ids``, and which stored rows they are (native KGs): the vectors a previous
+    snapshot holds unchanged are copied from it, only the others read (a write re-embeds a few
+    nodes; reading all 43,558 vectors of go took 0.6-1.3 s)."""
     if not embedder:
         return None, None
-    if not isinstance(store, NativeStore) or store.read_only:  # vectors elsewhere: read them all
+    if not isinstance(store, NativeStore) or store.read_only or rowids is None:  # vectors elsewhere: read all
         return load_vectors(store, embedder, ids, cache_root), None
-    keys = {r[0]: r[1:] for r in store.conn.execute(VECTOR_KEYS, (embedder,))}
+    keys = _VectorKeys.read(store, embedder)
     old = previous.vector_keys if previous is not None and previous.embedder == embedder else None
-    dims = {d for _, _, d in keys.values()}
-    if not old or previous.vectors is None or dims != {previous.vectors.shape[1]}:  # type: ignore[union-attr]
+    if (old is None or previous is None or previous.vectors is None or previous.rowids is None
+            or keys.dims != frozenset({previous.vectors.shape[1]})):
         return load_vectors(store, embedder, ids, cache_root), keys
-    matrix = np.zeros((len(ids), previous.vectors.shape[1]), np.float32)  # type: ignore[union-attr]
-    rows = np.fromiter((previous.index.get(nid, -1) if old.get(nid) == keys.get(nid) else -1 for nid in ids),  # type: ignore[union-attr]
-                       np.int64, len(ids))
-    kept = np.flatnonzero(rows >= 0)
-    matrix[kept] = previous.vectors[rows[kept]]  # type: ignore[union-attr]
-    fresh = [(i, keys[nid][0]) for i, nid in enumerate(ids) if rows[i] < 0 and nid in keys]
-    for start in range(0, len(fresh), 500):  # under SQLite's bound-parameter limit
-        chunk = fresh[start:start + 500]
-        blobs = dict(store.conn.execute(f"SELECT rowid, vector FROM node_embeddings WHERE rowid IN "
-                                        f"({','.join('?' * len(chunk))})", [r for _, r in chunk]))
-        for i, rowid in chunk:
-            matrix[i] = np.frombuffer(blobs[rowid], np.float32)
+    at = np.searchsorted(rowids, keys.node)  # the node row of each vector
+    was = np.searchsorted(previous.rowids, keys.node)  # and its row in the previous snapshot
+    same = keys.same_as(old) & (was < previous.n)
+    same[same] = previous.rowids[was[same]] == keys.node[same]
+    matrix = _carried_rows(previous.vectors, len(ids), at[same], was[same])
+    _read_vector_rows(store, matrix, at[~same], keys.row[~same])
     return matrix, keys
 
 
-def _node_texts(store: GraphStore, ids: tuple[str, ...], config: TextConfig, previous: Snapshot | None) -> _NodeTexts:
-    """A native KG's node columns are digested as stored, and only changed rows' properties parsed
-    (parsing every node's JSON cost more than analysing the changed text); other stores' nodes are
-    read whole and their fields digested."""
-    if isinstance(store, NativeStore):
-        raw = store.conn.execute("SELECT id, name, type, description, properties FROM nodes ORDER BY rowid").fetchall()
-        if tuple(r[0] for r in raw) == ids:
-            return _texts_of("raw", [r[1:] for r in raw], ids, config, previous, _raw_content)
+def _carried_rows(old: np.ndarray, n: int, at: np.ndarray, was: np.ndarray) -> np.ndarray:
+    """An (n, dims) matrix with ``old[was]`` at rows ``at`` and zeros elsewhere. When no row moved
+    (edits, appended nodes) it is one block copy, not a gather of every row."""
+    m = min(n, old.shape[0])
+    if np.array_equal(at, was) and m:
+        matrix = np.empty((n, old.shape[1]), np.float32)
+        matrix[:m] = old[:m]
+        keep = np.zeros(n, bool)
+        keep[at] = True
+        matrix[~keep] = 0.0
+        return matrix
+    matrix = np.zeros((n, old.shape[1]), np.float32)
+    matrix[at] = old[was]
+    return matrix
+
+
+def _read_vector_rows(store: NativeStore, matrix: np.ndarray, at: np.ndarray, rows: np.ndarray) -> None:
+    for start in range(0, len(rows), 500):  # under SQLite's bound-parameter limit
+        chunk = rows[start:start + 500].tolist()
+        blobs = dict(store.conn.execute(f"SELECT rowid, vector FROM node_embeddings WHERE rowid IN "
+                                        f"({','.join('?' * len(chunk))})", chunk))
+        for i, row in zip(at[start:start + 500].tolist(), chunk):
+            matrix[i] = np.frombuffer(blobs[row], np.float32)
+
+
+def _node_texts(store: GraphStore, ids: tuple[str, ...], config: TextConfig, previous: Snapshot | None,
+                native_rows: list[Any] | None) -> _NodeTexts:
+    """A native KG's node columns (``native_rows``, NODE_ROWS) are digested as stored, and only changed
+    rows' properties parsed (parsing every node's JSON cost more than analysing the changed text);
+    other stores' nodes are read whole and their fields digested."""
+    if native_rows is not None:
+        return _texts_of("raw", [(r[3], r[2], r[4], r[5]) for r in native_rows], ids, config, previous, _raw_content)
     nodes = {n.id: n for n in store.iter_nodes()}
     fields = [(*node_fields(nodes[nid]), *alias_strings(nodes[nid].properties)) for nid in ids]
     return _texts_of("fields", fields, ids, config, previous, _parsed_content)
@@ -244,7 +316,7 @@ def _parsed_content(row: Sequence[str]) -> tuple[tuple[str, str, str, str], list
     return tuple(row[:4]), aliases, (row[0], *aliases)  # type: ignore[return-value]
 
 
-def _texts_of(kind: str, rows: list[Sequence[str]], ids: tuple[str, ...], config: TextConfig,
+def _texts_of(kind: str, rows: Sequence[Sequence[str]], ids: tuple[str, ...], config: TextConfig,
               previous: Snapshot | None, content: Any) -> _NodeTexts:
     local = np.fromiter(map(hash, map(tuple, rows)), np.int64, len(rows))
     if getattr(previous, "local_keys", None) is not None:  # this process's: Python's hash, 10x cheaper than blake2b
@@ -282,8 +354,8 @@ def _reuse(keys: np.ndarray, ids: tuple[str, ...], kind: str, config: TextConfig
            attr: str) -> np.ndarray:
     """Each node's row in ``previous`` if its ``attr`` digest is the same there, else -1."""
     old = getattr(previous, attr, None)
-    lender = None if previous is None else previous.text.tf if attr == "keys" else previous.name_index
-    if lender is None or old is None or previous.parts.get("rows") != [kind, config.key()]:  # type: ignore[union-attr]
+    lender = None if previous is None else previous.name_index if attr == "name_keys" else previous.text.tf
+    if previous is None or lender is None or old is None or previous.parts.get("rows") != [kind, config.key()]:
         return np.full(len(ids), -1, np.int64)
     get = previous.index.get
     rows = np.fromiter((get(nid, -1) for nid in ids), np.int64, len(ids))
@@ -301,18 +373,18 @@ def _row_keys(rows: Iterable[Sequence[str]]) -> np.ndarray:
 
 def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None,
            previous: Snapshot | None = None) -> Snapshot:
-    ids, t = rows.arrays.node_ids, rows.texts
-    parts = {"rows": [t.kind, config.key()], "graph": _graph_fingerprint(rows.arrays)}
+    ids, t, arrays = rows.graph.ids, rows.texts, rows.graph.arrays
     old = previous.parts if previous is not None else {}
+    parts = {"rows": [t.kind, config.key()], "graph": old.get("graph") if arrays is None else _graph_fingerprint(arrays)}
     if _unchanged(t.text_reuse, previous):
         text = previous.text  # type: ignore[union-attr]
     else:
         text = TextIndex.build([t.fields.get(i) for i in range(len(ids))], config,
                                previous.text if previous is not None else None, t.text_reuse)
     snap = Snapshot(db_id=db_id, version=rows.version, node_ids=ids, names=t.names, text=text,
-                    graph=_graph(rows.arrays, previous if _same(old, parts, "graph") else None, previous),
+                    graph=_graph(arrays, previous if arrays is None or _same(old, parts, "graph") else None, previous),
                     rowids=rows.rowids, parts=parts, keys=t.keys, name_keys=t.name_keys,
-                    vector_keys=rows.vector_keys, local_keys=t.local_keys)
+                    vector_keys=rows.vector_keys, local_keys=t.local_keys, graph_local=rows.graph.local)
     if _unchanged(t.name_reuse, previous) and previous.name_index is not None:  # type: ignore[union-attr]
         snap.name_index = previous.name_index  # type: ignore[union-attr]
     else:
@@ -345,12 +417,12 @@ def _graph_fingerprint(arrays: GraphArrays) -> list[Any]:
     return [list(arrays.types), _digest(arrays.node_ids), digest.hexdigest()]
 
 
-def _graph(arrays: GraphArrays, unchanged: Snapshot | None, previous: Snapshot | None) -> GraphIndex:
+def _graph(arrays: GraphArrays | None, unchanged: Snapshot | None, previous: Snapshot | None) -> GraphIndex:
     """The previous version's index when the graph is unchanged; else a new one whose communities
     start from the previous version's (Leiden refining a partition: ~4x faster than from scratch,
     same modularity on a random 100k/1M graph), so one added edge does not cost a full detection."""
-    if unchanged is not None:
-        return unchanged.graph
+    if unchanged is not None or arrays is None:
+        return unchanged.graph  # type: ignore[union-attr]
     graph = GraphIndex.build(arrays)
     return graph.precompute(_carried_communities(arrays.node_ids, previous))
 
