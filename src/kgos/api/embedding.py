@@ -18,6 +18,7 @@ takes effect at the next batch's progress call and never mid-transaction: the ch
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
@@ -40,6 +41,7 @@ from .schemas import response_model
 log = logging.getLogger("kgos.api")
 KIND = "embed"
 STOP_SECONDS = 30.0  # a batch of the default model takes ~1 s; distilling the fast tier cannot be cut short
+NICE = 10  # the worker's scheduling priority: below the routes'
 SHUTDOWN = "the server stopped; the fill-in resumes where it stopped at the next `kgos serve` (or `kgos embed`)"
 
 
@@ -102,6 +104,7 @@ class EmbedWorker:
             self._thread.start()
 
     def _loop(self) -> None:
+        _lower_priority()
         while True:
             with self._cond:
                 while not self._queue and not self._stopping:
@@ -118,6 +121,15 @@ class EmbedWorker:
     def _embed(self, db_id: str, progress: ProgressFn) -> dict[str, Any]:
         with Workspace(self.home, self.database_url) as ws:
             return embed_tiers(ws.kg(db_id), progress=progress).to_dict()
+
+
+def _lower_priority() -> None:
+    """Run this thread (and the model's thread pool, which inherits it when made here) at nice
+    ``NICE``, so queries win the cores from a fill-in."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)  # Linux: this thread only
+    except (AttributeError, OSError):  # not on this platform, or not allowed: full priority
+        pass
 
 
 def embed_worker(request: Request) -> EmbedWorker:
