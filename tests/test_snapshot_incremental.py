@@ -202,3 +202,39 @@ def test_name_index_merge_equals_a_build() -> None:
         for name, array in getattr(full, part).arrays().items():
             assert np.array_equal(getattr(merged, part).arrays()[name], array)
     assert np.array_equal(merged.scores("mito"), full.scores("mito"))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_edits_merge_to_the_index_a_build_gives(seed: int) -> None:
+    """Random names over a small vocabulary (shared keys, keys that vanish, keys that are new), random
+    kept / changed / deleted / added rows: the merged name and text indexes equal fresh builds."""
+    rng = np.random.default_rng(seed)
+    words = ["git", "stash", "cell", "t", "mito", "pop", "commit", "branch", "zeta", "omega"]
+
+    def name() -> str:
+        return " ".join(rng.choice(words, rng.integers(1, 4)))
+
+    analyzer, config = texts.Analyzer(texts.TextConfig()), texts.TextConfig()
+    old_names = [name() for _ in range(40)]
+    old_aliases = [[name() for _ in range(rng.integers(0, 3))] for _ in old_names]
+    old_docs = [(n, " ; ".join(a), "thing", name()) for n, a in zip(old_names, old_aliases)]
+    old_index = name_indexes.NameIndex.build(old_names, old_aliases, analyzer)
+    old_text = texts.TextIndex.build(old_docs, config)
+    survivors = sorted(rng.choice(40, 30, replace=False).tolist())
+    reuse = np.array(survivors + [-1] * 8)
+    changed = rng.random(len(reuse)) < 0.2
+    reuse[changed] = -1
+    names = [old_names[j] if j >= 0 else name() for j in reuse.tolist()]
+    aliases = [old_aliases[j] if j >= 0 else [name()] for j in reuse.tolist()]
+    docs = [old_docs[j] if j >= 0 else (n, " ; ".join(a), "thing", name()) for j, n, a in zip(reuse.tolist(), names, aliases)]
+    merged = name_indexes.NameIndex.build(names, [None if j >= 0 else a for j, a in zip(reuse.tolist(), aliases)],
+                                          analyzer, old_index, reuse)
+    full = name_indexes.NameIndex.build(names, aliases, analyzer)
+    for part in ("exact", "sets"):
+        assert getattr(merged, part).keys == getattr(full, part).keys
+        for key, array in getattr(full, part).arrays().items():
+            assert np.array_equal(getattr(merged, part).arrays()[key], array), (part, key)
+    text = texts.TextIndex.build([None if j >= 0 else d for j, d in zip(reuse.tolist(), docs)], config, old_text, reuse)
+    fresh = texts.TextIndex.build(docs, config)
+    assert text.vocab == fresh.vocab and (text.tf != fresh.tf).nnz == 0
+    assert np.allclose(text.matrix.toarray(), fresh.matrix.toarray(), rtol=0, atol=1e-6)

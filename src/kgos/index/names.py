@@ -92,23 +92,38 @@ class _Keys:
 
     def merged(self, new_of_old: np.ndarray, entries: Iterable[tuple[str, int, int]]) -> _Keys:
         """These keys' entries of the rows that carry over (``new_of_old[row]`` >= 0, renumbered) joined
-        by ``entries`` of other rows: the same lists ``build`` would give for all of them."""
+        by ``entries`` of other rows: the same lists ``build`` would give for all of them. Keys are
+        renumbered by counting (a few new keys bisected in), not re-sorted: 0.24 s -> ~0.03 s on go."""
         key_of = np.repeat(np.arange(len(self.keys)), np.diff(self.ptr))
         new_rows = new_of_old[self.rows] if self.rows.size else self.rows
         keep = np.flatnonzero(new_rows >= 0)
-        used = np.unique(key_of[keep])
         fresh = sorted({e for e in entries if e[0]})
-        old_keys = [self.keys[i] for i in used.tolist()]
-        keys = sorted(set(old_keys).union(k for k, _, _ in fresh))  # nearly sorted: timsort merges runs
-        first = {k: i for i, k in enumerate(keys)}
-        remap = np.zeros(len(self.keys), np.int64)
-        remap[used] = np.fromiter((first[k] for k in old_keys), np.int64, len(old_keys))
+        alive = np.zeros(len(self.keys), bool)
+        alive[key_of[keep]] = True
+        found: dict[str, int] = {}
+        inserted: list[tuple[int, str]] = []  # (old key it goes before, new key), in key order
+        for key in sorted({k for k, _, _ in fresh}):
+            i = bisect.bisect_left(self.keys, key)
+            if i < len(self.keys) and self.keys[i] == key:
+                found[key] = i
+                alive[i] = True
+            else:
+                inserted.append((i, key))
+        before = np.concatenate([[0], np.cumsum(alive)]).astype(np.int64)  # alive old keys below each index
+        at = np.fromiter((i for i, _ in inserted), np.int64, len(inserted))
+        remap = before[:-1] + np.searchsorted(at, np.arange(len(self.keys)), side="right")
+        new_ids = before[at] + np.arange(len(inserted))
+        keys = np.empty(int(before[-1]) + len(inserted), object)
+        kept_keys = np.flatnonzero(alive)
+        keys[remap[kept_keys]] = np.array(self.keys, dtype=object)[kept_keys] if len(self.keys) else []
+        keys[new_ids] = [k for _, k in inserted]
+        first = {k: int(remap[i]) for k, i in found.items()} | {k: int(j) for (_, k), j in zip(inserted, new_ids)}
         key_ids = np.concatenate([remap[key_of[keep]], np.fromiter((first[k] for k, _, _ in fresh), np.int64, len(fresh))])
         rows = np.concatenate([new_rows[keep], np.fromiter((r for _, r, _ in fresh), np.int64, len(fresh))])
         alias = np.concatenate([self.alias[keep], np.fromiter((a for _, _, a in fresh), np.int8, len(fresh))])
         order = np.lexsort((alias, rows, key_ids))
         ptr = np.concatenate([[0], np.cumsum(np.bincount(key_ids, minlength=len(keys)))]).astype(np.int64)
-        return _Keys(keys, ptr, rows[order].astype(np.int64), alias[order].astype(np.int8))
+        return _Keys(keys.tolist(), ptr, rows[order].astype(np.int64), alias[order].astype(np.int8))
 
     def find(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         i = bisect.bisect_left(self.keys, key)
