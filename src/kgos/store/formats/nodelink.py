@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Iterator
+from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import ijson
 
 from ..base import GraphStore
 from . import Record, Source, open_binary, open_text_out, parse_error
+from .array_chunks import array_start, fast_items
 
 FORMAT = "kgos-node-link/1"
 _META_KEYS = ("format", "name", "description", "version")
@@ -76,15 +78,24 @@ def _scan_head(path: Path) -> tuple[dict[str, str], set[str]]:
 
 def _stream(path: Path, key: str, label: str, convert: Callable[[Any], Any], stop: bool = False) -> Iterator[Record]:
     """The items of the top-level array ``key``; ``stop``: parse no further than its end."""
-    i = -1
+    counter = count()  # zip draws the next index before the next item: an error is at the last drawn
     try:
         with open_binary(path) as f:
-            items = (ijson.items(_until_end(ijson.parse(f, use_float=True), key), f"{key}.item") if stop
-                     else ijson.items(f, f"{key}.item", use_float=True))
-            for i, item in enumerate(items):
-                yield f"{label}[{i}]", convert(item)
+            items = _array_items(f, key) if stop else ijson.items(f, f"{key}.item", use_float=True)
+            # zip and map iterate in C: no Python frame per record on the way to the importer
+            yield from zip(map(f"{label}[{{}}]".format, counter), items if convert is _plain else map(convert, items))
     except (ijson.JSONError, ValueError, UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
-        raise parse_error(path, exc, where=f"{label}[{i + 1}]") from None
+        raise parse_error(path, exc, where=f"{label}[{max(next(counter) - 1, 0)}]") from None
+
+
+def _array_items(f: IO[bytes], key: str) -> Iterator[Any]:
+    """The items of the first top-level array ``key``, parsed no further than its end: by orjson
+    in chunks (array_chunks), or by ijson when the head of the file is not the plain case."""
+    start = array_start(f, key)
+    if start is not None:
+        return fast_items(f, key, start)
+    f.seek(0)
+    return ijson.items(_until_end(ijson.parse(f, use_float=True), key), f"{key}.item")
 
 
 def _until_end(events: Iterator[tuple[str, str, Any]], key: str) -> Iterator[tuple[str, str, Any]]:
