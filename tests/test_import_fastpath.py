@@ -49,7 +49,14 @@ TRICKY: list[Any] = [
 CLEAN = [{"id": f"c{i}", "name": f"  Name {i} ÄÖ" if i % 7 == 0 else f"Name {i}", "type": "thing",
           "description": f"desc {i}"} for i in range(60)]
 EDGES = [{"source": "n0", "target": "n3", "type": "links"}, {"source": "n9", "target": "n13", "type": "links", "weight": 2.0},
-         {"source": "c1", "target": "c2", "type": "links"}, {"source": "n8", "target": "n0", "type": "links"}]
+         {"source": "c1", "target": "c2", "type": "links"}, {"source": "n8", "target": "n0", "type": "links"},
+         {"source": "c1", "target": "c3", "type": "links", "weight": 3}, {"source": "c1", "target": "c4", "weight": "heavy"},
+         {"source": "c1", "target": "c5", "type": "ü", "properties": {"why": "é", "n": [1, {"d": 2}]}},
+         {"source": "c1", "target": "c6", "type": "links", "id": "e1", "created_at": "2020-01-01T00:00:00Z"},
+         {"source": 42, "target": "c7"}, {"source": "c1", "target": "nowhere", "type": "links"},
+         {"source": "c1", "target": "c2", "type": "links", "weight": 5.5}, {"source": "c2", "target": "c3", "type": ""},
+         {"source": "c2", "target": "c3", "type": "links", "color": "red"}, "not an edge",
+         {"source": "c2", "target": "c4", "type": "links", "properties": DEEP}]
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +105,8 @@ def test_tricky_records_give_the_same_rows_and_report(tmp_path: Path, monkeypatc
     checked = _load(path, tmp_path, "checked", skip_invalid=True)
     assert fast == checked
     report, nodes, _ = fast
-    assert (report["skipped_invalid"], len(nodes), report["nodes"]) == (13 + 1, 60 + 12, 60 + 12)  # + the edge to n8
+    assert (report["skipped_invalid"], len(nodes), report["nodes"]) == (13 + 4, 60 + 12, 60 + 12)  # + 4 edges
+    assert (report["skipped_dangling"], report["duplicate_edges"], report["edges"]) == (1, 1, 9)
     by_id = {row[1]: row for row in nodes}
     assert by_id["n1"][3] == "full width fi" and by_id["n0"][2] == "Plain" and by_id["42"][2] == "numeric id"
     assert json.loads(by_id["n3"][6]) == TRICKY[3]["properties"]

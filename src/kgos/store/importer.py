@@ -254,7 +254,19 @@ def _edge_rows(batch: list[Record], ids: dict[str, int], skip_dangling: bool,
                ts: str, invalid: Invalid | None = None) -> tuple[list[tuple[Any, ...]], int]:
     """Rows for the edges table (endpoints as node rowids) and the number of dangling edges skipped."""
     rows, skipped, invalid = [], 0, invalid or Invalid()
+    append, isfinite = rows.append, math.isfinite
     for loc, rec in batch:
+        # Inline fast path (string endpoints both known, a type, a float weight, no properties); every
+        # other edge takes edge_fields' checks and the dangling rules below.
+        if type(rec) is dict and rec.keys() <= _FAST_EDGE_KEYS:
+            src, dst, etype = rec.get("source"), rec.get("target"), rec.get("type")
+            weight, props = rec.get("weight", 1.0), rec.get("properties", _NO_PROPS)
+            if (type(src) is str and type(dst) is str and type(etype) is str and etype and type(weight) is float
+                    and isfinite(weight) and type(props) is dict and not props):
+                s, t = ids.get(src), ids.get(dst)
+                if s is not None and t is not None:
+                    append((s, t, etype, weight, _EMPTY, ts, None))
+                    continue
         try:
             src, dst, etype, weight, props, edge_id, created = edge_fields(loc, rec)
         except ImportFailed as exc:
@@ -270,7 +282,7 @@ def _edge_rows(batch: list[Record], ids: dict[str, int], skip_dangling: bool,
             else:
                 skipped += 1
             continue
-        rows.append((s, t, etype, weight, props, created or ts, edge_id))
+        append((s, t, etype, weight, props, created or ts, edge_id))
     return rows, skipped
 
 
