@@ -152,18 +152,26 @@ def test_the_import_answers_before_embedding_and_search_works_during_the_fill_in
     assert models(kgos.Workspace(home).kg("t").store) == {"gated-16": N}  # the fast tier's vectors dropped
 
 
-def test_two_imports_queue_one_after_the_other(tmp_path, home, gated):
+def test_two_imports_queue_and_a_kg_without_vectors_goes_first(tmp_path, home, gated):
     with _server(home) as client:
         first = _upload(client, tmp_path, "a")["embedding"]["job_id"]
+        _started()  # a's fill-in: first batch waiting
         second = _upload(client, tmp_path, "b")["embedding"]["job_id"]
-        _started()
         assert client.get(f"/api/jobs/{first}").json()["status"] == "running"
         assert client.get(f"/api/jobs/{second}").json()["status"] == "queued"
+        assert client.get("/api/kg/b/embedding").json()["search_model"] is None  # text and graph only, for now
+        gated.gate.release()  # a's batch reaches its progress call and pauses: b has no vectors yet
+        _started()  # b's fill-in: its fast tier is in place
+        assert client.get(f"/api/jobs/{first}").json()["status"] == "queued"
+        assert client.get(f"/api/jobs/{second}").json()["status"] == "running"
+        assert client.get("/api/kg/b/embedding").json()["search_model"] == "hash:32" and _meaning(_search(client, "b")) > 0
+        assert client.get("/api/kg/a/embedding").json()["target_vectors"] == 0  # a's paused chunk was not written
         for _ in range(2 * N // CHUNK):
             gated.gate.release()
-        assert _job(client, first)["status"] == "complete" and _job(client, second)["status"] == "complete"
+        a, b = _job(client, first), _job(client, second)
+        assert a["status"] == b["status"] == "complete" and a["result"]["full"]["embedded"] == N
         assert gated.most_active == 1  # never two embedding passes at once
-        assert _job(client, first)["finished"] <= client.get(f"/api/jobs/{second}").json()["finished"]
+        assert b["finished"] <= a["finished"]
 
 
 def test_shutdown_stops_between_chunks_and_the_next_start_resumes(tmp_path, home, gated):

@@ -32,9 +32,9 @@ from pydantic import AfterValidator, Field
 
 from ..embed.nodes import EmbedStatus
 from ..kg import Workspace, check_db_id
-from ..kg.embedding import embed_tiers, pending_fill_ins
+from ..kg.embedding import FILL_PHASE, embed_tiers, pending_fill_ins
 from .errors import RESPONSES
-from .jobs import JobOut, JobRegistry, JobStatus, ProgressFn, registry_of
+from .jobs import JobOut, JobPaused, JobRegistry, JobStatus, ProgressFn, registry_of
 from .runtime import Runtime, runtime
 from .schemas import response_model
 
@@ -51,23 +51,24 @@ class EmbedWorker:
     def __init__(self, registry: JobRegistry, home: FilePath, database_url: str | None = None) -> None:
         self.registry = registry
         self.home, self.database_url = home, database_url
-        self._queue: deque[tuple[str, str]] = deque()  # (job id, db_id)
-        self._running: tuple[str, str] | None = None
+        self._queue: deque[tuple[str, str, bool]] = deque()  # (job id, db_id, urgent)
+        self._running: tuple[str, str, bool] | None = None
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = False
 
-    def submit(self, db_id: str) -> JobStatus:
-        """Queue embedding ``db_id`` (the job already queued for it, if any)."""
+    def submit(self, db_id: str, urgent: bool = False) -> JobStatus:
+        """Queue embedding ``db_id`` (the job already queued for it, if any). ``urgent``: the KG has no
+        vectors yet, so its job runs before the fill-ins (a running one pauses for it)."""
         with self._cond:
-            queued = next((job_id for job_id, queued_db in self._queue
-                           if queued_db == db_id and self.registry.get(job_id).status == "queued"), None)
-            if queued is not None:
-                return self.registry.get(queued)
+            for i, (job_id, queued_db, was_urgent) in enumerate(self._queue):
+                if queued_db == db_id and self.registry.get(job_id).status == "queued":
+                    self._queue[i] = (job_id, db_id, was_urgent or urgent)
+                    return self.registry.get(job_id)
             job = self.registry.create(KIND, subject=db_id, cancellable=True)
             if self._stopping:
                 return self.registry.cancel(job.job_id, SHUTDOWN)
-            self._queue.append((job.job_id, db_id))
+            self._queue.append((job.job_id, db_id, urgent))
             self._start()
             self._cond.notify()
         return job
@@ -87,7 +88,7 @@ class EmbedWorker:
             queued, self._queue = list(self._queue), deque()
             running, thread = self._running, self._thread
             self._cond.notify_all()
-        for job_id, _ in [*queued, *([running] if running else [])]:
+        for job_id, *_ in [*queued, *([running] if running else [])]:
             self._cancel_quietly(job_id)
         if thread is None:
             return True
@@ -111,16 +112,34 @@ class EmbedWorker:
                     self._cond.wait()
                 if self._stopping:
                     return
-                self._running = job_id, db_id = self._queue.popleft()
+                self._running = job_id, db_id, _ = self._next()
             try:
-                self.registry.run(job_id, lambda progress: self._embed(db_id, progress))
+                status = self.registry.run(job_id, lambda progress: self._embed(db_id, progress))
             finally:
                 with self._cond:
                     self._running = None
+            if status == "queued":  # paused for an urgent job: first among the fill-ins again
+                with self._cond:
+                    self._queue.appendleft((job_id, db_id, False))
+
+    def _next(self) -> tuple[str, str, bool]:
+        """The first urgent job (a KG without vectors), else the oldest (called holding the lock)."""
+        i = next((i for i, item in enumerate(self._queue) if item[2]), 0)
+        item = self._queue[i]
+        del self._queue[i]
+        return item
 
     def _embed(self, db_id: str, progress: ProgressFn) -> dict[str, Any]:
+        def progress_or_pause(phase: str, done: int, total: int) -> None:
+            progress(phase, done, total)
+            if phase == FILL_PHASE and self._urgent_waiting():  # the chunk in progress is not written
+                raise JobPaused("a KG without vectors gets its fast tier first")
         with Workspace(self.home, self.database_url) as ws:
-            return embed_tiers(ws.kg(db_id), progress=progress).to_dict()
+            return embed_tiers(ws.kg(db_id), progress=progress_or_pause).to_dict()
+
+    def _urgent_waiting(self) -> bool:
+        with self._cond:
+            return any(urgent for _, _, urgent in self._queue)
 
 
 def _lower_priority() -> None:
@@ -203,5 +222,5 @@ def start_embedding(db_id: DbId, rt: Rt, worker: Worker) -> Any:
     """Queue embedding the KG in the background: the fast tier if it has no vectors, then the fill-in
     towards its pending target (default: the default model); poll the returned job."""
     with rt.lock:
-        rt.workspace.kg(db_id)  # 404 for an unknown KG before a job is made
-    return worker.submit(db_id).to_dict()
+        status = rt.workspace.kg(db_id).embed_status()  # 404 for an unknown KG before a job is made
+    return worker.submit(db_id, urgent=status.search_model is None).to_dict()

@@ -58,6 +58,10 @@ class JobStatus:
         return asdict(self)
 
 
+class JobPaused(Exception):  # noqa: N818  control flow, not an error
+    """Raised by a job's work to give its worker back: the job is queued again (a resumable job)."""
+
+
 class JobRegistry:
     def __init__(self) -> None:
         self._jobs: OrderedDict[str, JobStatus] = OrderedDict()
@@ -142,13 +146,18 @@ class JobRegistry:
                                        "elapsed_seconds": round(elapsed, 1),
                                        "eta_seconds": None if eta is None else round(eta, 1)})
 
-    def run(self, job_id: str, work: Callable[[ProgressFn], dict[str, Any]]) -> None:
-        """Run a job's work in this thread (unless it was cancelled while queued) and record how it ended."""
+    def run(self, job_id: str, work: Callable[[ProgressFn], dict[str, Any]]) -> str:
+        """Run a job's work in this thread (unless it was cancelled while queued) and record how it
+        ended; returns its status (``queued`` again if the work raised ``JobPaused``)."""
         if self.get(job_id).status != "queued":
-            return
+            return self.get(job_id).status
         self._update(job_id, status="running")
         try:
             result = work(lambda phase, done, total: self._progress(job_id, phase, done, total))
+        except JobPaused:
+            with self._lock:
+                self._phase.pop(job_id, None)  # the ETA's clock restarts with the work
+            self._update(job_id, status="queued")
         except JobCancelled as exc:
             self._finish(job_id, "cancelled", error=str(exc), error_kind=type(exc).__name__)
         except KGOSError as exc:
@@ -158,6 +167,7 @@ class JobRegistry:
             self._finish(job_id, "failed", error=f"{type(exc).__name__}: {exc}", error_kind="InternalError")
         else:
             self._finish(job_id, "complete", result=result)
+        return self.get(job_id).status
 
 
 def jobs(request: Request) -> JobRegistry:

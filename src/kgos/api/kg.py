@@ -26,7 +26,7 @@ from starlette.background import BackgroundTask
 
 from ..errors import EdgeNotFound, ImportFailed, InvalidArgument
 from ..kg import KG, Workspace, check_db_id
-from ..kg.embedding import ImportEmbedding, needs_embedding
+from ..kg.embedding import ImportEmbedding, embedding_work
 from . import models as m
 from .embedding import EmbedWorker, embed_worker
 from .errors import RESPONSES
@@ -226,14 +226,15 @@ def import_kg(db_id: DbId, rt: Rt, worker: Annotated[EmbedWorker, Depends(embed_
 
 
 def _import(ws: Workspace, db_id: str, path: FilePath, fmt: str | None, mode: str, skip_dangling: bool,
-            skip_invalid: bool) -> tuple[dict[str, Any], bool]:
-    """The import's report, and whether the KG needs embedding (no vectors or a pending fill-in)."""
+            skip_invalid: bool) -> tuple[dict[str, Any], str | None]:
+    """The import's report, and the embedding the KG needs (``embedding_work``)."""
     report = ws.import_file(db_id, path, fmt, mode, skip_dangling, skip_invalid=skip_invalid).to_dict()
-    return report, needs_embedding(ws.kg(db_id))
+    return report, embedding_work(ws.kg(db_id))
 
 
-def _embedding(worker: EmbedWorker, db_id: str, enabled: bool, pending: bool, mode: str) -> dict[str, Any]:
-    """What happens to the upload's vectors: nothing (``embed=none``, or kept), or a background job."""
+def _embedding(worker: EmbedWorker, db_id: str, enabled: bool, pending: str | None, mode: str) -> dict[str, Any]:
+    """What happens to the upload's vectors: nothing (``embed=none``, or kept), or a background job
+    (ahead of the fill-ins when the KG has no vectors yet)."""
     if not enabled:
         return ImportEmbedding(db_id, skipped="disabled", note="Not embedded: search uses text and graph until "
                                f"POST /api/kg/{db_id}/embedding (or `kgos embed {db_id}`).").to_dict()
@@ -241,7 +242,7 @@ def _embedding(worker: EmbedWorker, db_id: str, enabled: bool, pending: bool, mo
         return ImportEmbedding(db_id, skipped="kept", note="Kept the KG's vectors: search by meaning as before.").to_dict()
     if mode != "merge":  # a job still embedding the file this import replaced would work on a ghost
         worker.stop_running(db_id, "the KG was imported again; a new job embeds the new version")
-    job = worker.submit(db_id)
+    job = worker.submit(db_id, urgent=pending == "fast")
     return ImportEmbedding(db_id, job_id=job.job_id, note=f"Embedding in the background (the fast tier, then the "
                            f"default model): GET /api/jobs/{job.job_id}.").to_dict()
 

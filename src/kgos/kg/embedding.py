@@ -65,10 +65,11 @@ def embed_after_import(kg: KG, model: str = "default", enabled: bool = True,
     return ImportEmbedding(kg.db_id, fast=fast, fill_in=target, note=note)
 
 
-def needs_embedding(kg: KG) -> bool:
-    """Whether :func:`embed_tiers` has work on ``kg``: no vectors search uses, or a pending fill-in."""
+def embedding_work(kg: KG) -> str | None:
+    """What :func:`embed_tiers` would do to ``kg``: ``fast`` (no vectors search uses: the fast tier
+    first), ``fill-in`` (a pending target) or None (nothing)."""
     status = kg.embed_status()
-    return status.search_model is None or status.target is not None
+    return "fast" if status.search_model is None else "fill-in" if status.target else None
 
 
 def embed_tiers(kg: KG, model: str = "default", progress: PhaseProgress | None = None,
