@@ -244,6 +244,28 @@ def test_cancel_and_the_routes_edges(tmp_path, home, gated):
         assert client.get("/api/kg/off/embedding").json()["search_model"] is None
 
 
+def test_a_server_start_builds_a_missing_fast_tier_in_the_background(home, tmp_path, monkeypatch):
+    """The default model's fast tier (``fast``) is distilled at start when the home has none; the
+    distillation itself (33 CPU s, covered by tests/test_embed_tiers.py) is replaced by a file write."""
+    from kgos.embed import static
+    if registry.BACKENDS["fast"].missing():
+        pytest.skip("the onnx extra is not installed")
+    monkeypatch.delenv("KGOS_EMBEDDER")
+    monkeypatch.setenv("KGOS_HOME", str(tmp_path / "models-home"))
+    built = []
+    monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite: built.append(out) or
+                        (out.mkdir(parents=True), (out / "model.safetensors").write_bytes(b"")))
+    with _server(home, fill_in=False) as client:
+        assert client.get("/api/jobs").json() == []  # --no-fill-in: nothing at start
+    with _server(home, fill_in=True) as client:
+        [job] = client.get("/api/jobs").json()
+        job = _job(client, job["job_id"])
+        assert job["status"] == "complete" and job["subject"] is None
+        assert job["result"]["fast_tier"] == str(static.fast_static_path()) and len(built) == 1
+    with _server(home, fill_in=True) as client:
+        assert client.get("/api/jobs").json() == []  # built once per home
+
+
 @pytest.fixture(autouse=True)
 def _no_worker_left(request) -> Iterator[None]:
     yield

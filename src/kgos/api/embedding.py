@@ -32,7 +32,7 @@ from pydantic import AfterValidator, Field
 
 from ..embed.nodes import EmbedStatus
 from ..kg import Workspace, check_db_id
-from ..kg.embedding import FILL_PHASE, embed_tiers, pending_fill_ins
+from ..kg.embedding import FILL_PHASE, build_fast_tier, embed_tiers, fast_tier_unbuilt, pending_fill_ins
 from .errors import RESPONSES
 from .jobs import JobOut, JobPaused, JobRegistry, JobStatus, ProgressFn, registry_of
 from .runtime import Runtime, runtime
@@ -41,6 +41,7 @@ from .schemas import response_model
 log = logging.getLogger("kgos.api")
 KIND = "embed"
 STOP_SECONDS = 30.0  # a batch of the default model takes ~1 s; distilling the fast tier cannot be cut short
+BUILD_PHASE = "distilling the fast tier"
 NICE = 10  # the worker's scheduling priority: below the routes'
 SHUTDOWN = "the server stopped; the fill-in resumes where it stopped at the next `kgos serve` (or `kgos embed`)"
 
@@ -51,15 +52,16 @@ class EmbedWorker:
     def __init__(self, registry: JobRegistry, home: FilePath, database_url: str | None = None) -> None:
         self.registry = registry
         self.home, self.database_url = home, database_url
-        self._queue: deque[tuple[str, str, bool]] = deque()  # (job id, db_id, urgent)
-        self._running: tuple[str, str, bool] | None = None
+        self._queue: deque[tuple[str, str | None, bool]] = deque()  # (job id, db_id, urgent)
+        self._running: tuple[str, str | None, bool] | None = None
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = False
 
-    def submit(self, db_id: str, urgent: bool = False) -> JobStatus:
-        """Queue embedding ``db_id`` (the job already queued for it, if any). ``urgent``: the KG has no
-        vectors yet, so its job runs before the fill-ins (a running one pauses for it)."""
+    def submit(self, db_id: str | None, urgent: bool = False) -> JobStatus:
+        """Queue embedding ``db_id`` (the job already queued for it, if any; None: build the fast tier).
+        ``urgent``: the KG has no vectors yet, so its job runs before the fill-ins (a running one
+        pauses for it)."""
         with self._cond:
             for i, (job_id, queued_db, was_urgent) in enumerate(self._queue):
                 if queued_db == db_id and self.registry.get(job_id).status == "queued":
@@ -122,14 +124,18 @@ class EmbedWorker:
                 with self._cond:
                     self._queue.appendleft((job_id, db_id, False))
 
-    def _next(self) -> tuple[str, str, bool]:
+    def _next(self) -> tuple[str, str | None, bool]:
         """The first urgent job (a KG without vectors), else the oldest (called holding the lock)."""
         i = next((i for i, item in enumerate(self._queue) if item[2]), 0)
         item = self._queue[i]
         del self._queue[i]
         return item
 
-    def _embed(self, db_id: str, progress: ProgressFn) -> dict[str, Any]:
+    def _embed(self, db_id: str | None, progress: ProgressFn) -> dict[str, Any]:
+        if db_id is None:  # no KG: build the fast tier ahead of the first upload
+            progress(BUILD_PHASE, 0, 0)
+            return {"fast_tier": build_fast_tier()}
+
         def progress_or_pause(phase: str, done: int, total: int) -> None:
             progress(phase, done, total)
             if phase == FILL_PHASE and self._urgent_waiting():  # the chunk in progress is not written
@@ -168,8 +174,8 @@ def worker_of(state: Any) -> EmbedWorker:
 
 @asynccontextmanager
 async def running(app: FastAPI) -> AsyncIterator[None]:
-    """The app's lifespan part: at start, queue the pending fill-ins (``ServerSettings.fill_in``); at
-    shutdown, stop the worker between two commits."""
+    """The app's lifespan part: at start (``ServerSettings.fill_in``), queue the fast tier's build if
+    missing and the pending fill-ins; at shutdown, stop the worker between two commits."""
     rt: Runtime = app.state.runtime
     if rt.settings.fill_in:
         await anyio.to_thread.run_sync(resume_pending, app)
@@ -182,14 +188,16 @@ async def running(app: FastAPI) -> AsyncIterator[None]:
 
 
 def resume_pending(app: FastAPI) -> list[JobStatus]:
-    """Queue a job for every KG whose fill-in was left pending (a stopped server, a Ctrl-C'd import)."""
+    """Queue the fast tier's build if this home has none (so the first upload does not wait for it),
+    then a job for every KG whose fill-in was left pending (a stopped server, a Ctrl-C'd import)."""
     rt: Runtime = app.state.runtime
     with rt.lock:
         pending = pending_fill_ins(rt.workspace)
     worker = worker_of(app.state)
-    started = [worker.submit(db_id) for db_id in pending]
+    started = [worker.submit(None)] if fast_tier_unbuilt() else []
+    started += [worker.submit(db_id) for db_id in pending]
     if started:
-        log.info("resuming the embedding fill-in of %s", ", ".join(pending))
+        log.info("embedding in the background: %s", ", ".join(j.subject or "the fast tier's build" for j in started))
     return started
 
 

@@ -34,8 +34,8 @@ def url_host(host: str) -> str:
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
               default="info", show_default=True, help="uvicorn's log level.")
 @click.option("--no-fill-in", "no_fill_in", is_flag=True,
-              help="Do not resume, at start, the embedding fill-ins left pending (KGs still searched with the "
-                   "fast tier); uploads are still embedded in the background.")
+              help="At start, neither resume the embedding fill-ins left pending (KGs still searched with the "
+                   "fast tier) nor build a missing fast tier; uploads are still embedded in the background.")
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...], allowed_hosts: tuple[str, ...],
           provider: str | None, model: str | None, max_body: int | None, max_upload: int | None,
@@ -49,8 +49,9 @@ def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...
     POST that is not JSON (a multipart upload) needs the header 'X-KGOS-Client: <anything>'.
 
     One background worker embeds uploaded KGs (the fast tier, then the default model) one at a
-    time; at start it resumes the fill-ins a stopped server or command left pending (--no-fill-in:
-    not). Ctrl-C stops it between two commits; nothing committed is lost.
+    time; at start it builds the fast tier if this home has none and resumes the fill-ins a stopped
+    server or command left pending (--no-fill-in: neither). Ctrl-C stops it between two commits;
+    nothing committed is lost.
     """
     import uvicorn
 

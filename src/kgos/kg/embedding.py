@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..embed.nodes import EmbedReport
+from ..embed.registry import BACKENDS, fast_spec
 from ..errors import KGOSError
 from .facade import KG
 from .workspace import Workspace
@@ -125,3 +126,19 @@ def pending_fill_ins(ws: Workspace) -> list[str]:
         except KGOSError:
             continue
     return pending
+
+
+def fast_tier_unbuilt(model: str = "default") -> bool:
+    """Whether the first embedding here would distill the fast tier first: ``model``'s fast tier is
+    the distilled one, its packages are installed, and this KGOS_HOME holds no build of it yet."""
+    if fast_spec(model) != "fast" or BACKENDS["fast"].missing():
+        return False
+    from ..embed.static import fast_static_path
+    return not (fast_static_path() / "model.safetensors").is_file()
+
+
+def build_fast_tier() -> str:
+    """Distill the fast tier into this KGOS_HOME now, if it is not there (about 33 CPU s, once);
+    returns its folder."""
+    from ..embed.static import ensure_fast_static
+    return str(ensure_fast_static())
