@@ -191,3 +191,45 @@ def array_start_or_fail(f: io.BytesIO) -> bytes:
 @pytest.mark.parametrize("head", [b'["nodes"]', b'{"nod\\u0065s": [1]}', b'{"a": "' + b"x" * (1 << 21) + b'"}'])
 def test_unusual_heads_are_left_to_ijson(head: bytes) -> None:
     assert array_chunks.array_start(io.BytesIO(head), "nodes") is None
+
+
+def _outcome(items: Any) -> tuple[list[Any], str | None]:
+    got: list[Any] = []
+    try:
+        for item in items:
+            got.append(item)
+    except Exception as exc:  # noqa: BLE001 - the error itself is what is compared
+        return got, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    return got, None
+
+
+E = json.dumps(EDGES)
+N = json.dumps(CLEAN[:5])
+DOCUMENTS = [
+    f'{{"nodes": {N}, "edges": {E}}}', f'{{"edges": {E}, "nodes": {N}}}', f' {{ "graph" : {{"a": [1, {{"b": "}}"}}]}},'
+    f' "directed": false, "n": -1.5e3, "s": "x\\"y", "nodes": {N}, "edges": {E}, "edges": [{{"source": "z"}}] }}\n',
+    '{}', '{"nodes": []}', f'{{"nodes": {N}, "edges": []}}',
+    f'{{"nodes": {N}, "edges": {E}}} x', f'{{"nodes": {N}, "edges": {E}', f'{{"nodes": {N}, "edges": {E}}}}}',
+    f'{{"nodes": {N}, "edges": {E[:-40]}', f'{{"nodes": {N}, "big": 123456789012345678901, "edges": {E}}}',
+    f'{{"nodes": {N}, "edg\\u0065s": {E}}}', f'{{"nodes": {N},\f"edges": {E}}}', f'[{E}]',
+    f'{{"nodes": {N}, "edges": {E}, "s": "\\ud800"}}', f'{{"nodes": {N}, "edges": {E}, "t": tru}}',
+    f'{{"nodes": {N}, "edges": {E}, "o": {{"a": 1,}}}}', f'{{"nodes": {N} "edges": {E}}}',
+]
+
+
+@pytest.mark.parametrize("block", [16, 1 << 22])
+@pytest.mark.parametrize("doc", DOCUMENTS)
+def test_document_reader_matches_ijson(doc: str, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(array_chunks, "BLOCK", block)
+    data = doc.encode()
+    expected = _outcome(ijson.items(io.BytesIO(data), "edges.item", use_float=True))
+    assert _outcome(array_chunks.document_items(io.BytesIO(data), lambda: io.BytesIO(data), "edges")) == expected
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS[:6])
+def test_plain_documents_are_read_once(doc: str) -> None:
+    def reopen() -> io.BytesIO:
+        raise AssertionError("ijson should not have been needed")
+    data = doc.encode()
+    assert list(array_chunks.document_items(io.BytesIO(data), reopen, "edges")) == list(
+        ijson.items(io.BytesIO(data), "edges.item", use_float=True))

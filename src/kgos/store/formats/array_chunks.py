@@ -13,7 +13,8 @@ the errors are exactly those of ``ijson.items``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
+from itertools import islice
 from typing import IO, Any
 
 import ijson
@@ -64,7 +65,23 @@ def array_start(f: IO[bytes], key: str) -> bytes | None:
 
 def fast_items(f: IO[bytes], key: str, start: bytes) -> Iterator[Any]:
     """The items of the array whose content begins with ``start`` (then ``f``), up to its end."""
-    buf, eof = start, False
+    chunks = _chunks(f, start)
+    while True:
+        try:
+            items = next(chunks)
+        except StopIteration as stop:
+            closed, rest = stop.value
+            break
+        yield from items
+    if not closed:
+        yield from _ijson_rest(rest, f, key)
+
+
+def _chunks(f: IO[bytes], buf: bytes) -> Generator[list[Any], None, tuple[bool, bytes]]:
+    """Lists of the items of the array whose content begins with ``buf`` (then ``f``). Returns
+    (True, the bytes read after its ``]``) or (False, the bytes from the first item not yielded)
+    where orjson must not decide."""
+    eof = False
     while True:
         if not eof:
             data = f.read(BLOCK)
@@ -75,11 +92,10 @@ def fast_items(f: IO[bytes], key: str, start: bytes) -> Iterator[Any]:
             continue
         done, items, used = _parse_chunk(buf, cut if not eof else None)
         if items is None:
-            yield from _ijson_rest(buf, f, key)
-            return
-        yield from items
+            return False, buf
+        yield items
         if done:
-            return
+            return True, buf[used:]
         buf = buf[used:]
 
 
@@ -157,3 +173,123 @@ class _Chain:
             return out
         out, self.head = self.head[:n], self.head[n:]
         return out
+
+
+# -- every top-level array of a name, the whole document read ----------------------------------------
+_WS = re.compile(rb"[ \t\r\n]*")  # JSON's own whitespace: anything else is left to ijson
+_KEY = re.compile(rb'"([^"\\\x00-\x1f]*)"[ \t\r\n]*:[ \t\r\n]*')
+_SCALAR = re.compile(rb'"(?:[^"\\\x00-\x1f]|\\.)*"|[-0-9][-+.eE0-9]*|true|false|null')
+_WINDOW = 1 << 20  # bytes ahead kept for a top-level key and a value other than an array
+
+
+def document_items(f: IO[bytes], reopen: Callable[[], IO[bytes]], key: str) -> Iterator[Any]:
+    """What ``ijson.items(f, f"{key}.item")`` gives (the items of every top-level array ``key``,
+    and any error of the whole document), with the arrays parsed in orjson chunks. When the document
+    is not the plain case, ijson reads it again (``reopen``) from the start, past the items given."""
+    given, walk = 0, _document(f, key)
+    while True:
+        try:
+            items = next(walk)
+        except StopIteration as stop:
+            plain = stop.value
+            break
+        given += len(items)
+        yield from items
+    if not plain:
+        with reopen() as again:
+            yield from islice(ijson.items(again, f"{key}.item", use_float=True), given, None)
+
+
+def _document(f: IO[bytes], key: str) -> Generator[list[Any], None, bool]:
+    """Lists of the items of the top-level arrays ``key`` of the object in ``f``; returns whether
+    the whole document was read and valid (False: ijson must decide, from where it is unknown)."""
+    buf = f.read(_WINDOW)
+    pos = _WS.match(buf).end()
+    if buf[pos:pos + 1] != b"{":
+        return False
+    pos, first = _WS.match(buf, pos + 1).end(), True
+    if buf[pos:pos + 1] == b"}":
+        return _only_space_left(f, buf[pos + 1:])
+    while True:
+        buf, pos = _ahead(f, buf, pos)
+        m = _KEY.match(buf, pos)
+        if m is None or not _utf8(m.group(1)):
+            return False
+        pos = m.end()
+        if buf[pos:pos + 1] == b"[":
+            chunks = _chunks(f, buf[pos + 1:])
+            while True:
+                try:
+                    items = next(chunks)
+                except StopIteration as stop:
+                    closed, buf = stop.value
+                    break
+                if m.group(1) == key.encode():
+                    yield items
+            if not closed:
+                return False
+            pos = 0
+        else:
+            pos = _value_end(buf, pos)
+            if pos < 0:
+                return False
+        buf, pos = _ahead(f, buf, pos)
+        pos = _WS.match(buf, pos).end()
+        sep = buf[pos:pos + 1]
+        if sep == b"}":
+            return _only_space_left(f, buf[pos + 1:])
+        if sep != b",":
+            return False
+        pos = _WS.match(buf, pos + 1).end()
+
+
+def _value_end(buf: bytes, pos: int) -> int:
+    """The end of the scalar or (small) object at ``pos``, checked by orjson; -1 if unsure."""
+    if buf[pos:pos + 1] == b"{":
+        end, depth = pos, 0
+        while (m := _TOKEN.match(buf, end)) is not None:
+            token, end = m.group(1), m.end()
+            if token in (b"{", b"["):
+                depth += 1
+            elif token in (b"}", b"]"):
+                depth -= 1
+            if depth == 0:
+                break
+        if depth != 0:
+            return -1
+    else:
+        m = _SCALAR.match(buf, pos)
+        if m is None:
+            return -1
+        end = m.end()
+    if end >= len(buf):  # the value may go on past the bytes read
+        return -1
+    try:
+        orjson.loads(buf[pos:end])
+    except orjson.JSONDecodeError:
+        return -1
+    return -1 if _long_digits(buf[pos:end]) else end
+
+
+def _ahead(f: IO[bytes], buf: bytes, pos: int) -> tuple[bytes, int]:
+    """``buf`` from ``pos`` with at least a window of bytes ahead (unless the file ends)."""
+    if len(buf) - pos < _WINDOW:
+        return buf[pos:] + f.read(_WINDOW), 0
+    return buf, pos
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _only_space_left(f: IO[bytes], rest: bytes) -> bool:
+    while True:
+        if _WS.match(rest).end() != len(rest):
+            return False
+        rest = f.read(_WINDOW)
+        if not rest:
+            return True

@@ -18,7 +18,7 @@ import ijson
 
 from ..base import GraphStore
 from . import Record, Source, open_binary, open_text_out, parse_error
-from .array_chunks import array_start, fast_items
+from .array_chunks import array_start, document_items, fast_items
 
 FORMAT = "kgos-node-link/1"
 _META_KEYS = ("format", "name", "description", "version")
@@ -81,7 +81,8 @@ def _stream(path: Path, key: str, label: str, convert: Callable[[Any], Any], sto
     counter = count()  # zip draws the next index before the next item: an error is at the last drawn
     try:
         with open_binary(path) as f:
-            items = _array_items(f, key) if stop else ijson.items(f, f"{key}.item", use_float=True)
+            # the edge stream reads the whole document, as ijson.items(f, "edges.item") did
+            items = _array_items(f, key) if stop else document_items(f, lambda: open_binary(path), key)
             # zip and map iterate in C: no Python frame per record on the way to the importer
             yield from zip(map(f"{label}[{{}}]".format, counter), items if convert is _plain else map(convert, items))
     except (ijson.JSONError, ValueError, UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
