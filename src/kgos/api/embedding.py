@@ -23,6 +23,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
@@ -119,7 +120,7 @@ class EmbedWorker:
                     return
                 self._running = job_id, db_id, _ = self._next()
             try:
-                status = self.registry.run(job_id, lambda progress: self._embed(db_id, progress))
+                status = self.registry.run(job_id, partial(self._embed, db_id))
             finally:
                 with self._cond:
                     self._running = None

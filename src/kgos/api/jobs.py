@@ -58,7 +58,7 @@ class JobStatus:
         return asdict(self)
 
 
-class JobPaused(Exception):  # noqa: N818  control flow, not an error
+class JobPaused(Exception):  # control flow, not an error
     """Raised by a job's work to give its worker back: the job is queued again (a resumable job)."""
 
 
