@@ -3,6 +3,7 @@ byte-identical rows, reports and errors to the checked paths (ijson record by re
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import sqlite3
@@ -67,8 +68,9 @@ def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Turn both fast paths off: ijson reads the node array, each record goes through the loop."""
+    """Turn the fast paths off: ijson reads the arrays, each record goes through the loop."""
     monkeypatch.setattr(nodelink, "array_start", lambda f, key: None)
+    monkeypatch.setattr(nodelink, "document_items", lambda f, reopen, key: ijson.items(f, f"{key}.item", use_float=True))
     monkeypatch.setattr(importer, "_clean_rows", lambda batch, ids, ts: None)
 
 
@@ -165,6 +167,24 @@ def test_malformed_files_fail_or_load_the_same(tmp_path: Path, monkeypatch: pyte
     fast = outcome("fast")
     _checked(monkeypatch)
     assert outcome("checked") == fast
+
+
+@pytest.mark.parametrize("keep", [0.2, 0.5, 0.8, 0.95])
+def test_truncated_gzip_fails_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: float) -> None:
+    """The same record named: chunks are read in ijson's 64 KB pieces (not with the tiny test blocks)."""
+    monkeypatch.setattr(array_chunks, "BLOCK", 1 << 22)
+    nodes = [{**node, "id": f"{node['id']}-{i}", "description": f"{i} {node}"} for i in range(400) for node in CLEAN]
+    edges = [{"source": f"c1-{i}", "target": f"c2-{i}", "type": "links", "weight": i / 7} for i in range(400)] * 50
+    blob = gzip.compress(json.dumps({"nodes": nodes, "edges": edges}).encode())
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(blob[: int(len(blob) * keep)])
+    with pytest.raises(ImportFailed) as fast:
+        importer.bulk_load(tmp_path / "fast.db", open_source(path), "t")
+    _checked(monkeypatch)
+    with pytest.raises(ImportFailed) as checked:
+        importer.bulk_load(tmp_path / "checked.db", open_source(path), "t")
+    assert str(fast.value) == str(checked.value)
+    assert "truncated" in str(fast.value) and (keep < 0.6) == ("nodes[" in str(fast.value))
 
 
 def _ijson_items(data: bytes) -> list[Any]:

@@ -7,12 +7,15 @@ bytes up to the guess + ``]`` parses only if the guess falls between two items o
 "unexpected content after document" says where the array itself closes. Whatever orjson would read
 otherwise than ijson (integers beyond 64 bits, which yajl refuses; text that is not valid JSON or
 UTF-8, which each parser reports its own way) hands the rest of the array to ijson, so the items and
-the errors are exactly those of ``ijson.items``.
+the errors are exactly those of ``ijson.items``. Files are read in ijson's 64 KB pieces, so a file
+that fails part way (a truncated gzip) fails after the same items. tests/test_import_fastpath.py
+compares both readers on tricky and malformed input.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable, Generator, Iterator
 from itertools import islice
 from typing import IO, Any
@@ -38,7 +41,10 @@ def array_start(f: IO[bytes], key: str) -> bytes | None:
     """Read the head of ``f`` up to the first top-level ``"key": [`` and return the bytes read after
     the ``[``; None when the head is not the plain case (the array not within the first MB, an
     escaped key): ijson then reads the file from its start."""
-    head = f.read(_HEAD)
+    try:
+        head = _read(f, _HEAD)
+    except _ReadFailed:
+        return None
     pos, depth, want = 0, 0, b'"' + key.encode() + b'"'
     last, pending = b"", False
     if not head.lstrip().startswith(b"{"):
@@ -84,7 +90,10 @@ def _chunks(f: IO[bytes], buf: bytes) -> Generator[list[Any], None, tuple[bool, 
     eof = False
     while True:
         if not eof:
-            data = f.read(BLOCK)
+            try:
+                data = _read(f, BLOCK)
+            except _ReadFailed as exc:  # ijson reads on to the same error, after the same items
+                return False, buf + exc.data
             eof = not data
             buf += data
         cut = _last_cut(buf)
@@ -105,7 +114,7 @@ def _parse_chunk(buf: bytes, cut: int | None) -> tuple[bool, list[Any] | None, i
     for _ in range(_TRIES - 1):
         if cuts and (earlier := _last_cut(buf, cuts[-1])) is not None:
             cuts.append(earlier)
-    for i, at in enumerate(cuts or [len(buf)]):
+    for at in cuts or [len(buf)]:
         doc = b"[" + buf[:at] + (b"]" if cuts else b"")
         try:
             items = orjson.loads(doc)
@@ -159,6 +168,29 @@ def _until_end(events: Iterator[tuple[str, str, Any]], key: str) -> Iterator[tup
             return
 
 
+_PIECE = 1 << 16  # ijson's own read size
+
+
+class _ReadFailed(Exception):
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def _read(f: IO[bytes], n: int) -> bytes:
+    """``n`` bytes, read in the pieces ijson reads, so that a file failing part way (a truncated
+    gzip) fails at the same read call, with the same bytes before it, as under ijson."""
+    parts, piece = [], min(n, _PIECE)
+    for _ in range(max(n // piece, 1)):
+        try:
+            part = f.read(piece)
+        except (OSError, EOFError, zlib.error):
+            raise _ReadFailed(b"".join(parts)) from None
+        if not part:
+            break
+        parts.append(part)
+    return b"".join(parts)
+
+
 class _Chain:
     """A readable of ``head`` followed by the rest of ``f``."""
 
@@ -193,6 +225,9 @@ def document_items(f: IO[bytes], reopen: Callable[[], IO[bytes]], key: str) -> I
         except StopIteration as stop:
             plain = stop.value
             break
+        except _ReadFailed:
+            plain = False
+            break
         given += len(items)
         yield from items
     if not plain:
@@ -203,7 +238,7 @@ def document_items(f: IO[bytes], reopen: Callable[[], IO[bytes]], key: str) -> I
 def _document(f: IO[bytes], key: str) -> Generator[list[Any], None, bool]:
     """Lists of the items of the top-level arrays ``key`` of the object in ``f``; returns whether
     the whole document was read and valid (False: ijson must decide, from where it is unknown)."""
-    buf = f.read(_WINDOW)
+    buf = _read(f, _WINDOW)
     pos = _WS.match(buf).end()
     if buf[pos:pos + 1] != b"{":
         return False
@@ -274,7 +309,7 @@ def _value_end(buf: bytes, pos: int) -> int:
 def _ahead(f: IO[bytes], buf: bytes, pos: int) -> tuple[bytes, int]:
     """``buf`` from ``pos`` with at least a window of bytes ahead (unless the file ends)."""
     if len(buf) - pos < _WINDOW:
-        return buf[pos:] + f.read(_WINDOW), 0
+        return buf[pos:] + _read(f, _WINDOW), 0
     return buf, pos
 
 
@@ -290,6 +325,6 @@ def _only_space_left(f: IO[bytes], rest: bytes) -> bool:
     while True:
         if _WS.match(rest).end() != len(rest):
             return False
-        rest = f.read(_WINDOW)
+        rest = _read(f, _WINDOW)
         if not rest:
             return True
