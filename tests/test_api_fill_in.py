@@ -267,6 +267,8 @@ def test_a_server_start_builds_a_missing_fast_tier_in_the_background(home, tmp_p
 
 
 @pytest.fixture(autouse=True)
-def _no_worker_left(request) -> Iterator[None]:
+def _no_worker_left() -> Iterator[None]:
+    before = {t for t in threading.enumerate() if t.name == "kgos-embed-worker"}  # other tests' idle ones
     yield
-    assert not [t for t in threading.enumerate() if t.name == "kgos-embed-worker"], "an embedding worker outlived its server"
+    left = {t for t in threading.enumerate() if t.name == "kgos-embed-worker"} - before
+    assert not left, "an embedding worker outlived its server"

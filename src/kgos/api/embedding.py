@@ -41,6 +41,7 @@ from .schemas import response_model
 
 log = logging.getLogger("kgos.api")
 KIND = "embed"
+IDLE_SECONDS = 30.0  # an idle worker thread ends; the next job starts another
 STOP_SECONDS = 30.0  # a batch of the default model takes ~1 s; distilling the fast tier cannot be cut short
 BUILD_PHASE = "distilling the fast tier"
 # texts per model batch: a stop or pause waits at most one batch (under 1 s with 16 at load 7, about
@@ -114,19 +115,23 @@ class EmbedWorker:
         _lower_priority()
         while True:
             with self._cond:
-                while not self._queue and not self._stopping:
-                    self._cond.wait()
-                if self._stopping:
-                    return
+                if not self._queue and not self._stopping:
+                    self._cond.wait(IDLE_SECONDS)
+                if self._stopping or not self._queue:  # idle: the next submit starts a new thread
+                    self._thread = None if self._thread is threading.current_thread() else self._thread
+                    left, self._queue = list(self._queue), deque()
+                    break
                 self._running = job_id, db_id, _ = self._next()
+            status = "failed"
             try:
                 status = self.registry.run(job_id, partial(self._embed, db_id))
             finally:
                 with self._cond:
                     self._running = None
-            if status == "queued":  # paused for an urgent job: first among the fill-ins again
-                with self._cond:
-                    self._queue.appendleft((job_id, db_id, False))
+                    if status == "queued":  # paused for an urgent job: first among the fill-ins again
+                        self._queue.appendleft((job_id, db_id, False))
+        for job_id, *_ in left:  # only when stopping: a job paused while stop() cancelled the queue
+            self._cancel_quietly(job_id)
 
     def _next(self) -> tuple[str, str | None, bool]:
         """The first urgent job (a KG without vectors), else the oldest (called holding the lock)."""
