@@ -6,9 +6,10 @@ shared registry (``kgos.api.jobs``): ``GET /api/jobs/{job_id}`` shows its phase,
 ``POST /api/jobs/{job_id}/cancel`` stops it, ``GET /api/kg/{db_id}/embedding`` shows the KG's vectors
 with its latest embedding job, ``POST /api/kg/{db_id}/embedding`` queues one (a pending fill-in).
 
-One thread runs one embedding job at a time per server: on 2 cores a second model run in parallel
-would only halve both and slow every query. A queued job for a KG that already has one queued is the
-same job. Each job opens its own ``Workspace`` on the server's folder, so its SQLite connections are
+One thread (at nice 10) runs one embedding job at a time per server: on 2 cores a second model run in
+parallel would only halve both and slow every query. A queued job for a KG that already has one
+queued is the same job. A KG without vectors goes first: a running fill-in pauses at its next batch
+(``JobPaused``) and is queued again. Each job opens its own ``Workspace`` on the server's folder, so its SQLite connections are
 its own and routes are not held up; search meanwhile uses the vectors the KG's ``embedder`` setting
 names (one model per scan) and follows the switch when the fill-in ends. A stop (cancel, shutdown)
 takes effect at the next batch's progress call and never mid-transaction: the chunks committed stay,
