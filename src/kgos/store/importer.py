@@ -230,7 +230,8 @@ def _clean_rows(batch: list[Record], ids: dict[str, int], ts: str) -> list[tuple
     recs = list(map(_SECOND, batch))
     if not recs or set(map(type, recs)) != _DICT or not set().union(*recs) <= _FAST_NODE_KEYS:
         return None
-    nids, names = list(map(dict.get, recs, _repeat("id"))), list(map(dict.get, recs, _repeat("name")))
+    nids: list[Any] = list(map(dict.get, recs, _repeat("id")))
+    names: list[Any] = list(map(dict.get, recs, _repeat("name")))
     types = list(map(dict.get, recs, _repeat("type"), _repeat("entity")))
     descs = list(map(dict.get, recs, _repeat("description"), _repeat("")))
     props = list(map(dict.get, recs, _repeat("properties"), _repeat(_NO_PROPS)))
@@ -246,14 +247,15 @@ def _clean_rows(batch: list[Record], ids: dict[str, int], ts: str) -> list[tuple
     return list(zip(rowids, nids, names, norms, types, descs, _repeat(_EMPTY), _repeat(ts), _repeat(ts)))
 
 
-def _only(column: list[Any], types: set[type]) -> bool:
+def _only(column: list[Any], types: set[Any]) -> bool:
     return set(map(type, column)) <= types
 
 
 def _edge_rows(batch: list[Record], ids: dict[str, int], skip_dangling: bool,
                ts: str, invalid: Invalid | None = None) -> tuple[list[tuple[Any, ...]], int]:
     """Rows for the edges table (endpoints as node rowids) and the number of dangling edges skipped."""
-    rows, skipped, invalid = [], 0, invalid or Invalid()
+    rows: list[tuple[Any, ...]] = []
+    skipped, invalid = 0, invalid or Invalid()
     append, isfinite = rows.append, math.isfinite
     for loc, rec in batch:
         # Inline fast path (string endpoints both known, a type, a float weight, no properties); every

@@ -157,8 +157,7 @@ def _last_cut(buf: bytes, before: int | None = None) -> int | None:
 def _ijson_rest(buf: bytes, f: IO[bytes], key: str) -> Iterator[Any]:
     """ijson over the rest of the array (``buf``, then ``f``), as if it were the whole file."""
     events = ijson.parse(_Chain(b'{"k":[' + buf, f), use_float=True)
-    for item in ijson.items(_until_end(events, "k"), "k.item"):
-        yield item
+    yield from ijson.items(_until_end(events, "k"), "k.item")
 
 
 def _until_end(events: Iterator[tuple[str, str, Any]], key: str) -> Iterator[tuple[str, str, Any]]:
@@ -179,7 +178,8 @@ class _ReadFailed(Exception):
 def _read(f: IO[bytes], n: int) -> bytes:
     """``n`` bytes, read in the pieces ijson reads, so that a file failing part way (a truncated
     gzip) fails at the same read call, with the same bytes before it, as under ijson."""
-    parts, piece = [], min(n, _PIECE)
+    parts: list[bytes] = []
+    piece = min(n, _PIECE)
     for _ in range(max(n // piece, 1)):
         try:
             part = f.read(piece)
@@ -239,10 +239,10 @@ def _document(f: IO[bytes], key: str) -> Generator[list[Any], None, bool]:
     """Lists of the items of the top-level arrays ``key`` of the object in ``f``; returns whether
     the whole document was read and valid (False: ijson must decide, from where it is unknown)."""
     buf = _read(f, _WINDOW)
-    pos = _WS.match(buf).end()
+    pos = _skip(buf, 0)
     if buf[pos:pos + 1] != b"{":
         return False
-    pos, first = _WS.match(buf, pos + 1).end(), True
+    pos = _skip(buf, pos + 1)
     if buf[pos:pos + 1] == b"}":
         return _only_space_left(f, buf[pos + 1:])
     while True:
@@ -269,13 +269,13 @@ def _document(f: IO[bytes], key: str) -> Generator[list[Any], None, bool]:
             if pos < 0:
                 return False
         buf, pos = _ahead(f, buf, pos)
-        pos = _WS.match(buf, pos).end()
+        pos = _skip(buf, pos)
         sep = buf[pos:pos + 1]
         if sep == b"}":
             return _only_space_left(f, buf[pos + 1:])
         if sep != b",":
             return False
-        pos = _WS.match(buf, pos + 1).end()
+        pos = _skip(buf, pos + 1)
 
 
 def _value_end(buf: bytes, pos: int) -> int:
@@ -306,6 +306,12 @@ def _value_end(buf: bytes, pos: int) -> int:
     return -1 if _long_digits(buf[pos:end]) else end
 
 
+def _skip(buf: bytes, pos: int) -> int:
+    """The position after the whitespace at ``pos``."""
+    m = _WS.match(buf, pos)
+    return m.end() if m else pos
+
+
 def _ahead(f: IO[bytes], buf: bytes, pos: int) -> tuple[bytes, int]:
     """``buf`` from ``pos`` with at least a window of bytes ahead (unless the file ends)."""
     if len(buf) - pos < _WINDOW:
@@ -323,7 +329,7 @@ def _utf8(data: bytes) -> bool:
 
 def _only_space_left(f: IO[bytes], rest: bytes) -> bool:
     while True:
-        if _WS.match(rest).end() != len(rest):
+        if _skip(rest, 0) != len(rest):
             return False
         rest = _read(f, _WINDOW)
         if not rest:
