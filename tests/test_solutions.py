@@ -33,7 +33,7 @@ def ranks(result) -> dict[str, int]:
 
 
 def spec(kg):
-    return SearchEngine(kg.store, options=SearchOptions(solution_hop=0))
+    return SearchEngine(kg.store, options=SearchOptions(solution_hop=0, propagate=0))  # no one-hop additions
 
 
 @pytest.mark.parametrize("query, problem, fix", [

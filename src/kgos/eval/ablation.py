@@ -15,7 +15,16 @@ from ..retrieval.hybrid import SearchOptions
 from .probes import Probe
 from .run import EvalReport, evaluate, search_ranker
 
-# spec/000 appendix C, in its order, then the adaptive default.
+
+def spec_options() -> dict[str, Any]:
+    """The settings in which ``SearchOptions.spec()`` (the spec's formula) differs from the defaults."""
+    spec, default = SearchOptions.spec(), SearchOptions()
+    return {f.name: getattr(spec, f.name) for f in fields(SearchOptions)
+            if getattr(spec, f.name) != getattr(default, f.name)}
+
+
+# spec/000 appendix C, in its order, then the default without each graph-derived signal (issue 13:
+# what the graph earns), then the adaptive default.
 ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("embedding only", {"mode": "embedding"}),
     ("BM25 only", {"mode": "bm25"}),
@@ -25,8 +34,9 @@ ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("3-weight 0.40/0.45/0.15", {"mode": "fixed3"}),
     ("RRF, 7 mechanisms", {"mode": "rrf"}),
     ("4-weight 0.35/0.40/0.15/0.10", {"mode": "fixed4"}),
-    ("spec formula (spec/001 1.2-1.8)", {"mode": "hybrid", "options": {"profiles": "spec", "fts": True, "name_weight": 0,
-                                                                    "solution_hop": 0, "coord": 0}}),
+    ("spec formula (spec/001 1.2-1.8)", {"mode": "hybrid", "options": spec_options()}),
+    ("default without the graph signal", {"mode": "hybrid", "options": {"use_graph": False}}),
+    ("default without the intent signal", {"mode": "hybrid", "options": {"use_intent": False}}),
     ("adaptive (default)", {"mode": "hybrid"}),
 ]
 SEARCH_KEYS = ("mode", "weights", "intent")
@@ -72,6 +82,15 @@ def evaluate_config(kg: Any, probes: Sequence[Probe], config: dict[str, Any], k:
     return replace(evaluate(probes, rank, label or search.get("mode", "hybrid")), warnings=tuple(warnings))
 
 
+def merged(base: dict[str, Any] | None, config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` over ``base``, their ``options`` merged key by key (the row's win)."""
+    out = {**(base or {}), **config}
+    options = {**(base or {}).get("options", {}), **config.get("options", {})}
+    if options:
+        out["options"] = options
+    return out
+
+
 def ablation(kg: Any, probes: Sequence[Probe], k: int = 10, base: dict[str, Any] | None = None) -> list[EvalReport]:
     """Every configuration of ``ABLATION`` on the same probes, in one run."""
-    return [evaluate_config(kg, probes, {**(base or {}), **config}, k, label) for label, config in ABLATION]
+    return [evaluate_config(kg, probes, merged(base, config), k, label) for label, config in ABLATION]

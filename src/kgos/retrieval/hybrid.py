@@ -62,26 +62,28 @@ class SearchOptions:
     name_prefix: bool = False  # the weakest tier (the query begins a name): no gain on the dev sets
     # issue 13 lever 4, fusion (hybrid mode only; docs/defaults.md "Fusion"): ``norm`` puts the embedding
     # and text signals on one scale per query over their top ``norm_depth`` rows (NORMS; "max" = spec/000
-    # section 7); ``margin_power`` > 0 scales alpha and beta by how far each signal's top hit stands out;
+    # section 7; "topk" keeps them max-normalised and re-splits alpha + beta by max / mean of their
+    # top 10 instead, so components stay in 0..1); ``margin_power`` > 0 scales alpha and beta by how far
+    # each signal's top hit stands out;
     # ``prf`` > 0 moves the query vector toward the top ``prf`` hits' vectors (Rocchio) and re-scores.
-    norm: str = "max"
+    norm: str = "topk"  # measured: docs/defaults.md "Fusion"
     norm_depth: int = 100
     margin_power: float = 0.0
     prf: int = 0
     prf_weight: float = 0.5
-    # graph use beyond the gamma signal: + propagate x (the best fused score of a top-``propagate_seeds``
-    # neighbour, by edge-type weight); smooth: + smooth x the mean fused score of a candidate's neighbours
-    propagate: float = 0.0
+    # graph use beyond the gamma signal: + propagate x the best fused score of a top-``propagate_seeds``
+    # neighbour, times the edge type's weight (docs/defaults.md "Fusion")
+    propagate: float = 0.1
     propagate_seeds: int = 3
-    smooth: float = 0.0
     use_graph: bool = True  # False: gamma = 0 and no edge-derived additions (solution hops, propagation)
     use_intent: bool = True  # False: delta = 0
 
     @classmethod
     def spec(cls) -> SearchOptions:
         """The specification's formula (spec/001 1.2-1.8): its weight profiles, text = max(BM25, FTS5),
-        and none of KG-OS's additions (name signal, solution hops, coordination)."""
-        return cls(fts=True, profiles="spec", name_weight=0.0, solution_hop=0.0, coord=0.0)
+        and none of KG-OS's additions (name signal, solution hops, coordination, lever 4's fusion)."""
+        return cls(fts=True, profiles="spec", name_weight=0.0, solution_hop=0.0, coord=0.0, norm="max",
+                   propagate=0.0)
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -291,6 +293,7 @@ class Signals:
     seeds: np.ndarray
     name: np.ndarray | None = None  # issue 13 lever 2; None when off (spec formula, other modes)
     solution: np.ndarray | None = None  # issue 13 lever 0; None when off
+    propagation: np.ndarray | None = None  # issue 13 lever 4; None when off
 
 
 def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
@@ -341,20 +344,18 @@ def check_options(options: SearchOptions) -> None:
 
 
 def rescale(x: np.ndarray | None, how: str, depth: int) -> np.ndarray | None:
-    """Per-query score normalisation over the signal's top ``depth`` rows (the rest score 0, except
-    for "topk"). max: x / max (spec/000 section 7); minmax: (x - x_depth) / (x_1 - x_depth); zscore:
-    max(0, (x - mean) / sd), unscaled, so a signal whose top stands out counts more (Montague &
-    Aslam, CIKM 2001, "Relevance score normalization for metasearch"); rank: (K + 1) / (K + rank), the
-    reciprocal rank of RRF with K = 60 scaled to 1 at rank 1 (Cormack et al., SIGIR 2009); topk:
-    x / mean(top 10), so the top is above 1 exactly when it stands out from the next nine."""
-    if x is None or how == "max":
+    """Per-query score normalisation over the signal's top ``depth`` rows (the rest score 0).
+    minmax: (x - x_depth) / (x_1 - x_depth); zscore: max(0, (x - mean) / sd), unscaled, so a signal
+    whose top stands out counts more (Montague & Aslam, CIKM 2001, "Relevance score normalization for
+    metasearch"); rank: (K + 1) / (K + rank), the reciprocal rank of RRF with K = 60 scaled to 1 at
+    rank 1 (Cormack et al., SIGIR 2009). "max" (x / max, spec/000 section 7) and "topk" (a weight,
+    see ``fusion_weights``) leave the max-normalised signal as it is."""
+    if x is None or how in ("max", "topk"):
         return x
     top = top_indices(x, depth)
     if top.size == 0:
         return x
     v = x[top].astype(np.float64)
-    if how == "topk":
-        return (x / np.float32(v[:MARGIN_DEPTH].mean())).astype(np.float32)
     if how == "rank":
         s = (RRF_K + 1) / (RRF_K + 1 + np.arange(top.size, dtype=np.float64))
     elif how == "minmax":
@@ -377,23 +378,43 @@ def margin(x: np.ndarray | None) -> float:
     return float((v[0] - v[1:].mean()) / v[0])
 
 
+def top_mean(x: np.ndarray | None) -> float:
+    """The mean of the 10 largest entries (0 when none is positive)."""
+    top = top_indices(x, MARGIN_DEPTH) if x is not None else np.zeros(0, np.int64)
+    return float(x[top].mean()) if top.size else 0.0  # type: ignore[index]
+
+
 def fusion_weights(w: Weights, signals: Signals, options: SearchOptions) -> Weights:
-    """Query-dependent alpha and beta: each scaled by its signal's ``margin`` ** ``margin_power``,
-    their sum kept (a score-distribution weighting in the spirit of CombMNZ-style signal trust,
-    Shaw & Fox, TREC-2 1994); gamma/delta dropped when ``use_graph``/``use_intent`` are off, the
-    others rescaled to the same total."""
-    total = w.embedding + w.text + w.graph + w.intent
+    """Query-dependent weights from the score distributions (the caller's explicit weights are kept).
+
+    gamma/delta are dropped when ``use_graph``/``use_intent`` are off, the others rescaled to the same
+    total. norm "topk": alpha and beta re-split in proportion to alpha / mean(top 10 of the embedding
+    signal) and beta / mean(top 10 of the text signal), their sum kept: as if each signal were divided
+    by its top-10 mean instead of its maximum, so the signal whose top stands out from the next nine
+    counts more (score-distribution normalisation; cf. Arampatzis & Kamps, SIGIR 2008).
+    ``margin_power`` > 0: alpha and beta re-split in proportion to ``margin`` ** ``margin_power``."""
     e, t = w.embedding, w.text
     g, d = (w.graph if options.use_graph else 0.0), (w.intent if options.use_intent else 0.0)
-    if options.margin_power > 0 and signals.embedding is not None and e > 0 and t > 0:
+    if e + t + g + d > 0 and (g, d) != (w.graph, w.intent):
+        scale = (w.embedding + w.text + w.graph + w.intent) / (e + t + g + d)
+        e, t, g, d = e * scale, t * scale, g * scale, d * scale
+    if w.source != "explicit" and signals.embedding is not None and e > 0 and t > 0:
+        e, t = _distribution_weights(e, t, signals, options)
+    if (e, t, g, d) == w.as_tuple():
+        return w
+    return Weights(e, t, g, d, source=w.source + " (fusion-weighted)")
+
+
+def _distribution_weights(e: float, t: float, signals: Signals, options: SearchOptions) -> tuple[float, float]:
+    if options.margin_power > 0:
         me, mt = (margin(x) ** options.margin_power for x in (signals.embedding, signals.text))
         if me + mt > 0:
             e, t = (e + t) * e * me / (e * me + t * mt), (e + t) * t * mt / (e * me + t * mt)
-    rest = e + t + g + d
-    if (e, t, g, d) == w.as_tuple() or rest <= 0:
-        return w
-    scale = total / rest
-    return Weights(e * scale, t * scale, g * scale, d * scale, source=w.source + " (fusion-weighted)")
+    if options.norm == "topk":  # their sum kept: the name signal's absolute tiers still come first
+        me, mt = top_mean(signals.embedding), top_mean(signals.text)
+        if me > 0 and mt > 0:
+            e, t = (e + t) * (e / me) / (e / me + t / mt), (e + t) * (t / mt) / (e / me + t / mt)
+    return e, t
 
 
 def rocchio(snap: Snapshot, query_vector: np.ndarray, total: np.ndarray, options: SearchOptions) -> np.ndarray:
@@ -422,22 +443,6 @@ def propagation(snap: Snapshot, base: np.ndarray, seeds: int) -> np.ndarray:
     return out
 
 
-def smoothing(snap: Snapshot, base: np.ndarray, depth: int) -> np.ndarray:
-    """Neighbour-aware smoothing of the top ``depth`` candidates: each gets the mean fused score of
-    its neighbours (a one-step score propagation, cf. Kurland & Lee, SIGIR 2005 cluster-based
-    re-ranking), the others 0."""
-    top = top_indices(base, depth)
-    out = np.zeros(snap.n, np.float32)
-    if top.size == 0:
-        return out
-    nb = snap.graph.neighbors_of(top, "both")
-    sums = np.zeros(snap.n, np.float64)
-    np.add.at(sums, nb.origin, base[nb.node])
-    counts = np.bincount(nb.origin, minlength=snap.n)
-    out[top] = (sums[top] / np.maximum(counts[top], 1)).astype(np.float32)
-    return out
-
-
 def fuse(snap: Snapshot, signals: Signals, w: Weights, options: SearchOptions, qv: np.ndarray | None,
          vectorless: np.ndarray | None, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
     """The hybrid mode's weighted sum with lever 4's normalisation, feedback and graph propagation;
@@ -449,9 +454,8 @@ def fuse(snap: Snapshot, signals: Signals, w: Weights, options: SearchOptions, q
         signals.embedding = rescale(emb, options.norm, options.norm_depth)
         total = combine(signals, w, vectorless)
     if options.use_graph and options.propagate > 0:
-        total = total + np.float32(options.propagate) * propagation(snap, total, options.propagate_seeds)
-    if options.use_graph and options.smooth > 0:
-        total = total + np.float32(options.smooth) * smoothing(snap, total, options.norm_depth)
+        signals.propagation = propagation(snap, total, options.propagate_seeds)
+        total = total + np.float32(options.propagate) * signals.propagation
     return total, qv
 
 
@@ -569,7 +573,8 @@ def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, score: np.nd
         c = Components(embedding=float(signals.embedding[i]) if signals.embedding is not None else 0.0,
                        text=float(signals.text[i]), graph=float(signals.graph[i]), intent=float(signals.intent[i]),
                        name=float(signals.name[i]) if signals.name is not None else 0.0,
-                       solution=float(signals.solution[i]) if signals.solution is not None else 0.0)
+                       solution=float(signals.solution[i]) if signals.solution is not None else 0.0,
+                       propagation=float(signals.propagation[i]) if signals.propagation is not None else 0.0)
         node = nodes.get(snap.node_ids[i])
         if node is None:  # deleted since the snapshot; the next query rebuilds it
             continue
@@ -638,6 +643,8 @@ def exact_fill(snap: Snapshot, query_vector: np.ndarray, signals: Signals, total
     open_rows = np.where(emb == 0, total, np.float32(0))
     rows = top_indices(open_rows, nearest.FILL_ROWS)
     rows = rows[total[rows] >= total[top[-1]] - alpha]
+    # fill_in completes a max-normalised signal: with the non-linear norms (minmax, zscore, rank) the
+    # filled rows are on the max scale, an approximation on this path only
     signals.embedding = nearest.fill_in(snap, query_vector, emb, rows)
     return total + np.float32(alpha) * (signals.embedding - emb)
 

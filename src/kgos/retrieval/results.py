@@ -9,7 +9,7 @@ from typing import Any
 from ..model import Node
 from .intents import Intent
 
-SIGNALS = ("embedding", "text", "graph", "intent", "name", "solution")
+SIGNALS = ("embedding", "text", "graph", "intent", "name", "solution", "propagation")
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class Components:
     intent: float = 0.0
     name: float = 0.0  # the name signal (query = a name or alias of the node), added with its own weight
     solution: float = 0.0  # relevance passed from a top hit this node solves (enables, fixes, ...)
+    propagation: float = 0.0  # the fused score of a top hit this node neighbours, by edge-type weight
 
     def to_dict(self) -> dict[str, float]:
         return {s: round(getattr(self, s), 6) for s in SIGNALS}
