@@ -114,7 +114,8 @@ def served(root: Path, dataset: str, models: Path | None, fill_seconds: float) -
     lat = _search_times(client, "s")
     out["search_p50_ms"] = 1000 * statistics.median(lat[len(QUERIES):])  # the first round warms the caches
     time.sleep(max(0.0, fill_seconds - (time.perf_counter() - t0 - out["searchable"])))
-    out["fill"] = client.get(f"/api/jobs/{job_id}").json()["progress"]
+    job = client.get(f"/api/jobs/{job_id}").json()
+    out["fill"] = {**job["progress"], "seconds": job["phase_seconds"], "eta": job["eta_seconds"]}
     t = time.perf_counter()
     client.__exit__(None, None, None)
     out["stop_s"] = time.perf_counter() - t
@@ -165,9 +166,9 @@ def main() -> None:
           f"{'fast tier copied in' if args.models else 'fast tier distilled by the job'})")
     print(f"search p50 (fast tier): {s['search_p50_ms']:.1f} ms during the fill-in, {s['idle_p50_ms']:.1f} ms "
           f"with no job running (same KG, after the shutdown)")
-    rate = fill["done"] / fill["elapsed_seconds"] if fill.get("elapsed_seconds") else 0.0
-    print(f"fill-in after {fill.get('elapsed_seconds')} s: {fill.get('done')}/{fill.get('total')} nodes, "
-          f"{rate:.1f} nodes/s, ETA shown {fill.get('eta_seconds')} s")
+    rate = fill["done"] / fill["seconds"] if fill.get("seconds") else 0.0
+    print(f"fill-in after {fill.get('seconds')} s: {fill.get('done')}/{fill.get('total')} nodes, "
+          f"{rate:.1f} nodes/s, ETA shown {fill.get('eta')} s")
     print(f"shutdown with the fill-in running and one job queued: {s['stop_s']:.2f} s; "
           f"committed {s['target_vectors']} of {s['nodes']} default-model vectors "
           f"({'whole chunks' if s['target_vectors'] % s['chunk'] == 0 or s['target_vectors'] == s['nodes'] else 'NOT whole chunks'})")

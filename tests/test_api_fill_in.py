@@ -136,7 +136,7 @@ def test_the_import_answers_before_embedding_and_search_works_during_the_fill_in
         gated.gate.release()
         _started()  # chunk 1 committed, chunk 2 waiting
         job = client.get(f"/api/jobs/{job_id}").json()
-        assert job["progress"]["done"] == CHUNK and job["progress"]["eta_seconds"] is not None
+        assert job["progress"]["done"] == CHUNK and job["eta_seconds"] is not None and job["phase_seconds"] > 0
         assert client.get("/api/kg/t/embedding").json()["target_vectors"] == CHUNK
         assert _meaning(_search(client)) > 0  # still the fast tier: one model per scan
         for _ in range(N // CHUNK - 1):

@@ -6,7 +6,7 @@ a ``KGOSError`` it raises becomes the job's ``error`` (with the error's kind), a
 logged as the bug it is. The registry is in-process and bounded: the ``KEEP`` most recent finished
 jobs are kept, older ones forgotten. Any router can submit work through ``jobs(request)``.
 
-Progress carries an ETA (``eta_seconds``: the phase's rate so far applied to what is left). A job
+A job's ETA (``eta_seconds``) is its phase's rate so far applied to what is left. A job
 created ``cancellable`` can be stopped (``POST /api/jobs/{job_id}/cancel``): a queued one at once, a
 running one at its next ``progress`` call, which raises ``JobCancelled`` inside the work, so work that
 commits between progress calls (the embedding fill-in: one transaction per chunk) stops between commits.
@@ -37,10 +37,11 @@ ProgressFn = Callable[[str, int, int], None]
 @dataclass(frozen=True)
 class JobStatus:
     """One background job: ``status`` queued | running | complete | failed | cancelled; ``progress``
-    the current phase with ``done`` of ``total`` (0 when unknown), ``elapsed_seconds`` in the phase and
-    ``eta_seconds`` (None until a rate is known); ``result`` the finished job's document; ``error`` /
-    ``error_kind`` why it failed or stopped; ``subject`` what it works on (a db_id); ``cancellable``
-    whether ``POST /api/jobs/{job_id}/cancel`` can stop it; times in seconds since the epoch."""
+    the current phase with ``done`` of ``total`` (0 when unknown); ``result`` the finished job's
+    document; ``error`` / ``error_kind`` why it failed or stopped; times in seconds since the epoch;
+    ``subject`` what it works on (a db_id); ``cancellable`` whether ``POST /api/jobs/{job_id}/cancel``
+    can stop it; ``phase_seconds`` spent in the current phase and ``eta_seconds`` left in it (None
+    until a rate is known)."""
 
     job_id: str
     kind: str
@@ -53,6 +54,8 @@ class JobStatus:
     finished: float | None = None
     subject: str | None = None
     cancellable: bool = False
+    phase_seconds: float | None = None
+    eta_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,9 +145,8 @@ class JobRegistry:
             raise JobCancelled(reason)
         elapsed = now - began[1]
         eta = (total - done) * elapsed / done if 0 < done <= total and elapsed > 0 else None
-        self._update(job_id, progress={"phase": phase, "done": done, "total": total,
-                                       "elapsed_seconds": round(elapsed, 1),
-                                       "eta_seconds": None if eta is None else round(eta, 1)})
+        self._update(job_id, progress={"phase": phase, "done": done, "total": total},
+                     phase_seconds=round(elapsed, 1), eta_seconds=None if eta is None else round(eta, 1))
 
     def run(self, job_id: str, work: Callable[[ProgressFn], dict[str, Any]]) -> str:
         """Run a job's work in this thread (unless it was cancelled while queued) and record how it
