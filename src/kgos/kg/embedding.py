@@ -75,8 +75,9 @@ def embedding_work(kg: KG) -> str | None:
 
 def embed_tiers(kg: KG, model: str = "default", progress: PhaseProgress | None = None,
                 batch_size: int = 64) -> ImportEmbedding:
-    """Embed ``kg`` the whole way: the fast tier first if search has no vectors yet (distilled first
-    in a home without it), then the fill-in towards the pending target (else ``model``). Resumable: a
+    """Embed ``kg`` the whole way: the fast tier towards ``model`` first if search has no vectors yet
+    (distilled first in a home without it; a cheap ``model`` is embedded directly), then the fill-in
+    towards the pending target, if any. Resumable: a
     rerun after a stop embeds only what is missing. ``progress(phase, done, total)`` is called per
     batch; an exception it raises stops the work between the fill-in's commits. Embedder errors
     propagate (the KG keeps what was committed and stays searchable by text)."""
