@@ -151,6 +151,26 @@ def ratios(r: dict) -> str:
     return out + "."
 
 
+GRAPH_ROWS = (("default without the graph signal", "the graph (gamma, solution hops, propagation)"),
+              ("default without the intent signal", "the intent signal (delta)"))
+EARNS = 0.05  # issue 13: the graph earns its place when removing it loses >= 5% MRR@10
+
+
+def earns(r: dict) -> list[str]:
+    """What each graph-derived signal adds to the default's MRR@10, said plainly (issue 13)."""
+    by_label = {c["label"]: c["strict"]["mrr@10"] for c in r["configs"]}
+    out = []
+    for label, what in GRAPH_ROWS:
+        if label not in by_label:
+            continue
+        default, without = by_label[DEFAULT], by_label[label]
+        gain = (default - without) / without if without > 0 else 0.0
+        verdict = ("earns its place" if gain >= EARNS else "does not earn its place here: it helps by less than 5%"
+                   if gain > 0 else "does not help here" if gain == 0 else "costs MRR@10 here")
+        out.append(f"Without {what}: {without:.3f} -> default {default:.3f} ({gain:+.1%}): {verdict}.")
+    return out
+
+
 def row(c: dict) -> str:
     latency = f"{c['latency_ms']['p50']:.1f}" if "latency_ms" in c else ""
     return (f"| {c['label']} | " + " | ".join(f"{c['strict'][m]:.3f}" for m in METRICS)
@@ -164,7 +184,9 @@ def markdown(results: list[dict]) -> str:
            "the anchors of issue 13, measured in the same run: bm25s as in the bench README, and bm25s fused",
            "with the same embedder's cosine by RRF (k = 60) or by 0.5/0.5 of max-normalised scores.",
            "Regenerate after any change to a retrieval default. The before/after of each default's change is",
-           "in [defaults.md](defaults.md).", "",
+           "in [defaults.md](defaults.md). The rows \"default without the graph signal\" (gamma = 0, no solution",
+           "hops, no propagation) and \"default without the intent signal\" (delta = 0) say what the graph earns;",
+           "under each table, plainly, whether it earns the 5% of issue 13 on that set.", "",
            "![MRR@10 by configuration](quality.png)", ""]
     for r in results:
         default = next(c for c in r["configs"] if c["label"] == DEFAULT)
@@ -176,7 +198,7 @@ def markdown(results: list[dict]) -> str:
         out += ["| configuration | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | lenient R@10 | p50 ms |",
                 "|---|---|---|---|---|---|---|---|"]
         out += [row(a) for a in r["anchors"]] + [row(c) for c in r["configs"]]
-        out += ["", ratios(r), ""]
+        out += ["", ratios(r), ""] + earns(r) + ([""] if earns(r) else [])
         out += ["By probe level (default, strict MRR@10 / strict R@5 / lenient R@10): " + ", ".join(
             f"{lvl} {v['strict']['mrr@10']:.3f} / {v['strict']['recall@5']:.3f} / {v['lenient']['recall@10']:.3f} "
             f"(n={v['n']})" for lvl, v in default["by_level"].items()), ""]

@@ -237,11 +237,15 @@ def test_displayed_score_is_the_ranking_score_with_the_diversity_bonus(ws):
     (shown as ``diversity_bonus``), so scores never increase down the list."""
     from kgos.data import load_demo
     load_demo(ws, embedder=None)
-    res = ws.kg("demo").search("rate limits", k=10)
-    scores = [h.score for h in res.results]
-    assert scores == sorted(scores, reverse=True)
-    raw = [h.score - h.diversity_bonus for h in res.results]
-    assert raw != sorted(raw, reverse=True)  # this query is one the bonus reorders
+    for query in ("caching tokens", "tool use", "streaming responses", "long documents", "rate limits"):
+        res = ws.kg("demo").search(query, k=10)
+        scores = [h.score for h in res.results]
+        assert scores == sorted(scores, reverse=True)
+        raw = [h.score - h.diversity_bonus for h in res.results]
+        if raw != sorted(raw, reverse=True):
+            break  # a query the bonus reorders
+    else:
+        pytest.fail("none of the queries is reordered by the diversity bonus")
     boosted = [h for h in res.results if h.diversity_bonus > 0]
     assert boosted and all(h.diversity_bonus == pytest.approx(0.05 * (h.score - h.diversity_bonus)) for h in boosted)
     assert res.to_dict()["results"][0]["diversity_bonus"] == pytest.approx(boosted[0].diversity_bonus, abs=1e-6)

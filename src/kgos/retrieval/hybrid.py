@@ -73,8 +73,10 @@ class SearchOptions:
     prf_weight: float = 0.5
     # graph use beyond the gamma signal: + propagate x the best fused score of a top-``propagate_seeds``
     # neighbour, times the edge type's weight (docs/defaults.md "Fusion")
-    propagate: float = 0.1
+    propagate: float = 0.2
     propagate_seeds: int = 3
+    propagate_out: float = 0.0  # weight of a seed's directed out-edges (0: only to what points at it, e.g. is_a children)
+    propagate_own: bool = False  # True: a seed's neighbour gets its own fused score (x edge weight), not the seed's
     use_graph: bool = True  # False: gamma = 0 and no edge-derived additions (solution hops, propagation)
     use_intent: bool = True  # False: delta = 0
 
@@ -334,6 +336,9 @@ def effective_weights(weights: Weights, signals: Signals) -> Weights:
 NORMS = ("max", "minmax", "zscore", "rank", "topk")
 FUSION_MODES = frozenset({"hybrid"})  # fixed3/fixed4 stay the spec's formulas
 MARGIN_DEPTH = 10
+# Edge types without a direction of meaning: propagation crosses them both ways at full weight
+SYMMETRIC_EDGES = ("see_also", "similar_to", "relates_to", "related_to", "alternative_to", "complements",
+                   "same_as", "sibling_of", "synonym_of", "equivalent_to")
 
 
 def check_options(options: SearchOptions) -> None:
@@ -341,6 +346,8 @@ def check_options(options: SearchOptions) -> None:
         raise InvalidArgument(f"unknown norm {options.norm!r}; choose one of {', '.join(NORMS)}")
     if options.norm_depth < 2 or options.prf < 0 or options.propagate_seeds < 1:
         raise InvalidArgument("norm_depth must be >= 2, prf >= 0 and propagate_seeds >= 1")
+    if not 0.0 <= options.propagate_out <= 1.0:
+        raise InvalidArgument(f"propagate_out must be between 0 and 1, not {options.propagate_out!r}")
 
 
 def rescale(x: np.ndarray | None, how: str, depth: int) -> np.ndarray | None:
@@ -429,17 +436,23 @@ def rocchio(snap: Snapshot, query_vector: np.ndarray, total: np.ndarray, options
     return q / (np.linalg.norm(q) or 1.0)
 
 
-def propagation(snap: Snapshot, base: np.ndarray, seeds: int) -> np.ndarray:
+def propagation(snap: Snapshot, base: np.ndarray, seeds: int, out_weight: float = 1.0,
+                own: bool = False) -> np.ndarray:
     """The fused score passed one hop from the top ``seeds`` hits to their neighbours, times the edge
-    type's weight (intents.EDGE_TYPE_WEIGHTS; spec/001 1.6's proximity, on the fused score): for every
-    node the best such value, else 0."""
+    type's weight (intents.EDGE_TYPE_WEIGHTS; spec/001 1.6's proximity, on the fused score), times
+    ``out_weight`` over the seed's out-edges of a directed type (in-edges and ``SYMMETRIC_EDGES``: 1;
+    under is_a/part_of the in-edges come from the more specific nodes): for every node the best such value, else 0. With ``own`` the neighbour's own
+    fused score is used instead of the seed's (a boost for being next to a top hit)."""
     top = top_indices(base, seeds)
     out = np.zeros(snap.n, np.float32)
     if top.size == 0:
         return out
     nb = snap.graph.neighbors_of(top, "both")
     tw = snap.graph.type_weight_vector(I.EDGE_TYPE_WEIGHTS, I.DEFAULT_EDGE_TYPE_WEIGHT)
-    np.maximum.at(out, nb.node, (base[nb.origin] * tw[nb.edge_type]).astype(np.float32))
+    value = (base[nb.node] if own else base[nb.origin]) * tw[nb.edge_type]
+    directed = snap.graph.type_weight_vector(dict.fromkeys(SYMMETRIC_EDGES, 0.0), 1.0)[nb.edge_type] > 0
+    value = np.where(nb.src_side & directed, value * out_weight, value)
+    np.maximum.at(out, nb.node, value.astype(np.float32))
     return out
 
 
@@ -454,7 +467,8 @@ def fuse(snap: Snapshot, signals: Signals, w: Weights, options: SearchOptions, q
         signals.embedding = rescale(emb, options.norm, options.norm_depth)
         total = combine(signals, w, vectorless)
     if options.use_graph and options.propagate > 0:
-        signals.propagation = propagation(snap, total, options.propagate_seeds)
+        signals.propagation = propagation(snap, total, options.propagate_seeds, options.propagate_out,
+                                          options.propagate_own)
         total = total + np.float32(options.propagate) * signals.propagation
     return total, qv
 
