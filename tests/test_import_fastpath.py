@@ -188,8 +188,7 @@ def test_truncated_gzip_fails_the_same(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def _ijson_items(data: bytes) -> list[Any]:
-    return list(ijson.items(nodelink._until_end(ijson.parse(io.BytesIO(data), use_float=True), "nodes"),
-                            "nodes.item"))
+    return list(array_chunks.ijson_array_items(io.BytesIO(data), "nodes"))
 
 
 @pytest.mark.parametrize("block", [1, 7, 64, 1 << 22])

@@ -156,11 +156,16 @@ def _last_cut(buf: bytes, before: int | None = None) -> int | None:
 
 def _ijson_rest(buf: bytes, f: IO[bytes], key: str) -> Iterator[Any]:
     """ijson over the rest of the array (``buf``, then ``f``), as if it were the whole file."""
-    events = ijson.parse(_Chain(b'{"k":[' + buf, f), use_float=True)
-    yield from ijson.items(_until_end(events, "k"), "k.item")
+    return ijson_array_items(_Chain(b'{"k":[' + buf, f), "k")
+
+
+def ijson_array_items(f: Any, key: str) -> Iterator[Any]:
+    """ijson's items of the first top-level array ``key``, parsed no further than its end."""
+    return ijson.items(_until_end(ijson.parse(f, use_float=True), key), f"{key}.item")
 
 
 def _until_end(events: Iterator[tuple[str, str, Any]], key: str) -> Iterator[tuple[str, str, Any]]:
+    """The parse events up to the end of the top-level array ``key`` (each passes through Python)."""
     for event in events:
         yield event
         if event[1] == "end_array" and event[0] == key:

@@ -18,7 +18,7 @@ import ijson
 
 from ..base import GraphStore
 from . import Record, Source, open_binary, open_text_out, parse_error
-from .array_chunks import array_start, document_items, fast_items
+from .array_chunks import array_start, document_items, fast_items, ijson_array_items
 
 FORMAT = "kgos-node-link/1"
 _META_KEYS = ("format", "name", "description", "version")
@@ -95,18 +95,8 @@ def _array_items(f: IO[bytes], key: str) -> Iterator[Any]:
     start = array_start(f, key)
     if start is not None:
         return fast_items(f, key, start)
-    f.seek(0)
-    return ijson.items(_until_end(ijson.parse(f, use_float=True), key), f"{key}.item")
-
-
-def _until_end(events: Iterator[tuple[str, str, Any]], key: str) -> Iterator[tuple[str, str, Any]]:
-    """The parse events up to the end of the top-level array ``key``: the node stream then stops
-    there instead of parsing the (usually ten times longer) edge array for nothing: 2.4x faster
-    for nodes, though each event passes through Python, so the edge stream (last) does without."""
-    for event in events:
-        yield event
-        if event[1] == "end_array" and event[0] == key:
-            return
+    f.seek(0)  # the node stream then stops at the end of the node array, not parsing the edges
+    return ijson_array_items(f, key)
 
 
 def _plain(item: Any) -> Any:
