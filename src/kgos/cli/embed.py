@@ -85,7 +85,8 @@ def adapt(ctx: click.Context, db_id: str, drop: bool, json_: bool, plain_: bool)
     r = adapt_kg(store, ws.cache_dir)
     verdict = "saved: search uses it" if r.saved else "not saved: no better than the model alone"
     o.emit(r, lambda c: c.print(
-        f"{db_id}: query adapter of {r.model} on {r.pairs:,} pairs, {r.epochs} epochs, {r.seconds:.1f} s; held-out MRR "
+        f"{db_id}: query adapter of {r.model} on {r.pairs:,} pairs, {r.epochs} epochs, {r.seconds:.1f} s "
+        f"({r.fit_seconds:.1f} s fitting); held-out MRR "
         f"{r.val_mrr_before:.3f} -> {r.val_mrr_after:.3f} ({verdict})"),
         lambda: [_adapt_row(r)], columns=("db_id", "model", "pairs", "val_mrr_before", "val_mrr_after", "saved", "seconds"))
 
