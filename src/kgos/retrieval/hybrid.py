@@ -1,7 +1,10 @@
 """The intent-adaptive hybrid search of spec/001 (sections 1.2-1.8) over one snapshot.
 
 score = alpha * embedding + beta * text + gamma * graph + delta * intent, each signal normalised to
-0..1 by its maximum first (spec/000 section 7). Every signal is a dense float32 array over the
+0..1 by its maximum first (spec/000 section 7); ``SearchOptions.spec()`` is exactly that. The default
+adds issue 13's terms, each shown as a component of every hit: the name signal, solution hops, and
+lever 4's fusion (alpha and beta re-split by each signal's max / top-10 mean, and the fused score
+propagated one hop into the top hits' in-edges). Every signal is a dense float32 array over the
 snapshot's nodes, built with numpy/scipy (no per-node Python loop); result objects are made only
 for the final top k.
 """
