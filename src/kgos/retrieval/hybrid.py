@@ -16,7 +16,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -337,6 +337,7 @@ def effective_weights(weights: Weights, signals: Signals) -> Weights:
 
 
 NORMS = ("max", "minmax", "zscore", "rank", "topk")
+Signal = TypeVar("Signal", np.ndarray, "np.ndarray | None")
 FUSION_MODES = frozenset({"hybrid"})  # fixed3/fixed4 stay the spec's formulas
 MARGIN_DEPTH = 10
 # Edge types without a direction of meaning: propagation crosses them both ways at full weight
@@ -353,7 +354,7 @@ def check_options(options: SearchOptions) -> None:
         raise InvalidArgument(f"propagate_out must be between 0 and 1, not {options.propagate_out!r}")
 
 
-def rescale(x: np.ndarray | None, how: str, depth: int) -> np.ndarray | None:
+def rescale(x: Signal, how: str, depth: int) -> Signal:
     """Per-query score normalisation over the signal's top ``depth`` rows (the rest score 0).
     minmax: (x - x_depth) / (x_1 - x_depth); zscore: max(0, (x - mean) / sd), unscaled, so a signal
     whose top stands out counts more (Montague & Aslam, CIKM 2001, "Relevance score normalization for
