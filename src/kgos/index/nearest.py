@@ -21,8 +21,9 @@ from . import ann
 
 # Name vectors (issue 13, lever 3): how a node's full-text cosine and its best name/alias cosine make
 # its embedding score: "max" of the two, "blend" = NAME_BLEND x name + (1 - NAME_BLEND) x full, "off".
-NAME_SCORING = "max"
-NAME_BLEND = 0.5
+# blend 0.2: cli-man +1.5%, demo -0.4%, go +-0 of the hybrid's MRR@10; max: -3%, +0.6%, -0.2% (docs/embedders.md)
+NAME_SCORING = "blend"
+NAME_BLEND = 0.2
 FILL_ROWS = 5_000  # approximate path: at most this many rows outside the candidates get an exact cosine
 _controller: Any = None
 _controller_lock = threading.Lock()
