@@ -1,10 +1,11 @@
 """Quality benchmark: the ablation on the dev probes, beside bm25s and the best simple hybrid, same run.
 
-    python benchmarks/quality.py                     # cli-man + go + demo, writes docs/quality.md + PNG
+    python benchmarks/quality.py                     # every dev set, writes docs/quality.md + PNG
     python benchmarks/quality.py --only cli-man --embedder hash
     python benchmarks/quality.py --only go --sample 300 --home ~/kgos-bench --no-write
 
-Imports ``../shared/bench/{cli-man,go}/kg.json.gz`` (and the demo cookbook KG with its shipped probes)
+Imports every dev set of ``benchmarks/devsets.py`` (../shared/bench's cli-man and go, the demo KG's probe sets,
+the sets of ``benchmarks/data``)
 into ``--home`` (default ``benchmarks/out/ws-quality``, reused across runs), embeds them with the
 default embedder, runs every ablation configuration on the dev probes, and measures in the same
 process the anchors every default must beat (issue 13):
@@ -179,8 +180,11 @@ def row(c: dict) -> str:
 
 def markdown(results: list[dict]) -> str:
     out = ["# Retrieval quality", "",
-           "Measured by `python benchmarks/quality.py` on the dev probes of `../shared/bench` and the demo",
-           "KG's shipped probes (strict metrics unless marked lenient). The bm25s and simple-hybrid rows are",
+           "Measured by `python benchmarks/quality.py` on every dev set of `benchmarks/devsets.py`: cli-man and",
+           "go from `../shared/bench`, the demo KG with its shipped probes (`demo`) and its blind goal/benefit",
+           "probes (`demo-extra`), and the sets built here from Debian packages (`wordnet-gcide`,",
+           "`python-stdlib`; see [benchmarks/data](../benchmarks/data/README.md)). Strict metrics unless marked",
+           "lenient. The bm25s and simple-hybrid rows are",
            "the anchors of issue 13, measured in the same run: bm25s as in the bench README, and bm25s fused",
            "with the same embedder's cosine by RRF (k = 60) or by 0.5/0.5 of max-normalised scores.",
            "Regenerate after any change to a retrieval default. The before/after of each default's change is",
