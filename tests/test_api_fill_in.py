@@ -266,6 +266,30 @@ def test_a_server_start_builds_a_missing_fast_tier_in_the_background(home, tmp_p
         assert client.get("/api/jobs").json() == []  # built once per home
 
 
+def test_a_shutdown_does_not_wait_out_the_fast_tier_distillation(home, tmp_path, monkeypatch):
+    """Distilling cannot be cut short; it writes a temp folder it renames when done, so a stopping
+    server leaves it to its daemon thread instead of waiting (Ctrl-C answered within a second or two)."""
+    from kgos.embed import static
+    if registry.BACKENDS["fast"].missing():
+        pytest.skip("the onnx extra is not installed")
+    monkeypatch.delenv("KGOS_EMBEDDER")
+    monkeypatch.setenv("KGOS_HOME", str(tmp_path / "models-home"))
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_distill(out: Any, overwrite: bool) -> None:
+        entered.set()
+        release.wait(WAIT)
+
+    monkeypatch.setattr(static, "distill_onnx", slow_distill)
+    with _server(home, fill_in=True) as client:
+        assert entered.wait(WAIT) and client.get("/api/jobs").json()[0]["status"] == "running"
+        stopping = time.monotonic()
+    assert time.monotonic() - stopping < 5.0  # not the 30 s a fill-in batch may be given
+    release.set()
+    for t in [t for t in threading.enumerate() if t.name == "kgos-embed-worker"]:
+        t.join(WAIT)
+
+
 @pytest.fixture(autouse=True)
 def _no_worker_left() -> Iterator[None]:
     before = {t for t in threading.enumerate() if t.name == "kgos-embed-worker"}  # other tests' idle ones

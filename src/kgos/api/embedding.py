@@ -43,7 +43,10 @@ from .schemas import response_model
 log = logging.getLogger("kgos.api")
 KIND = "embed"
 IDLE_SECONDS = 30.0  # an idle worker thread ends; the next job starts another
-STOP_SECONDS = 30.0  # a batch of the default model takes ~1 s; distilling the fast tier cannot be cut short
+STOP_SECONDS = 30.0  # a batch of the default model takes ~1 s
+# distilling the fast tier cannot be cut short, and it writes a temp folder it renames when done: a
+# shutdown does not wait it out (Ctrl-C answered in a second); the next start builds it again
+BUILD_STOP_SECONDS = 1.0
 BUILD_PHASE = "distilling the fast tier"
 # texts per model batch: a stop or pause waits at most one batch (under 1 s with 16 at load 7, about
 # 4 s with 64), at no cost in texts per CPU second (22.8-23.0 with 16, 18.1-19.2 with 64 on cli-man)
@@ -100,7 +103,8 @@ class EmbedWorker:
             self._cancel_quietly(job_id)
         if thread is None:
             return True
-        thread.join(timeout)
+        building = running is not None and running[1] is None
+        thread.join(min(timeout, BUILD_STOP_SECONDS) if building else timeout)
         return not thread.is_alive()
 
     def _cancel_quietly(self, job_id: str) -> None:
@@ -194,7 +198,8 @@ async def running(app: FastAPI) -> AsyncIterator[None]:
     finally:
         worker = getattr(app.state, "embed_worker", None)
         if worker is not None and not await anyio.to_thread.run_sync(worker.stop):
-            log.warning("the embedding worker is still busy after %.0f s; it stops with the process", STOP_SECONDS)
+            log.warning("the embedding worker is still busy (distilling the fast tier, or a batch over %.0f s); "
+                        "it stops with the process", STOP_SECONDS)
 
 
 def resume_pending(app: FastAPI) -> list[JobStatus]:
