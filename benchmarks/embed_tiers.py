@@ -1,12 +1,13 @@
 """Time to meaning-search after an import, and the speed of each embedding tier (issue 14 goal 1).
 
-python benchmarks/embed_tiers.py [--dataset go] [--sample 2000] [--models DIR]
+python benchmarks/embed_tiers.py [--dataset go] [--sample 2000] [--models DIR] [--json-out FILE]
 
 1. A fresh KGOS_HOME in a temp folder: import the dataset, embed it with the fast tier, run a first
    search (wall and CPU seconds per step, and since the start).
 2. The default model (the fill-in) on a random sample of node texts (seed 0): texts per wall second
-   and per CPU second, extrapolated to the whole KG. Speeds are for comparing on a shared box: CPU
-   seconds are what the load disturbs least.
+   and per CPU second, extrapolated to the whole KG, beside the anchor measured right after it: a bare
+   onnxruntime loop (``session.run`` only) over the same length-sorted batches, already tokenised and
+   padded. Speeds are for comparing on a shared box: CPU seconds are what the load disturbs least.
 
 ``--models`` is a folder holding an already built ``minilm-int8-static-256`` (copied into the temp home);
 without it the fast tier is distilled first and that step is timed too.
@@ -15,6 +16,7 @@ without it the fast tier is distilled first and that step is timed too.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -65,7 +67,8 @@ def time_to_searchable(dataset: str, home: Path, models: Path | None) -> tuple[L
     return laps, n
 
 
-def fill_in_rate(dataset: str, sample: int) -> tuple[int, float, float]:
+def fill_in_rate(dataset: str, sample: int) -> tuple[int, float, float, float, float]:
+    """The default model's wall and CPU seconds on ``sample`` node texts, then the bare onnxruntime loop's."""
     import kgos
     from kgos.embed import get_embedder
     from kgos.index.vectors import embed_text
@@ -77,7 +80,32 @@ def fill_in_rate(dataset: str, sample: int) -> tuple[int, float, float]:
     emb.embed(texts[:32])  # warm-up: session and tokenizer caches
     t, c = time.perf_counter(), time.process_time()
     emb.embed(texts)
-    return len(texts), time.perf_counter() - t, time.process_time() - c
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    return (len(texts), wall, cpu, *bare_ort_loop(emb, texts))
+
+
+def bare_ort_loop(emb, texts: list[str]) -> tuple[float, float]:
+    """The anchor: ``session.run`` alone over the batches ``emb.embed`` makes (tokenised, sorted and
+    padded beforehand, so only the model runs): wall and CPU seconds."""
+    import numpy as np
+    from kgos.embed.minilm import token_batches
+    seqs = [[emb._cls, *s, emb._sep] for s in emb._ids(texts)]
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    feeds = []
+    for part in token_batches([len(seqs[j]) for j in order], 64 * emb.batch_tokens):
+        rows = [seqs[order[i]] for i in part]
+        ids = np.zeros((len(rows), max(map(len, rows))), np.int64)
+        mask = np.zeros_like(ids)
+        for r, s in enumerate(rows):
+            ids[r, :len(s)], mask[r, :len(s)] = s, 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in emb._input_names:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        feeds.append(feed)
+    t, c = time.perf_counter(), time.process_time()
+    for feed in feeds:
+        emb._session.run(None, feed)
+    return time.perf_counter() - t, time.process_time() - c
 
 
 def main() -> None:
@@ -85,15 +113,24 @@ def main() -> None:
     ap.add_argument("--dataset", default="go")
     ap.add_argument("--sample", type=int, default=2000, help="node texts for the default model's rate")
     ap.add_argument("--models", type=Path, default=None, help="folder with a built minilm-int8-static-256")
+    ap.add_argument("--json-out", type=Path, help="write the figures as JSON")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgos-tiers-") as tmp:
         laps, n = time_to_searchable(args.dataset, Path(tmp) / "home", args.models)
         print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start of the rate run\n")
         print(laps.table())
-        done, wall, cpu = fill_in_rate(args.dataset, args.sample)
+        done, wall, cpu, bare_wall, bare_cpu = fill_in_rate(args.dataset, args.sample)
     print(f"\ndefault model on {done:,} sampled texts: {done / wall:.1f} texts/s wall, {done / cpu:.1f} texts/CPU s;"
           f" whole KG ({n:,} nodes) extrapolated: {n / (done / wall) / 60:.1f} min at this wall rate, "
           f"{n / (done / cpu):.0f} CPU s (about {n / (done / cpu) / 2 / 60:.1f} min on 2 idle cores)")
+    print(f"anchor, bare onnxruntime loop over the same batches: {done / bare_wall:.1f} texts/s wall, "
+          f"{done / bare_cpu:.1f} texts/CPU s ({wall / bare_wall:.2f}x its wall time)")
+    if args.json_out:
+        args.json_out.write_text(json.dumps({
+            "dataset": args.dataset, "nodes": n, "steps": [dict(zip(("step", "wall_s", "cpu_s", "since_wall_s", "since_cpu_s"), r))
+                                                           for r in laps.rows],
+            "searchable_s": laps.rows[-1][3], "searchable_cpu_s": laps.rows[-1][4], "sample": done,
+            "default_s": wall, "default_cpu_s": cpu, "bare_ort_s": bare_wall, "bare_ort_cpu_s": bare_cpu}, indent=2))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@
     python benchmarks/run.py --only methods --only first-query
     python benchmarks/run.py --import-nodes 300000 --methods-nodes 3000000 --no-doc
 
-Each section runs one of the existing scripts (import_bench.py, first_query.py, methods_bench.py,
-search_bench.py, ...) in a subprocess with ``--json-out`` and turns its figures into ``table.Row``s;
+Sections: import, first-query, methods, search (synthetic sizes: the flags below), embedding (go:
+embed_tiers.py), after-write (first_query.py --home on go with fast-tier vectors), studio
+(studio_bench.py; skipped without Chromium/playwright) and chat (chat_bench.py, offline provider).
+Each section runs one of the existing scripts in a subprocess with ``--json-out`` and turns its figures into ``table.Row``s;
 the table is printed and written between the markers of docs/performance.md (``--no-doc``: not).
 Adding a row: write a function ``(args) -> list[Row]`` that runs your script and reads its JSON,
 decorate it with ``@section("name")``; docs/performance.md says more.
@@ -18,11 +20,13 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -32,8 +36,13 @@ from table import Row, markdown
 
 DOC = HERE.parent / "docs" / "performance.md"
 START, END = "<!-- benchmark table: start -->", "<!-- benchmark table: end -->"
+GO = HERE.parent.parent / "shared" / "bench" / "go" / "kg.json.gz"
 Section = Callable[[argparse.Namespace], list[Row]]
 SECTIONS: dict[str, Section] = {}
+
+
+class Skipped(Exception):
+    """A section that cannot run here (a missing browser, data set or extra): noted, not failed."""
 
 
 def section(name: str) -> Callable[[Section], Section]:
@@ -44,12 +53,13 @@ def section(name: str) -> Callable[[Section], Section]:
     return register
 
 
-def run_script(script: str, *args: str) -> object:
-    """Run ``benchmarks/<script>`` with ``args`` + ``--json-out FILE`` and return the JSON it wrote."""
+def run_script(script: str, *args: str, env: dict[str, str] | None = None) -> object:
+    """Run ``benchmarks/<script>`` with ``args`` + ``--json-out FILE`` and return the JSON it wrote
+    (``env``: added to this process's environment)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         cmd = [sys.executable, str(HERE / script), *args, "--json-out", str(out)]
-        done = subprocess.run(cmd, capture_output=True, text=True)
+        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
         if done.returncode:
             raise RuntimeError(f"{script} failed:\n{done.stderr[-2000:]}")
         return json.loads(out.read_text())
@@ -125,7 +135,106 @@ def search_rows(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+@section("embedding")
+def embedding_rows(args: argparse.Namespace) -> list[Row]:
+    if not GO.exists():
+        raise Skipped(f"no {GO}")
+    extra = ["--models", str(args.fast_models)] if args.fast_models else []
+    r = run_script("embed_tiers.py", "--dataset", "go", "--sample", str(args.embed_sample), *extra)
+    n, k = r["nodes"], r["sample"]
+    idle_min = n / (k / r["default_cpu_s"]) / 2 / 60
+    built = "" if args.fast_models else "; includes distilling the fast tier (no built one found)"
+    return [Row("embedding", f"go ({n:,} nodes) searchable by meaning: import + fast tier + first search, fresh home",
+                r["searchable_s"], "s", 60, cpu=r["searchable_cpu_s"],
+                note=" + ".join(f"{s['step'].split(':')[0].split(' (')[0]} {s['wall_s']:.1f} s" for s in r["steps"]) + built),
+            Row("embedding", f"default model (MiniLM int8), texts/s on {k:,} sampled go node texts", k / r["default_s"],
+                "nodes/s", 145, True, k / r["bare_ort_s"], "bare onnxruntime loop, same batches",
+                note=f"{k / r['default_cpu_s']:.1f} texts per CPU-second (anchor {k / r['bare_ort_cpu_s']:.1f}); "
+                     f"all of go: {n / (k / r['default_s']) / 60:.1f} min at this wall rate, "
+                     f"~{idle_min:.1f} min on 2 idle cores (budget 5 min = 145 nodes/s)")]
+
+
+def _go_workspace(home: Path, fast_models: Path | None) -> None:
+    """A workspace at ``home`` holding go (../shared/bench) with fast-tier vectors (MiniLM is too slow here)."""
+    code = ("import sys, kgos; ws = kgos.Workspace(sys.argv[1]); ws.import_file('go', sys.argv[2]); "
+            "ws.kg('go').embed_fast(); ws.close()")
+    if fast_models:
+        shutil.copytree(fast_models / "minilm-int8-static-256", home / "models" / "minilm-int8-static-256")
+    done = subprocess.run([sys.executable, "-c", code, str(home), str(GO)], capture_output=True, text=True,
+                          env={**os.environ, "KGOS_HOME": str(home)})
+    if done.returncode:
+        raise RuntimeError(f"importing go failed:\n{done.stderr[-2000:]}")
+
+
+@section("after-write")
+def after_write_rows(args: argparse.Namespace) -> list[Row]:
+    if not GO.exists():
+        raise Skipped(f"no {GO}")
+    with tempfile.TemporaryDirectory(prefix="kgos-after-write-") as tmp:
+        home = Path(tmp) / "home"
+        _go_workspace(home, args.fast_models)
+        r = run_script("first_query.py", "--home", str(home), "--kg", "go", "--repeats", str(args.write_repeats),
+                       env={"KGOS_HOME": str(home)})
+    size = f"go, {_size(r['nodes'], r['edges'])}, fast-tier vectors"
+    full, full_cpu = r["anchor: full build + search"]
+    rows = []
+    for key in ("description changed", "edge added", "node added"):
+        wall, cpu = r[f"write -> search: {key}"]
+        rows.append(Row("after a write", f"next search after one write ({key}), {size}", wall, "s", anchor=full,
+                        anchor_name="full snapshot build + search", cpu=cpu,
+                        note=f"background save {r[f'  background save ({key})']:.2f} s"))
+    rows[-1] = replace(rows[-1], note=f"{rows[-1].note}; results equal to a full build: "
+                                      f"{r['results equal to the full build']}")
+    return rows
+
+
+@section("studio")
+def studio_rows(args: argparse.Namespace) -> list[Row]:
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from studio_browser import missing
+    why = missing()
+    if why:
+        raise Skipped(why)
+    r = run_script("studio_bench.py", "--runs", str(args.studio_runs))
+    rows = []
+    if "api_go_2000_ms" in r:
+        rows.append(Row("studio", "neighbourhood endpoint on go, 2,000 nodes (depth 3), p50 over HTTP", r["api_go_2000_ms"],
+                        "ms", 50, anchor=r["api_anchor_ms"], anchor_name="bare JSON fetch (/api/health)"))
+    for key, label, budget in (("go_2000", "go, 2,000-node neighbourhood", 1000),
+                               ("synthetic_20000", "synthetic, 20,000 elements", None)):
+        if key in r:
+            t = r[key]
+            rows.append(Row("studio", f"first rendered graph in headless Chromium, {label} "
+                                      f"({t['nodes']:,.0f} nodes + {t['edges']:,.0f} edges)", t["since_navigation_ms"], "ms",
+                            budget, anchor=t["anchor_ms"], anchor_name="bare JSON fetch from the page",
+                            note=f"fetch {t['fetch_ms']:.0f} ms, draw {t['draw_ms']:.0f} ms; software rendering"))
+    rows.append(Row("studio", "drag on 20,000 elements: median frame interval", r["drag_frame_ms_20000"], "ms"))
+    return rows
+
+
+@section("chat")
+def chat_rows(args: argparse.Namespace) -> list[Row]:
+    r = run_script("chat_bench.py", "--reps", str(args.chat_reps))
+    rows = []
+    for kg, stages in r.items():
+        anchor = stages["anchor: kg.search"]["p50_ms"]
+        for stage, what in (("retrieve", "retrieval for one turn (search + boosts)"),
+                            ("turn", "one grounded turn in-process, offline provider"),
+                            ("http first event", "turn over HTTP (SSE): first event"),
+                            ("http turn", "turn over HTTP (SSE): last event")):
+            x = stages[stage]
+            rows.append(Row("chat", f"{what} p50, {kg}", x["p50_ms"], "ms", anchor=anchor, anchor_name="kg.search (k=10)",
+                            cpu=x.get("cpu_p50_ms"), note=f"p99 {x['p99_ms']:.1f} ms"))
+    return rows
+
+
 # -- the run --------------------------------------------------------------------------------------------
+def _fast_models() -> Path | None:
+    """The models folder of ``$KGOS_HOME`` (or ~/.kgos) if the fast tier is built there."""
+    folder = Path(os.environ.get("KGOS_HOME") or Path.home() / ".kgos") / "models"
+    return folder if (folder / "minilm-int8-static-256").is_dir() else None
+
+
 def machine() -> str:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return f"{platform.node()}, {os.cpu_count()} CPUs, load average {load}, Python {platform.python_version()}"
@@ -150,6 +259,13 @@ def main() -> None:
     ap.add_argument("--methods-nodes", type=int, help="graph-method size (edges: 10x; default 1,000,000)")
     ap.add_argument("--queries", type=int, default=100, help="start nodes per graph method")
     ap.add_argument("--search-embedder", default="hash", help="embedder of the search section (default: hash)")
+    ap.add_argument("--embed-sample", type=int, default=500, help="go node texts for the default model's rate")
+    ap.add_argument("--fast-models", type=Path, default=_fast_models(),
+                    help="folder holding a built minilm-int8-static-256 (default: the one of $KGOS_HOME or ~/.kgos, "
+                         "if built; without it the fast tier is distilled first, ~1 min)")
+    ap.add_argument("--write-repeats", type=int, default=5, help="writes of each kind (after-write)")
+    ap.add_argument("--studio-runs", type=int, default=3, help="page loads per graph (studio)")
+    ap.add_argument("--chat-reps", type=int, default=5, help="repetitions per query (chat)")
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite the table in docs/performance.md")
     args = ap.parse_args()
@@ -157,18 +273,22 @@ def main() -> None:
     args.import_nodes = args.import_nodes or 1_000_000 // scale
     args.first_nodes = args.first_nodes or 100_000 // scale
     args.methods_nodes = args.methods_nodes or 1_000_000 // scale
-    rows, failed, t0 = [], [], time.perf_counter()
+    rows, failed, skipped, t0 = [], [], [], time.perf_counter()
     for name, fn in SECTIONS.items():
         if args.only and name not in args.only:
             continue
         print(f"-- {name} ...", file=sys.stderr, flush=True)
         try:
             rows += fn(args)
+        except Skipped as why:
+            skipped.append(f"{name}: {why}")
         except Exception as exc:  # one broken section must not lose the others' figures
             failed.append(f"{name}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__}")
     table = markdown(rows)
     header = (f"`python benchmarks/run.py {' '.join(sys.argv[1:])}`".replace(" `", "`") + f" on {machine()}, "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {time.perf_counter() - t0:.0f} s.")
+    if skipped:
+        header += "\n\nSections skipped (not runnable here): " + "; ".join(skipped)
     if failed:
         header += "\n\nSections that failed: " + "; ".join(failed)
     print(header + "\n\n" + table)
