@@ -12,7 +12,7 @@ import kgos
 from kgos.cli import cli
 from kgos.embed import adapter as A
 from kgos.embed import get_embedder
-from kgos.errors import AdapterNeedsData
+from kgos.errors import AdapterNeedsData, InvalidArgument
 from kgos.index.nearest import single_thread_blas
 
 WORDS = ["apple", "river", "stone", "cloud", "maple", "tiger", "piano", "lemon", "ocean", "candle", "forest",
@@ -31,14 +31,15 @@ def _kg(ws: kgos.Workspace, n: int = len(WORDS), edges: bool = True, description
     return g
 
 
-def _loss(w, q, c, rows, columns, tau):
+def _loss(w, q, c, rows, columns, tau, weights=None):
     u = q @ w.T
     qn = u / np.linalg.norm(u, axis=1, keepdims=True)
     masked = (columns[None, :] == rows[:, None]) | (columns[None, :] < 0)
     masked[np.arange(len(rows)), np.arange(len(rows))] = False
     logits = np.where(masked, -np.inf, qn @ c.T / tau)
     logits -= logits.max(axis=1, keepdims=True)
-    return -np.mean(np.diag(logits) - np.log(np.exp(logits).sum(axis=1)))
+    weights = np.ones(len(rows)) if weights is None else weights
+    return -np.mean(weights * (np.diag(logits) - np.log(np.exp(logits).sum(axis=1))))
 
 
 def test_infonce_gradient_matches_finite_differences() -> None:
@@ -77,10 +78,38 @@ def test_fit_learns_a_distortion_between_queries_and_nodes() -> None:
     assert before < 0.4 and after > before + 0.3
 
 
-def test_adapt_kg_trains_and_saves_only_a_winner(ws: kgos.Workspace) -> None:
+def test_weighted_infonce_gradient_matches_finite_differences() -> None:
+    rng = np.random.default_rng(2)
+    q, rows, columns = rng.normal(size=(4, 5)), np.array([0, 1, 2, 3]), np.array([0, 1, 2, 3, 1, -1])
+    c = rng.normal(size=(len(columns), 5))
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    w, weights = np.eye(5) + 0.1 * rng.normal(size=(5, 5)), np.array([1.0, 3.0, 0.5, 1.0])
+    grad = A.infonce_grad(w, q, c, rows, columns, 0.2, weights)
+    numeric = np.zeros_like(w)
+    for i in range(5):
+        for j in range(5):
+            d = np.zeros_like(w)
+            d[i, j] = 1e-6
+            numeric[i, j] = (_loss(w + d, q, c, rows, columns, 0.2, weights)
+                             - _loss(w - d, q, c, rows, columns, 0.2, weights)) / 2e-6
+    assert np.allclose(grad, numeric, atol=1e-5)
+    assert not np.allclose(grad, A.infonce_grad(w, q, c, rows, columns, 0.2))
+
+
+def test_description_sentences_are_the_usable_query_sized_ones() -> None:
+    text = "list directory contents. List information about the FILEs.\nOk. " + "word " * 50
+    assert A.description_sentences(text) == ["list directory contents", "List information about the FILEs"]
+    rng = np.random.default_rng(0)
+    assert A.pick_sentence(text, "first", rng) == "list directory contents"
+    assert {A.pick_sentence(text, "random", rng) for _ in range(20)} == set(A.description_sentences(text))
+    assert A.pick_sentence("Too short.", "first", rng) == ""
+
+
+@pytest.mark.parametrize("curriculum, per_node", [("names", 1), ("names+sentences", 2)])
+def test_adapt_kg_trains_and_saves_only_a_winner(ws: kgos.Workspace, curriculum, per_node) -> None:
     kg = _kg(ws)
-    r = A.adapt_kg(kg.store, ws.cache_dir)
-    assert r.model == "hash-512" and r.pairs + r.held_out == len(WORDS) and r.held_out >= 2
+    r = A.adapt_kg(kg.store, ws.cache_dir, A.AdapterConfig(curriculum=curriculum))
+    assert r.model == "hash-512" and r.pairs + r.held_out == per_node * len(WORDS) and r.held_out >= 2
     stored = A.load_adapter(kg.store.meta(), "hash-512")
     assert (stored is not None) == r.saved == (r.val_mrr_after > r.val_mrr_before)
 
@@ -106,6 +135,12 @@ def test_a_kg_that_cannot_teach_an_adapter_is_left_unchanged(ws: kgos.Workspace,
     with pytest.raises(AdapterNeedsData, match=match):
         A.adapt_kg(kg.store, ws.cache_dir)
     assert (kg.store.version(), kg.store.meta()) == before
+
+
+def test_an_unknown_curriculum_is_refused(ws: kgos.Workspace) -> None:
+    kg = _kg(ws)
+    with pytest.raises(InvalidArgument, match="names\\+sentences"):
+        A.adapt_kg(kg.store, ws.cache_dir, A.AdapterConfig(curriculum="labels"))
 
 
 def test_a_kg_without_vectors_says_to_embed_first(ws: kgos.Workspace) -> None:
