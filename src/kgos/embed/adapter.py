@@ -71,7 +71,7 @@ class AdapterConfig:
     sentence: str = "random"  # which sentence of a description: first, or random
 
 
-# the names+sentences curriculum as measured (go +2.4%, python-stdlib +1.3% over "names"; not the
+# the names+sentences curriculum as measured (go +2.4%, python-stdlib +1.1% over "names"; not the
 # default: demo -0.2%, docs/embedders.md)
 SENTENCES_CONFIG = AdapterConfig(curriculum="names+sentences", reg=0.03, lr=3e-4)
 
