@@ -228,10 +228,10 @@ def test_cancel_and_the_routes_edges(tmp_path, home, gated):
         answer = _upload(client, tmp_path, "off", embed="none")["embedding"]
         assert answer["skipped"] == "disabled" and answer["job_id"] is None
         running = _upload(client, tmp_path, "a")["embedding"]["job_id"]
+        _started()  # "a" waits inside a gated batch: "off" (urgent, no vectors) cannot take its turn yet
         queued = client.post("/api/kg/off/embedding").json()
         assert queued["status"] == "queued" and client.post("/api/kg/off/embedding").json()["job_id"] == queued["job_id"]
         assert client.post(f"/api/jobs/{queued['job_id']}/cancel").json()["status"] == "cancelled"
-        _started()
         assert client.post(f"/api/jobs/{running}/cancel").status_code == 200
         gated.gate.release()
         assert _job(client, running)["status"] == "cancelled"
