@@ -220,6 +220,13 @@ def test_run_stages_the_best_predictions_for_review(fam: kgos.KG) -> None:
     assert fam.predict.run(k=3, per_node=2, **FAST).queued.skipped_accepted == 0  # the accepted edge now exists
 
 
+def test_a_run_asks_each_node_for_no_more_than_k(fam: kgos.KG) -> None:
+    """A node can place at most k predictions in the overall top k, so per_node above k is cut to k."""
+    wide, narrow = (fam.predict.run(k=3, per_node=n, queue=False, **FAST) for n in (50, 3))
+    assert [(p.source, p.target, p.type, p.score) for p in wide.predictions] == \
+        [(p.source, p.target, p.type, p.score) for p in narrow.predictions]
+
+
 def test_bad_input(fam: kgos.KG, ws: kgos.Workspace) -> None:
     with pytest.raises(InvalidArgument, match="unknown relation 'sibling'.*grandparent"):
         fam.predict.tails("g0", "sibling", **FAST)

@@ -57,6 +57,7 @@ def test_http_round_trip(ws: kgos.Workspace) -> None:
     error(c.post("/api/kg/fam/predictions/discover", json={"node": "g0", "relations": ["sibling"], "side": "out",
                                                           **PARAMS}), 400, "InvalidArgument")
     error(c.post("/api/kg/fam/predictions/discover", json={"node": "g0", "k": 0}), 422)
+    error(c.post("/api/kg/fam/predictions/run", json={"per_node": 101}), 422)  # bounds a request's work
     m = c.post("/api/kg/fam/predictions/eval", json={"predictor": "metapath", "holdout": 0.2,
                                                      "params": {"max_length": 2}}).json()
     assert {"mrr", "hits@1", "hits@3", "hits@10", "n", "predictor"} <= set(m) and m["n"] > 0

@@ -68,7 +68,7 @@ class Discover(Strict):
 
 class Run(Strict):
     k: int = Field(50, ge=1, le=1000)
-    per_node: int = Field(5, ge=1, le=1000)
+    per_node: int = Field(5, ge=1, le=100)
     nodes: list[Name] | None = Field(None, max_length=MAX_BATCH)
     predictor: str = "ensemble"
     params: dict[str, Any] = Params

@@ -118,7 +118,8 @@ class Predict:
         row, rels = self._row(ref), self._relations(relations)
         blocks = [self._block(m, np.full(rels.size, row, np.int64), rels, side) for side in sides]
         scores = np.concatenate([b.scores for b in blocks])
-        preds = [self._prediction(m, blocks, i, c, rank, explain) for rank, (i, c) in enumerate(self._top(scores, k), 1)]
+        preds = [self._prediction(g.triples, m, blocks, i, c, rank, explain)
+                 for rank, (i, c) in enumerate(self._top(scores, k), 1)]
         query: dict[str, Any] = {"node": g.triples.entities[row], "relations": [g.triples.relations[r] for r in rels],
                                  "predict": list(sides)}
         return PredictionList(query, m.name, tuple(preds), int(np.isfinite(scores).sum()),
@@ -198,9 +199,8 @@ class Predict:
         n = scores.shape[1]
         return [(int(i // n), int(i % n)) for i in ok]
 
-    def _prediction(self, m: Predictor, blocks: list[_Block], i: int, cand: int, rank: int,
+    def _prediction(self, g: Triples, m: Predictor, blocks: list[_Block], i: int, cand: int, rank: int,
                     explain: bool) -> Prediction:
-        g = self.graph().triples
         b = blocks[0]
         for b in blocks:
             if i < b.ent.size:
@@ -247,8 +247,9 @@ class Predict:
             raise InvalidArgument(f"{len(refs):,} nodes in one run; at most {RUN_NODES:,} (split the list, or "
                                   "leave it out to run on the best-connected nodes)")
         found: dict[tuple[str, str, str], Prediction] = {}
+        # a node can place at most k predictions in the overall top k: more per node changes nothing
         for ref in refs:
-            for p in self.discover(ref, per_node, predictor=predictor, explain=False, **params).predictions:
+            for p in self.discover(ref, min(per_node, k), predictor=predictor, explain=False, **params).predictions:
                 key = (p.source, p.target, p.type)
                 if key not in found or found[key].score < p.score:
                     found[key] = p
