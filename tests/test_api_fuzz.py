@@ -94,17 +94,20 @@ def _restore(ws: kgos.Workspace) -> None:
 
 free = schemathesis.pytest.from_fixture("free_schema")
 pinned = schemathesis.pytest.from_fixture("pinned_schema")
+# a hang still fails; a slow answer under a loaded CI machine does not (a link-prediction run on the
+# demo KG fits its ensemble and scores every node: ~8 s on an idle core)
+TIMEOUT = 60
 
 
 @free.parametrize()
 @SETTINGS
 def test_free_requests_never_fail(case, fuzz_ws):
-    case.call_and_validate(checks=CHECKS)
+    case.call_and_validate(checks=CHECKS, timeout=TIMEOUT)
     restore_demo(fuzz_ws)
 
 
 @pinned.parametrize()
 @SETTINGS
 def test_requests_on_a_real_kg_never_fail(case, fuzz_ws):
-    case.call_and_validate(checks=CHECKS)
+    case.call_and_validate(checks=CHECKS, timeout=TIMEOUT)
     restore_demo(fuzz_ws)
