@@ -7,6 +7,7 @@ the same packages writes byte-identical files.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import gzip
 import json
@@ -14,6 +15,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -95,3 +97,11 @@ def counts(items: list[dict], key: str) -> dict[str, int]:
     for it in items:
         out[it[key]] = out.get(it[key], 0) + 1
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def run_builder(build: Callable[..., dict], doc: str | None, name: str) -> None:
+    """The command line every builder shares: ``--debs DIR [--out DIR]``, then the build's summary."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--debs", type=Path, required=True, help="folder holding the downloaded .deb files")
+    ap.add_argument("--out", type=Path, default=DATA / name)
+    print(build(**vars(ap.parse_args())))

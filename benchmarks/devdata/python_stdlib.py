@@ -21,14 +21,22 @@ the entry's own name is a word of the query, ``definition`` otherwise. No search
 
 from __future__ import annotations
 
-import argparse
 import ast
 import html
 import random
 import re
 from pathlib import Path
 
-from benchfiles import DATA, clip, counts, dedupe_edges, merge_probes, unpack, write_kg, write_probes
+from benchfiles import (
+    clip,
+    counts,
+    dedupe_edges,
+    merge_probes,
+    run_builder,
+    unpack,
+    write_kg,
+    write_probes,
+)
 
 NAME = "python-stdlib"
 PACKAGES = ["libpython3.11-minimal", "libpython3.11-stdlib", "python3.11-doc"]
@@ -229,12 +237,5 @@ def build(debs: Path, out: Path, seed: int = 13) -> dict:
             "levels": counts(probes, "level"), "answers": len({r for p in probes for r in p["relevant"]})}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--debs", type=Path, required=True, help="folder holding the downloaded .deb files")
-    ap.add_argument("--out", type=Path, default=DATA / NAME)
-    print(build(**vars(ap.parse_args())))
-
-
 if __name__ == "__main__":
-    main()
+    run_builder(build, __doc__, NAME)
