@@ -74,6 +74,15 @@ class AdapterConfig:
 # the names+sentences curriculum as measured (go +2.4%, python-stdlib +1.1% over "names"; not the
 # default: demo -0.2%, docs/embedders.md)
 SENTENCES_CONFIG = AdapterConfig(curriculum="names+sentences", reg=0.03, lr=3e-4)
+CONFIGS = {"names": AdapterConfig(), "names+sentences": SENTENCES_CONFIG}  # by curriculum: kg.adapt(curriculum)
+
+
+def curriculum_config(curriculum: str) -> AdapterConfig:
+    """The measured settings of a curriculum (``CONFIGS``); ``InvalidArgument`` naming the choices."""
+    config = CONFIGS.get(curriculum)
+    if config is None:
+        raise InvalidArgument(f"unknown curriculum {curriculum!r}: one of {', '.join(CURRICULA)}")
+    return config
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,32 @@ class AdapterReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class AdapterStatus:
+    """Whether the search model (``model``, a vector name; None: no vectors yet) has a query adapter
+    stored in the KG, and what it was fitted with: its curriculum (None for adapters stored before it
+    was recorded), training pairs and held-out MRR."""
+
+    db_id: str
+    model: str | None
+    present: bool
+    curriculum: str | None = None
+    pairs: int | None = None
+    val_mrr: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def adapter_status(store: GraphStore, model: str | None) -> AdapterStatus:
+    """What ``store`` keeps of ``model``'s query adapter (a damaged entry counts as none, as in search)."""
+    meta = store.meta()
+    if model is None or load_adapter(meta, model) is None:
+        return AdapterStatus(store.db_id, model, False)
+    data = json.loads(meta[meta_key(model)])
+    return AdapterStatus(store.db_id, model, True, data.get("curriculum"), data.get("pairs"), data.get("val_mrr"))
 
 
 def meta_key(model: str) -> str:
@@ -122,7 +157,7 @@ def train_adapter(store: GraphStore, embedder: Embedder, cache_root: Path | None
     fitted = time.perf_counter() - t1
     saved = save and after > before
     if saved:
-        store.set_meta(**{meta_key(embedder.name): _encode(w, embedder.name, len(train), after)})  # type: ignore[attr-defined]
+        store.set_meta(**{meta_key(embedder.name): _encode(w, embedder.name, len(train), after, config.curriculum)})  # type: ignore[attr-defined]
     return AdapterReport(store.db_id, embedder.name, len(train), len(val), epochs, before, after, saved,
                          time.perf_counter() - t0, fitted)
 
@@ -378,6 +413,7 @@ def held_out_mrr(w: np.ndarray, q: np.ndarray, owner: np.ndarray, targets: np.nd
     return float(np.mean(1.0 / ranks))
 
 
-def _encode(w: np.ndarray, model: str, pairs: int, val_mrr: float) -> str:
+def _encode(w: np.ndarray, model: str, pairs: int, val_mrr: float, curriculum: str = "names") -> str:
     return json.dumps({"model": model, "dims": int(w.shape[0]), "pairs": pairs, "val_mrr": round(val_mrr, 4),
+                       "curriculum": curriculum,
                        "w": base64.b64encode(np.ascontiguousarray(w, np.float32).tobytes()).decode("ascii")})

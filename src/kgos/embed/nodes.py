@@ -57,6 +57,20 @@ class EmbedStatus:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class NamesStatus:
+    """Whether the KG keeps name vectors of its search model (``model``, a vector name; None: no
+    vectors yet) and how many nodes have them (``kgos embed KG --names``)."""
+
+    db_id: str
+    model: str | None
+    kept: bool
+    nodes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None = None, batch_size: int = 64,
                 progress: Callable[[int], None] | None = None,
                 total: Callable[[int], None] | None = None, bump: bool = True) -> EmbedReport:
@@ -175,6 +189,13 @@ def disable_kg_names(store: GraphStore, cache_root: Path | None = None) -> bool:
     from .registry import get_embedder
     spec = store.meta().get("embedder")
     return drop_names(store, get_embedder(spec).name, cache_root) if spec else False
+
+
+def names_status(store: GraphStore, model: str | None, cache_root: Path | None = None) -> NamesStatus:
+    """Whether ``store`` keeps name vectors of ``model`` and how many nodes have one."""
+    if model is None:
+        return NamesStatus(store.db_id, None, False, 0)
+    return NamesStatus(store.db_id, model, V.names_wanted(store, model), vector_count(store, names_model(model), cache_root))
 
 
 def stored_vectors(store: GraphStore, model: str, cache_root: Path | None = None) -> dict[str, tuple[bytes, int]]:

@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..embed import get_embedder, resolve_spec
-from ..embed.nodes import EmbedReport, EmbedStatus, drop_vectors, embed_store, vector_count
+from ..embed.nodes import (
+    EmbedReport,
+    EmbedStatus,
+    NamesStatus,
+    disable_kg_names,
+    drop_vectors,
+    embed_store,
+    enable_kg_names,
+    names_status,
+    vector_count,
+)
 from ..embed.registry import fast_spec
 from ..errors import InvalidArgument, KGOSError
 from ..index.vectors import models as vector_models
@@ -68,6 +78,7 @@ from ..store.stats import KGStats, kg_stats
 from ..store.validation import ValidationReport, validate
 
 if TYPE_CHECKING:
+    from ..embed.adapter import AdapterReport, AdapterStatus
     from ..index.snapshot import Snapshot
 
 
@@ -354,6 +365,45 @@ class KG:
         spec, target = self._setting("embedder"), self._setting("embed_target")
         done = vector_count(self.store, get_embedder(target).name, self.workspace.cache_dir) if target else 0
         return EmbedStatus(self.db_id, spec, target, self.store.node_count(), done)
+
+    # -- adapting search to this KG (issue 13, levers 1 and 3; docs/embedders.md) --------------------
+    def adapt(self, curriculum: str = "names") -> AdapterReport:
+        """Fit the query adapter of the search model on this KG, no labels (``names``: names and aliases
+        as pseudo-queries; ``names+sentences`` adds a description sentence per node); stored, and used by
+        every later search, only if it beats the model alone on held-out pairs. ``AdapterNeedsData``
+        (nothing changed) for a KG that cannot teach one. E.g. ``kg.adapt().val_mrr_after`` -> 0.769."""
+        from ..embed.adapter import adapt_kg, curriculum_config
+        config = curriculum_config(curriculum)
+        self.store.require_writable()
+        return adapt_kg(self.store, self.workspace.cache_dir, config)
+
+    def drop_adapter(self) -> bool:
+        """Remove the search model's query adapter (search uses the model's own query vectors again);
+        False when there was none. E.g. ``kg.drop_adapter()`` -> True."""
+        from ..embed.adapter import drop_kg_adapter
+        self.store.require_writable()
+        return drop_kg_adapter(self.store)
+
+    def adapter_status(self) -> AdapterStatus:
+        """Whether the search model has a query adapter stored, with its curriculum, training pairs and
+        held-out MRR. E.g. ``kg.adapter_status().present`` -> False."""
+        from ..embed.adapter import adapter_status
+        return adapter_status(self.store, _model_name(self._setting("embedder")))
+
+    def embed_names(self, batch_size: int = 64, progress: Callable[[int], None] | None = None) -> int:
+        """Keep a vector of each node's name and first aliases beside its full-text vector from now on
+        (search scores both); returns how many nodes were embedded. E.g. ``kg.embed_names()`` -> 45."""
+        self.store.require_writable()
+        return enable_kg_names(self.store, self.workspace.cache_dir, batch_size, progress)
+
+    def drop_names(self) -> bool:
+        """Stop keeping name vectors and remove them; False when the KG kept none."""
+        self.store.require_writable()
+        return disable_kg_names(self.store, self.workspace.cache_dir)
+
+    def names_status(self) -> NamesStatus:
+        """Whether name vectors of the search model are kept and how many nodes have one."""
+        return names_status(self.store, _model_name(self._setting("embedder")), self.workspace.cache_dir)
 
     def _setting(self, key: str) -> str | None:
         """A per-KG embedding setting: in the KG's own metadata, or the workspace's for attached KGs."""
