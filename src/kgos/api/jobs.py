@@ -72,9 +72,9 @@ class JobRegistry:
         self._cancel: dict[str, str] = {}  # job id -> why it was asked to stop
         self._phase: dict[str, tuple[str, float]] = {}  # job id -> (phase, when it began)
 
-    def submit(self, kind: str, work: Callable[[ProgressFn], dict[str, Any]]) -> JobStatus:
-        """Run ``work`` in a thread of its own."""
-        job = self.create(kind)
+    def submit(self, kind: str, work: Callable[[ProgressFn], dict[str, Any]], subject: str | None = None) -> JobStatus:
+        """Run ``work`` in a thread of its own (``subject``: what it works on, a db_id)."""
+        job = self.create(kind, subject)
         threading.Thread(target=self.run, args=(job.job_id, work), name=f"job-{kind}-{job.job_id}", daemon=True).start()
         return job
 
