@@ -20,6 +20,7 @@ from fastapi.openapi.utils import get_openapi
 from .. import __version__
 from ..kg import Workspace
 from . import (
+    adapter,
     embedding,
     errors,
     evaluation,
@@ -82,6 +83,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(ingest.router)
     app.include_router(jobs.router)
     app.include_router(embedding.router)
+    app.include_router(adapter.router)
     mcp.mount(app, ws, app.state.runtime.provider, allow_writes=mcp.writes_allowed())
     app.include_router(openai_v1.router)
     app.include_router(evaluation.router)
