@@ -173,7 +173,7 @@ def test_http_adapter_job_status_and_drop(served) -> None:
 
 
 def test_http_adapter_body_is_optional_and_a_running_job_is_not_doubled(served) -> None:
-    ws, c = served
+    _, c = served
     queued = registry_of(c.app.state).create("adapter", subject="a")  # stands for a job still running
     again = c.post("/api/kg/a/adapter", headers=SCRIPT)
     assert again.status_code == 202 and again.json()["job_id"] == queued.job_id
@@ -203,7 +203,7 @@ def test_http_adapter_errors(served) -> None:
 
 
 def test_http_names_job_status_and_drop(served) -> None:
-    ws, c = served
+    _, c = served
     assert c.get("/api/kg/a/names").json() == {"db_id": "a", "model": "hash-512", "kept": False, "nodes": 0, "job": None}
     started = c.post("/api/kg/a/names", json={"batch_size": 8})
     assert started.status_code == 202 and started.json()["kind"] == "names"

@@ -43,12 +43,12 @@ NamesStatusOut = response_model(NamesStatus, "NamesStatusOut", job=JobField)
 
 class AdaptIn(Strict):
     curriculum: Literal["names", "names+sentences"] = Field(
-        "names", description="names: names and aliases as pseudo-queries; names+sentences: also one description "
+        default="names", description="names: names and aliases as pseudo-queries; names+sentences: also one description "
                              "sentence per node (goal-style queries; docs/embedders.md)")
 
 
 class NamesIn(Strict):
-    batch_size: int = Field(64, ge=1, le=1024, description="Texts per model batch")
+    batch_size: int = Field(default=64, ge=1, le=1024, description="Texts per model batch")
 
 
 class Dropped(BaseModel):
