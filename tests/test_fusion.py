@@ -15,7 +15,8 @@ from kgos.retrieval.hybrid import SearchOptions
 QUERIES = ("rate limits", "reduce costs", "image tokens", "prompt caching", "process thousands of documents")
 VARIANTS = [{}, {"norm": "max"}, {"norm": "minmax"}, {"norm": "zscore"}, {"norm": "rank"},
             {"margin_power": 1.0}, {"prf": 3}, {"propagate": 0.5, "propagate_seeds": 5}, {"use_graph": False},
-            {"use_intent": False}, {"diversity": False}]
+            {"use_intent": False}, {"diversity": False},
+            {"solution_gate": "linear", "solution_edges": "uniform"}, {"solution_hop": 0.7}]
 
 
 @pytest.fixture(scope="module")

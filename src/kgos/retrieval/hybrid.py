@@ -60,6 +60,11 @@ class SearchOptions:
     # solution edge (intents.SOLUTION_EDGES_*) in the hybrid mode, so the fix climbs toward the
     # restated problem; 0 = the spec's formula.
     solution_hop: float = 0.5
+    # how much less a seed the query names passes on (SOLUTION_GATES: "linear" 1 - coverage, "square"
+    # 1 - coverage ** 2), and how much each solution edge passes (intents.SOLUTION_EDGE_WEIGHTS);
+    # measured: docs/defaults.md "Solution hop re-measured" ("linear" + "uniform" = the earlier default)
+    solution_gate: str = "square"
+    solution_edges: str = "graded"
     coord: float = 0.5  # BM25 x (share of query terms matched) ** coord (0 = spec); docs/defaults.md
     hop_seeds: int = 1  # only the best hit passes relevance on (1, 2, 3, 10 measured: docs/defaults.md)
     name_prefix: bool = False  # the weakest tier (the query begins a name): no gain on the dev sets
@@ -217,24 +222,36 @@ def name_signal(snap: Snapshot, query: str, options: SearchOptions, mode: str) -
     return snap.name_index.scores(query[:MAX_NAME_QUERY_CHARS], prefix=options.name_prefix)
 
 
-def solution_signal(snap: Snapshot, base: np.ndarray, seeds: int, query: str = "") -> np.ndarray:
+SOLUTION_GATES = ("linear", "square")
+
+
+def solution_signal(snap: Snapshot, base: np.ndarray, seeds: int, query: str = "", gate: str = "square",
+                    edges: str = "graded") -> np.ndarray:
     """Relevance passed one hop from the best-scoring nodes to what answers them: for every node, the
-    highest ``base`` score of a top-``seeds`` node it solves (``intents.SOLUTION_EDGES_*``), else 0.
+    highest ``base`` score x edge weight of a top-``seeds`` node it solves (``intents.SOLUTION_EDGES_*``
+    weighted by ``intents.SOLUTION_EDGE_WEIGHTS[edges]``), else 0.
 
     A seed passes on only the part of its score the query did not earn by naming it: a query made of
-    the words of a node's name or aliases asks for that node, not for its fix."""
+    the words of a node's name or aliases asks for that node, not for its fix. The gate is
+    ``1 - coverage`` ("linear") or ``1 - coverage ** 2`` ("square": a problem statement that re-uses a
+    few of the problem's words still passes most of its score on; a full name still passes nothing).
+    Issue 13 lever 0, no published formula: the gate and the grades are measured choices
+    (docs/defaults.md "Solution hop re-measured on the topk/propagate fusion")."""
     top = top_indices(base, seeds)
     out = np.zeros(snap.n, np.float32)
     if top.size == 0:
         return out
     if query and snap.name_index is not None:
         base = base.copy()
-        base[top] *= 1.0 - snap.name_index.coverage(query, top)
+        coverage = snap.name_index.coverage(query, top)
+        base[top] *= 1.0 - (coverage ** 2 if gate == "square" else coverage)
+    graded = I.SOLUTION_EDGE_WEIGHTS[edges]
     nb = snap.graph.neighbors_of(top, "both")
-    forward = snap.graph.type_weight_vector(dict.fromkeys(I.SOLUTION_EDGES_OUT, 1.0), 0.0)
-    backward = snap.graph.type_weight_vector(dict.fromkeys(I.SOLUTION_EDGES_IN, 1.0), 0.0)
-    answers = np.where(nb.src_side, forward[nb.edge_type], backward[nb.edge_type]) > 0
-    np.maximum.at(out, nb.node[answers], base[nb.origin[answers]])
+    forward = snap.graph.type_weight_vector({t: graded.get(t, 1.0) for t in I.SOLUTION_EDGES_OUT}, 0.0)
+    backward = snap.graph.type_weight_vector({t: graded.get(t, 1.0) for t in I.SOLUTION_EDGES_IN}, 0.0)
+    weight = np.where(nb.src_side, forward[nb.edge_type], backward[nb.edge_type])
+    answers = weight > 0
+    np.maximum.at(out, nb.node[answers], (base[nb.origin[answers]] * weight[answers]).astype(np.float32))
     return out
 
 
@@ -352,6 +369,11 @@ def check_options(options: SearchOptions) -> None:
         raise InvalidArgument("norm_depth must be >= 2, prf >= 0 and propagate_seeds >= 1")
     if not 0.0 <= options.propagate_out <= 1.0:
         raise InvalidArgument(f"propagate_out must be between 0 and 1, not {options.propagate_out!r}")
+    if options.solution_gate not in SOLUTION_GATES:
+        raise InvalidArgument(f"unknown solution_gate {options.solution_gate!r}; choose one of {', '.join(SOLUTION_GATES)}")
+    if options.solution_edges not in I.SOLUTION_EDGE_WEIGHTS:
+        raise InvalidArgument(f"unknown solution_edges {options.solution_edges!r}; "
+                              f"choose one of {', '.join(I.SOLUTION_EDGE_WEIGHTS)}")
 
 
 def rescale(x: Signal, how: str, depth: int) -> Signal:
@@ -631,7 +653,8 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
     else:
         total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w, vectorless)
     if mode == "hybrid" and options.solution_hop > 0 and options.use_graph:
-        signals.solution = solution_signal(snap, total, options.hop_seeds, query)
+        signals.solution = solution_signal(snap, total, options.hop_seeds, query, options.solution_gate,
+                                           options.solution_edges)
         total = total + np.float32(options.solution_hop) * signals.solution
     if signals.name is not None:
         total = total + np.float32(1.0 if mode == "names" else options.name_weight) * signals.name

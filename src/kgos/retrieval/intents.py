@@ -114,6 +114,13 @@ SOLUTION_EDGES_IN = ("enables", "reduces", "fixes", "solves", "optimizes", "achi
                      "improves", "addresses", "resolves", "contributes_to", "used_for", "alternative_to")
 SOLUTION_EDGES_OUT = ("has_workaround", "solved_by", "fixed_by", "mitigated_by", "achieved_by", "addressed_by",
                       "requires", "alternative_to")
+# How much of a seed's score each solution edge passes on (SearchOptions.solution_edges; unlisted
+# solution edges weigh 1.0). "graded": the edges that lead to a prerequisite, a part or a substitute
+# rather than to the fix itself weigh half (docs/defaults.md "Solution hop re-measured").
+SOLUTION_EDGE_WEIGHTS: dict[str, dict[str, float]] = {
+    "uniform": {},
+    "graded": {"requires": 0.5, "contributes_to": 0.5, "used_for": 0.5, "alternative_to": 0.5},
+}
 
 # Edge-type weights of the graph signal, spec/001 1.6; unlisted types weigh as relates_to (0.5).
 EDGE_TYPE_WEIGHTS: dict[str, float] = {
