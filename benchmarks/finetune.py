@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import devsets  # noqa: E402
+import devsets
 
 SCALE = 20.0  # 1 / temperature 0.05, as the adapter
 FROZEN_LAYERS = 3
