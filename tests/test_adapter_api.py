@@ -31,7 +31,7 @@ PAIRS = list(itertools.combinations(range(len(WORDS)), 2))[:45]
 QUERY = "pomme fleuve"
 
 
-def build(ws: kgos.Workspace, db_id: str = "a", n: int = len(PAIRS)) -> kgos.KG:
+def build(ws: kgos.Workspace, db_id: str = "a", n: int = len(PAIRS), model: str = "hash") -> kgos.KG:
     kg = ws.create(db_id)
     with kg.batch():
         for i, (a, b) in enumerate(PAIRS[:n]):
@@ -39,7 +39,7 @@ def build(ws: kgos.Workspace, db_id: str = "a", n: int = len(PAIRS)) -> kgos.KG:
                         {"aliases": [f"{OTHER[a]} {OTHER[b]}"]}, id=f"n{i}")
     for i in range(n - 1):
         kg.add_edge(f"n{i}", f"n{i + 1}", "relates_to")
-    kg.embed("hash")
+    kg.embed(model)
     return kg
 
 

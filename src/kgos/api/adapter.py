@@ -12,6 +12,12 @@ one (409), an unknown curriculum (422). A KG that cannot teach an adapter (no ve
 named nodes, no edges) is the job's error (``error_kind`` ``AdapterNeedsData``), with nothing changed.
 While a KG has a job of the same kind queued or running, a POST returns that job instead of starting
 a second one.
+
+Both jobs are cancellable (``POST /api/jobs/{job_id}/cancel``): they stop at their next progress call
+(an embedding batch, an epoch). A stopped adapter job stores nothing (the adapter is written after the
+last epoch only). A stopped names job keeps the KG's "keeps name vectors" setting (written first) and
+the name vectors of the chunks already committed; they are content-hashed, so the next POST (or
+``kgos embed KG``) embeds only the rest. Its error kind is ``JobCancelled``.
 """
 
 from __future__ import annotations
@@ -80,7 +86,7 @@ def _start(rt: Runtime, registry: JobRegistry, kind: str, db_id: str,
         def run(progress: ProgressFn) -> dict[str, Any]:
             with Workspace(home, url) as ws:
                 return work(ws.kg(db_id), progress)
-        return registry.submit(kind, run, subject=db_id).to_dict()
+        return registry.submit(kind, run, subject=db_id, cancellable=True).to_dict()
 
 
 def _drop(rt: Runtime, db_id: str, drop: Callable[[KG], bool]) -> dict[str, Any]:
@@ -98,12 +104,13 @@ def adapter_status(db_id: DbId, rt: Rt, registry: Jobs) -> Any:
 @router.post("/kg/{db_id}/adapter", response_model=JobOut, status_code=202)
 def start_adapter(db_id: DbId, rt: Rt, registry: Jobs, body: AdaptIn | None = None) -> Any:
     """Fit the query adapter on the KG in the background (`kgos embed KG --adapt`); stored and used by
-    search only if it beats the model alone on held-out pairs. Poll the job; its result is the report."""
+    search only if it beats the model alone on held-out pairs. Poll the job; its result is the report.
+    Cancellable: it stops at its next embedding batch or epoch, with nothing stored."""
     curriculum = (body or AdaptIn()).curriculum
 
     def adapt(kg: KG, progress: ProgressFn) -> dict[str, Any]:
         progress(f"fitting the query adapter ({curriculum})", 0, 0)
-        return kg.adapt(curriculum).to_dict()
+        return kg.adapt(curriculum, progress).to_dict()
     return _start(rt, registry, ADAPT_KIND, db_id, adapt)
 
 
@@ -123,7 +130,8 @@ def names_status(db_id: DbId, rt: Rt, registry: Jobs) -> Any:
 @router.post("/kg/{db_id}/names", response_model=JobOut, status_code=202)
 def start_names(db_id: DbId, rt: Rt, registry: Jobs, body: NamesIn | None = None) -> Any:
     """Keep name vectors from now on and embed the missing ones in the background (`kgos embed KG
-    --names`); the job's result is ``{db_id, embedded}`` (nodes embedded)."""
+    --names`); the job's result is ``{db_id, embedded}`` (nodes embedded). Cancellable: it stops at its
+    next batch, keeping the name vectors already committed (a new POST embeds only the rest)."""
     batch_size = (body or NamesIn()).batch_size
 
     def embed(kg: KG, progress: ProgressFn) -> dict[str, Any]:

@@ -72,9 +72,11 @@ class JobRegistry:
         self._cancel: dict[str, str] = {}  # job id -> why it was asked to stop
         self._phase: dict[str, tuple[str, float]] = {}  # job id -> (phase, when it began)
 
-    def submit(self, kind: str, work: Callable[[ProgressFn], dict[str, Any]], subject: str | None = None) -> JobStatus:
-        """Run ``work`` in a thread of its own (``subject``: what it works on, a db_id)."""
-        job = self.create(kind, subject)
+    def submit(self, kind: str, work: Callable[[ProgressFn], dict[str, Any]], subject: str | None = None,
+               cancellable: bool = False) -> JobStatus:
+        """Run ``work`` in a thread of its own (``subject``: what it works on, a db_id; ``cancellable``:
+        its progress calls raise ``JobCancelled`` once a cancel was requested)."""
+        job = self.create(kind, subject, cancellable)
         threading.Thread(target=self.run, args=(job.job_id, work), name=f"job-{kind}-{job.job_id}", daemon=True).start()
         return job
 
@@ -207,6 +209,7 @@ def get_job(registry: Jobs, job_id: Annotated[str, Path(max_length=64)]) -> Any:
 
 @router.post("/jobs/{job_id}/cancel", response_model=JobOut)
 def cancel_job(registry: Jobs, job_id: Annotated[str, Path(max_length=64)]) -> Any:
-    """Stop a cancellable job (an embedding): a queued one at once, a running one between its commits;
-    409 for a job that cannot be cancelled or has ended."""
+    """Stop a cancellable job (an embedding, a query adapter, name vectors): a queued one at once, a
+    running one at its next progress call (between commits); 409 for a job that cannot be cancelled or
+    has ended."""
     return registry.cancel(job_id).to_dict()

@@ -17,6 +17,10 @@ The ``names+sentences`` curriculum adds, for goal- and definition-style queries,
 each node's own description as a further pseudo-query of that node (loss weight ``sentence_weight``).
 Probe sets never enter training. The adapter is stored in the KG's ``kg_meta`` under
 ``query_adapter:<model>``, so it is scoped to the vectors it was fitted on and travels with the KG.
+
+An optional ``progress(phase, done, total)`` is called per embedding batch of the pseudo-queries and
+once per epoch; whatever it raises (an HTTP job's cancel) stops the fit there, and since the adapter is
+written only after the last epoch, a stopped fit stores nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import base64
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +53,10 @@ VAL_CANDIDATES = 5_000  # the held-out pairs are ranked among their own targets 
 CURRICULA = ("names", "names+sentences")
 SENTENCE_WORDS = (3, 40)  # a sentence shorter or longer than this is no query
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(`'\"])|\n+")
+PhaseProgress = Callable[[str, int, int], None]  # (phase, done, total)
+NAMES_PHASE = "embedding names and aliases (texts)"
+SENTENCES_PHASE = "embedding description sentences (texts)"
+EPOCHS_PHASE = "training the adapter (epochs)"
 
 
 @dataclass(frozen=True)
@@ -133,19 +142,21 @@ def meta_key(model: str) -> str:
 
 
 def train_adapter(store: GraphStore, embedder: Embedder, cache_root: Path | None = None,
-                  config: AdapterConfig = AdapterConfig(), save: bool = True) -> AdapterReport:
+                  config: AdapterConfig = AdapterConfig(), save: bool = True,
+                  progress: PhaseProgress | None = None) -> AdapterReport:
     """Fit the query adapter of ``embedder``'s vectors on this KG and store it (``save``) when it
     beats the identity on the held-out pairs. Raises ``AdapterNeedsData`` (nothing changed) when the
-    KG has too few nodes whose name says something apart from their full text."""
+    KG has too few nodes whose name says something apart from their full text; an exception raised by
+    ``progress`` also leaves the KG unchanged (the adapter is written after the last epoch only)."""
     t0 = time.perf_counter()
     if save and (store.read_only or not hasattr(store, "set_meta")):
         raise InvalidArgument(f"'{store.db_id}' is read-only: a query adapter is stored in the KG itself")
     if config.curriculum not in CURRICULA:
         raise InvalidArgument(f"unknown curriculum {config.curriculum!r}: one of {', '.join(CURRICULA)}")
-    queries, targets, owner = training_pairs(store, embedder, cache_root)
+    queries, targets, owner = training_pairs(store, embedder, cache_root, progress)
     weights = np.ones(len(owner), np.float32)
     if config.curriculum == "names+sentences":
-        queries, owner, weights = _with_sentences(store, embedder, queries, owner, targets, config)
+        queries, owner, weights = _with_sentences(store, embedder, queries, owner, targets, config, progress)
     graph = adjacency(store)
     if graph.nnz == 0:
         raise AdapterNeedsData(f"'{store.db_id}' has no edges: a query adapter learns to tell each node from the "
@@ -153,7 +164,7 @@ def train_adapter(store: GraphStore, embedder: Embedder, cache_root: Path | None
     train, val = _split(owner, config.seed)
     t1 = time.perf_counter()
     with single_thread_blas():  # small products: a BLAS pool on shared cores waits more than it works
-        w, epochs, before, after = fit(queries, targets, owner, graph, train, val, config, weights)
+        w, epochs, before, after = fit(queries, targets, owner, graph, train, val, config, weights, progress)
     fitted = time.perf_counter() - t1
     saved = save and after > before
     if saved:
@@ -171,9 +182,10 @@ def search_embedder(store: GraphStore) -> Embedder:
     return get_embedder(spec)
 
 
-def adapt_kg(store: GraphStore, cache_root: Path | None = None, config: AdapterConfig = AdapterConfig()) -> AdapterReport:
+def adapt_kg(store: GraphStore, cache_root: Path | None = None, config: AdapterConfig = AdapterConfig(),
+             progress: PhaseProgress | None = None) -> AdapterReport:
     """``kgos embed KG --adapt``: fit (and store, when it wins) the query adapter of the KG's search model."""
-    return train_adapter(store, search_embedder(store), cache_root, config)
+    return train_adapter(store, search_embedder(store), cache_root, config, progress=progress)
 
 
 def drop_kg_adapter(store: GraphStore) -> bool:
@@ -238,8 +250,8 @@ def sample_neighbours(graph: sparse.csr_matrix, rows: np.ndarray, k: int, rng: n
     return np.where(degree[:, None] > 0, picked, -1)
 
 
-def training_pairs(store: GraphStore, embedder: Embedder,
-                   cache_root: Path | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def training_pairs(store: GraphStore, embedder: Embedder, cache_root: Path | None = None,
+                   progress: PhaseProgress | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pseudo-query vectors, their nodes' full-text vectors, owner node row of each pair): every name
     and alias vector of a node that has a full-text vector (the stored name vectors; embedded here,
     without storing, for nodes that have none)."""
@@ -256,7 +268,7 @@ def training_pairs(store: GraphStore, embedder: Embedder,
     if len(missing) > MAX_PAIRS:  # embedding the names is most of the time: only as many as are used
         missing = sorted(np.random.default_rng(0).choice(missing, MAX_PAIRS, replace=False).tolist())
     if missing:
-        q2, o2 = _embedded_names(embedder, [nodes[i] for i in missing], np.array(missing))
+        q2, o2 = _embedded_names(embedder, [nodes[i] for i in missing], np.array(missing), progress)
         queries = np.vstack([queries, q2]) if len(owner) else q2
         owner = np.concatenate([owner, o2])
     if len(np.unique(owner)) < MIN_NODES:
@@ -288,8 +300,8 @@ def pick_sentence(text: str, which: str, rng: np.random.Generator) -> str:
     return usable[0] if which == "first" else usable[int(rng.integers(len(usable)))]
 
 
-def sentence_pairs(store: GraphStore, embedder: Embedder, has: np.ndarray, limit: int,
-                   which: str = "first") -> tuple[np.ndarray, np.ndarray]:
+def sentence_pairs(store: GraphStore, embedder: Embedder, has: np.ndarray, limit: int, which: str = "first",
+                   progress: PhaseProgress | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(first-sentence vectors, owner rows): a goal- or definition-style pseudo-query of each node
     with a full-text vector whose description opens with a usable sentence (at most ``limit``,
     a fixed random sample beyond; embedded here, not stored)."""
@@ -305,13 +317,15 @@ def sentence_pairs(store: GraphStore, embedder: Embedder, has: np.ndarray, limit
         rows, texts = [rows[k] for k in keep], [texts[k] for k in keep]
     if not rows:
         return np.zeros((0, 0), np.float32), np.zeros(0, np.int64)
-    return np.asarray(embedder.embed(texts), np.float32), np.asarray(rows, np.int64)
+    vectors = embedder.embed(texts, progress=_per_batch(progress, SENTENCES_PHASE, len(texts)))
+    return np.asarray(vectors, np.float32), np.asarray(rows, np.int64)
 
 
 def _with_sentences(store: GraphStore, embedder: Embedder, queries: np.ndarray, owner: np.ndarray,
-                    targets: np.ndarray, config: AdapterConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    targets: np.ndarray, config: AdapterConfig,
+                    progress: PhaseProgress | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     has = np.einsum("ij,ij->i", targets, targets) > 0
-    sq, so = sentence_pairs(store, embedder, has, config.max_sentences, config.sentence)
+    sq, so = sentence_pairs(store, embedder, has, config.max_sentences, config.sentence, progress)
     weights = np.concatenate([np.ones(len(owner), np.float32), np.full(len(so), config.sentence_weight, np.float32)])
     return (np.vstack([queries, sq]) if len(so) else queries), np.concatenate([owner, so]), weights
 
@@ -323,12 +337,25 @@ def _stored_names(names: Any, has: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(names.matrix[keep], np.float32), names.owner[keep]
 
 
-def _embedded_names(embedder: Embedder, nodes: list[Any], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _embedded_names(embedder: Embedder, nodes: list[Any], rows: np.ndarray,
+                    progress: PhaseProgress | None = None) -> tuple[np.ndarray, np.ndarray]:
     texts = [name_texts(n) for n in nodes]
     flat = [t for ts in texts for t in ts]
-    vectors = embedder.embed(flat)
+    vectors = embedder.embed(flat, progress=_per_batch(progress, NAMES_PHASE, len(flat)))
     owner = np.repeat(rows, [len(ts) for ts in texts])
     return np.asarray(vectors, np.float32), owner
+
+
+def _per_batch(progress: PhaseProgress | None, phase: str, total: int) -> Callable[[int], None] | None:
+    """An embedder's per-batch ``progress(n)`` as ``progress(phase, done, total)`` calls."""
+    if progress is None:
+        return None
+    done = [0]
+
+    def advance(n: int) -> None:
+        done[0] += n
+        progress(phase, done[0], total)
+    return advance
 
 
 def _split(owner: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -342,10 +369,12 @@ def _split(owner: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 # -- training ---------------------------------------------------------------------------------------
 def fit(queries: np.ndarray, targets: np.ndarray, owner: np.ndarray, graph: sparse.csr_matrix,
-        train: np.ndarray, val: np.ndarray, config: AdapterConfig,
-        weights: np.ndarray | None = None) -> tuple[np.ndarray, int, float, float]:
+        train: np.ndarray, val: np.ndarray, config: AdapterConfig, weights: np.ndarray | None = None,
+        progress: PhaseProgress | None = None) -> tuple[np.ndarray, int, float, float]:
     """(W, epochs run, held-out MRR of the identity, held-out MRR of W): Adam on the InfoNCE loss
-    (pair i weighted by ``weights[i]``), early-stopped on the held-out MRR (the best epoch is kept)."""
+    (pair i weighted by ``weights[i]``), early-stopped on the held-out MRR (the best epoch is kept);
+    ``progress(EPOCHS_PHASE, epoch, config.epochs)`` before the first epoch (0) and after each."""
+    report = progress or (lambda phase, done, total: None)
     weights = np.ones(len(owner), np.float32) if weights is None else weights
     dims = queries.shape[1]
     eye = np.eye(dims, dtype=np.float32)
@@ -354,6 +383,7 @@ def fit(queries: np.ndarray, targets: np.ndarray, owner: np.ndarray, graph: spar
     before = best = held_out_mrr(eye, queries[val], owner[val], targets, candidates)
     w, best_w, best_epoch, epoch = eye.copy(), eye.copy(), 0, 0
     adam = _Adam(config.lr, (w,))
+    report(EPOCHS_PHASE, 0, config.epochs)
     for epoch in range(1, config.epochs + 1):
         for batch in np.array_split(rng.permutation(train), max(1, len(train) // config.batch)):
             rows = owner[batch]
@@ -362,6 +392,7 @@ def fit(queries: np.ndarray, targets: np.ndarray, owner: np.ndarray, graph: spar
                                 weights[batch])
             (w,) = adam.step((w,), (grad + 2 * config.reg * (w - eye),))
         score = held_out_mrr(w, queries[val], owner[val], targets, candidates)
+        report(EPOCHS_PHASE, epoch, config.epochs)
         if score > best:
             best, best_w, best_epoch = score, w.copy(), epoch
         elif epoch - best_epoch >= config.patience:

@@ -367,15 +367,18 @@ class KG:
         return EmbedStatus(self.db_id, spec, target, self.store.node_count(), done)
 
     # -- adapting search to this KG (issue 13, levers 1 and 3; docs/embedders.md) --------------------
-    def adapt(self, curriculum: str = "names") -> AdapterReport:
+    def adapt(self, curriculum: str = "names",
+              progress: Callable[[str, int, int], None] | None = None) -> AdapterReport:
         """Fit the query adapter of the search model on this KG, no labels (``names``: names and aliases
         as pseudo-queries; ``names+sentences`` adds a description sentence per node); stored, and used by
         every later search, only if it beats the model alone on held-out pairs. ``AdapterNeedsData``
-        (nothing changed) for a KG that cannot teach one. E.g. ``kg.adapt().val_mrr_after`` -> 0.769."""
+        (nothing changed) for a KG that cannot teach one. ``progress(phase, done, total)`` is called per
+        embedding batch and per epoch; an exception it raises stops the fit with nothing stored.
+        E.g. ``kg.adapt().val_mrr_after`` -> 0.769."""
         from ..embed.adapter import adapt_kg, curriculum_config
         config = curriculum_config(curriculum)
         self.store.require_writable()
-        return adapt_kg(self.store, self.workspace.cache_dir, config)
+        return adapt_kg(self.store, self.workspace.cache_dir, config, progress)
 
     def drop_adapter(self) -> bool:
         """Remove the search model's query adapter (search uses the model's own query vectors again);
