@@ -93,7 +93,8 @@ def adapt(ctx: click.Context, db_id: str, curriculum: str, drop: bool, status: b
             f"{db_id}: query adapter removed" if dropped else f"{db_id}: no query adapter to remove"),
             lambda: [(db_id, dropped)], columns=("db_id", "dropped"))
     else:
-        r = kg.adapt(curriculum)
+        with o.progress(f"adapt {db_id}") as update:  # a counter per phase (names embedded, epochs), terminals only
+            r = kg.adapt(curriculum, (lambda phase, done, total: update(phase, done)) if update else None)
         verdict = "saved: search uses it" if r.saved else "not saved: no better than the model alone"
         o.emit(r, lambda c: c.print(
             f"{db_id}: query adapter of {r.model} ({curriculum}) on {r.pairs:,} pairs, {r.epochs} epochs, "
