@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ann
+from . import ann, quantised
 
 # Name vectors (issue 13, lever 3): how a node's full-text cosine and its best name/alias cosine make
 # its embedding score: "max" of the two, "blend" = NAME_BLEND x name + (1 - NAME_BLEND) x full, "off".
@@ -128,15 +128,30 @@ def ann_note(snap: Any) -> str | None:
 
 
 def similarities(snap: Any, query: np.ndarray, exact: bool = False) -> np.ndarray:
-    """Cosine of the query with every row: exact, or (a snapshot with a fresh approximate index, and
-    not ``exact``) exact for the index's best ``ann.CANDIDATES`` rows and 0 elsewhere."""
+    """Cosine of the query with every row: exact; or (a snapshot with a fresh approximate index, and
+    not ``exact``) exact for the index's best ``ann.CANDIDATES`` rows and 0 elsewhere; or (a
+    mid-sized snapshot whose int8 copy is ready, not ``exact``) the int8 scan, exact on its best
+    ``quantised.RESCORE`` rows."""
     index = snap.ann
-    if exact or not _fresh(index, snap):
-        return with_names(snap, cosine_all(snap.vectors, query), query)
-    rows = index.search(query)
-    out = np.zeros(snap.n, np.float32)
+    if not exact and _fresh(index, snap):
+        rows = index.search(query)
+        out = np.zeros(snap.n, np.float32)
+        out[rows] = cosine_rows(snap.vectors, query, rows)
+        return with_names(snap, out, query)
+    if not exact and quantised.wanted(snap, ann.MIN_ROWS):
+        quantised.attach(snap)
+        if quantised.fresh(snap.quantised, snap):
+            return with_names(snap, rescored(snap, query), query)
+    return with_names(snap, cosine_all(snap.vectors, query), query)
+
+
+def rescored(snap: Any, query: np.ndarray) -> np.ndarray:
+    """The int8 scan with its best ``quantised.RESCORE`` rows replaced by their exact cosines."""
+    out = quantised.scan(snap.quantised, query)
+    k = min(quantised.RESCORE, out.size)
+    rows = np.sort(np.argpartition(-out, k - 1)[:k])
     out[rows] = cosine_rows(snap.vectors, query, rows)
-    return with_names(snap, out, query)
+    return out
 
 
 def name_similarities(names: Any, query: np.ndarray) -> np.ndarray:

@@ -72,6 +72,7 @@ class Snapshot:
     vectors: np.ndarray | None = None  # (n, dims) float32 unit rows, or None
     embedder: str | None = None
     ann: Any = None  # an index.ann.VectorIndex of this version and model (large KGs; see index.nearest)
+    quantised: Any = None  # an index.quantised.QuantisedVectors of this version and model (mid-sized KGs)
     build_seconds: float = 0.0
     index: dict[str, int] = field(default_factory=dict)
     name_index: NameIndex | None = None  # names + aliases, matched whole
