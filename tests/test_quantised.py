@@ -21,7 +21,7 @@ def kg(ws):
 
 def snap_of(vectors: np.ndarray) -> FakeSnap:
     snap = FakeSnap(vectors)
-    snap.quantised = None
+    snap.quantised, snap.scans = None, 0
     return snap
 
 
@@ -74,6 +74,27 @@ def test_a_snapshot_scans_float32_until_its_own_copy_is_ready(monkeypatch):
     assert started == [snap]
     snap.quantised = quantised.quantise(vectors, "v0", "m")  # a copy of another version: never used
     assert np.array_equal(nearest.similarities(snap, query), nearest.cosine_all(vectors, query))
+
+
+def test_the_copy_is_started_by_the_third_scan_of_a_snapshot_and_never_twice(monkeypatch):
+    monkeypatch.setattr(quantised, "MIN_ROWS", 100)
+    builds = []
+    real = quantised.quantise
+    monkeypatch.setattr(quantised, "quantise", lambda *a: builds.append(a) or real(*a))
+    vectors = clustered(1_000, 16, seed=8)
+    snap = snap_of(vectors)
+    query = clustered(1, 16, seed=9)[0]
+    for _ in range(quantised.START_AFTER):  # a one-off CLI search: no copy, no thread
+        assert np.array_equal(nearest.similarities(snap, query), nearest.cosine_all(vectors, query))
+    quantised.join_builds(10.0)
+    assert builds == [] and snap.quantised is None
+    nearest.similarities(snap, query)  # the third scan starts the build
+    quantised.join_builds(10.0)
+    assert len(builds) == 1 and quantised.fresh(snap.quantised, snap)
+    for _ in range(3):
+        nearest.similarities(snap, query)
+    quantised.join_builds(10.0)
+    assert len(builds) == 1
 
 
 def test_a_failed_copy_is_not_retried_and_search_still_answers(kg, monkeypatch):

@@ -30,11 +30,13 @@ _controller_lock = threading.Lock()
 
 
 def _blas() -> Any:
-    """One threadpoolctl controller per process, made at the first query (the BLAS libraries numpy
-    and scipy load are in memory by then); None when threadpoolctl is not installed."""
+    """One threadpoolctl controller per process, made at the first query, over the BLAS libraries of
+    numpy and scipy (scipy.linalg brings its own; it is loaded first, so a controller made before
+    anything imported it still holds both); None when threadpoolctl is not installed."""
     global _controller
     with _controller_lock:
         if _controller is None:
+            import scipy.linalg  # noqa: F401  (loads scipy's OpenBLAS before the controller lists libraries)
             try:
                 from threadpoolctl import ThreadpoolController
             except ImportError:  # pragma: no cover - a core dependency; degrade to the caller's threads

@@ -15,8 +15,8 @@ onnxruntime packs them for its kernel once, not per query (2.4 ms against 4.5 ms
 The scores are approximate (within ~0.01 of the cosine), so ``index.nearest`` re-scores the best
 ``RESCORE`` rows exactly: the ranking's top and the maximum the signal is divided by are the exact
 ones. Between ``MIN_ROWS`` and the approximate index's size (``ann.MIN_ROWS``) a snapshot gets its
-copy built in a background thread at its first query; until the copy is ready, queries scan the
-float32 rows, so a write is never slower to show up in search.
+copy built in a background thread at its third query (a one-off search builds none); until the copy is
+ready, queries scan the float32 rows, so a write is never slower to show up in search.
 
 The ONNX graph (``assets/int8-scan.onnx``, one ``MatMulInteger`` node, opset 13) was written with
 ``onnx.helper``: inputs ``query`` uint8 [1, dims] and ``query_zero`` uint8, and a 1 x 1 placeholder
@@ -25,8 +25,10 @@ initializer ``matrix`` that each session replaces with the rows (``SessionOption
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 MIN_ROWS = 20_000  # below it the float32 scan is under ~3 ms and a copy is not worth its memory
+START_AFTER = 2  # float32 scans of a snapshot before its copy is built: a one-off CLI search builds none
 RESCORE = 256  # rows re-scored exactly: the fused ranking normalises over the top 100
 CHUNK = 16_384  # rows quantised at a time, so a memory-mapped matrix is not copied whole as float32
 MODEL = Path(__file__).parent / "assets" / "int8-scan.onnx"
@@ -109,8 +112,12 @@ def wanted(snap: Any, upper: int) -> bool:
 
 
 def attach(snap: Any, wait: bool = False) -> None:
-    """Start building the snapshot's int8 copy in the background (once per snapshot); ``wait`` joins it."""
+    """Count a float32 scan of the snapshot and, from its ``START_AFTER`` + 1-th, build its int8 copy in
+    the background (once per snapshot); ``wait`` builds it now and joins the build."""
     if snap.quantised is FAILED or fresh(snap.quantised, snap):
+        return
+    snap.scans += 1
+    if snap.scans <= START_AFTER and not wait:
         return
     with _building_lock:
         thread = _building.get(id(snap))
@@ -120,6 +127,19 @@ def attach(snap: Any, wait: bool = False) -> None:
             thread.start()
     if wait:
         thread.join()
+
+
+def join_builds(timeout: float) -> None:
+    """Wait (at most ``timeout`` seconds in all) for the copies being built: at exit, so no build is cut
+    off inside onnxruntime while the interpreter shuts down."""
+    deadline = time.monotonic() + timeout
+    with _building_lock:
+        threads = list(_building.values())
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(join_builds, 30.0)
 
 
 def _build(snap: Any) -> None:

@@ -73,6 +73,7 @@ class Snapshot:
     embedder: str | None = None
     ann: Any = None  # an index.ann.VectorIndex of this version and model (large KGs; see index.nearest)
     quantised: Any = None  # an index.quantised.QuantisedVectors of this version and model (mid-sized KGs)
+    scans: int = field(default=0, repr=False)  # float32 scans so far (index.quantised starts its copy at the 3rd)
     build_seconds: float = 0.0
     index: dict[str, int] = field(default_factory=dict)
     name_index: NameIndex | None = None  # names + aliases, matched whole

@@ -325,7 +325,7 @@ class ModelEngine(SearchEngine):
                 name = self.query_embedder().name
                 vectors = load_vectors(self.store, name, main.node_ids, self.cache_root)
                 self._snapshot = replace(main, vectors=vectors, embedder=name if vectors is not None else None,
-                                         ann=None, quantised=None)
+                                         ann=None, quantised=None, scans=0)
             return self._snapshot
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
