@@ -41,3 +41,25 @@ def kg_file(name: str) -> Path:
 def probes_file(name: str) -> Path:
     """The dev probes (JSON Lines, bench README format) of dev set ``name``."""
     return DEV_SETS[name][1]()
+
+
+def open_kg(ws, name: str, embedder: str | None = "default"):
+    """Dev set ``name``'s KG in workspace ``ws``, imported on first use and embedded with ``embedder``
+    (only what changed; ``none`` or None: left as it is, a KG never embedded searches on text + graph)."""
+    if not ws.exists(name):
+        ws.import_file(name, kg_file(name))
+    kg = ws.kg(name)
+    if embedder not in (None, "none"):
+        kg.embed(embedder)
+    return kg
+
+
+def probes(name: str, sample: int | None = None) -> list:
+    """The dev probes of ``name``, or a fixed random sample of ``sample`` of them (seed 13)."""
+    import random
+
+    from kgos.eval.probes import load_probes
+    found = load_probes(probes_file(name))
+    if sample and sample < len(found):
+        found = sorted(random.Random(13).sample(found, sample), key=lambda p: p.id)
+    return found

@@ -121,14 +121,11 @@ def main() -> None:
     ap.add_argument("--questions", type=Path, help="cache of the generated questions (default: in --home)")
     args = ap.parse_args()
     import kgos
-    from kgos.eval.probes import load_probes
     from kgos.eval.run import evaluate, kg_ranker
     ws = kgos.Workspace(args.home)
-    if not ws.exists(args.dataset):
-        ws.import_file(args.dataset, devsets.kg_file(args.dataset))
-    nodes = list(ws.kg(args.dataset).nodes())
+    nodes = list(devsets.open_kg(ws, args.dataset, None).nodes())
     qs = generate(nodes, args.questions or args.home / f"questions-{args.dataset}.json")
-    probes = load_probes(devsets.probes_file(args.dataset))
+    probes = devsets.probes(args.dataset)
     print(f"{args.dataset}: {len(nodes)} nodes, {sum(map(len, qs.values()))} questions, {len(probes)} probes")
     for variant in VARIANTS:
         r = evaluate(probes, kg_ranker(prepare(ws, args.dataset, variant, qs)), variant).strict

@@ -17,7 +17,6 @@ Measured (docs/defaults.md "Graph centrality prior"): at best +1.0% on cli-man (
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 from pathlib import Path
 
@@ -79,16 +78,9 @@ def main() -> None:
     ap.add_argument("--sample", type=int, help="a fixed random sample of this many probes (seed 13)")
     args = ap.parse_args()
     import kgos
-    from kgos.eval.probes import load_probes
-    ws = kgos.Workspace(args.home)
-    if not ws.exists(args.dataset):
-        ws.import_file(args.dataset, devsets.kg_file(args.dataset))
-    kg = ws.kg(args.dataset)
-    kg.embed()
+    kg = devsets.open_kg(kgos.Workspace(args.home), args.dataset)
     row = {node.id: i for i, node in enumerate(kg.nodes())}
-    probes = load_probes(devsets.probes_file(args.dataset))
-    if args.sample and args.sample < len(probes):
-        probes = sorted(random.Random(13).sample(probes, args.sample), key=lambda p: p.id)
+    probes = devsets.probes(args.dataset, args.sample)
     runs = []
     for probe in probes:
         hits = kg.search(probe.query, k=50).results

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
@@ -103,29 +102,12 @@ def baselines(kg, probes: list) -> dict[str, dict]:
                     "lenient": mean_metrics([r[1] for r in rs])} for label, rs in rows.items() if rs}
 
 
-def open_kg(ws, dataset: str, embedder: str):
-    if not ws.exists(dataset):
-        ws.import_file(dataset, devsets.kg_file(dataset))
-    kg = ws.kg(dataset)
-    if embedder != "none":  # none: text + graph only (a KG never embedded)
-        kg.embed(embedder)
-    return kg
-
-
-def load(dataset: str, sample: int | None) -> list:
-    from kgos.eval.probes import load_probes
-    probes = load_probes(devsets.probes_file(dataset))
-    if sample and sample < len(probes):
-        probes = sorted(random.Random(13).sample(probes, sample), key=lambda p: p.id)  # fixed sample
-    return probes
-
-
 def run(dataset: str, embedder: str, home: Path, sample: int | None = None, options: dict | None = None) -> dict:
     import kgos
     from kgos.eval.ablation import ablation
     ws = kgos.Workspace(home)
-    kg = open_kg(ws, dataset, embedder)
-    probes = load(dataset, sample)
+    kg = devsets.open_kg(ws, dataset, embedder)
+    probes = devsets.probes(dataset, sample)
     reports = ablation(kg, probes, base={"options": options} if options else None)
     anchors = baselines(kg, probes)
     ws.close()
