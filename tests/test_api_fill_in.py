@@ -253,7 +253,7 @@ def test_a_server_start_builds_a_missing_fast_tier_in_the_background(home, tmp_p
     monkeypatch.delenv("KGOS_EMBEDDER")
     monkeypatch.setenv("KGOS_HOME", str(tmp_path / "models-home"))
     built = []
-    monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite: built.append(out) or
+    monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite, progress=None: built.append(out) or
                         (out.mkdir(parents=True), (out / "model.safetensors").write_bytes(b"")))
     with _server(home, fill_in=False) as client:
         assert client.get("/api/jobs").json() == []  # --no-fill-in: nothing at start
@@ -266,28 +266,32 @@ def test_a_server_start_builds_a_missing_fast_tier_in_the_background(home, tmp_p
         assert client.get("/api/jobs").json() == []  # built once per home
 
 
-def test_a_shutdown_does_not_wait_out_the_fast_tier_distillation(home, tmp_path, monkeypatch):
-    """Distilling cannot be cut short; it writes a temp folder it renames when done, so a stopping
-    server leaves it to its daemon thread instead of waiting (Ctrl-C answered within a second or two)."""
+def test_a_shutdown_stops_the_fast_tier_distillation_between_two_batches(home, tmp_path, monkeypatch):
+    """The distillation reports each batch of its token pass; a stopping server cancels it there, so
+    its thread has ended (nothing written) before the process could exit under onnxruntime's feet."""
     from kgos.embed import static
     if registry.BACKENDS["fast"].missing():
         pytest.skip("the onnx extra is not installed")
     monkeypatch.delenv("KGOS_EMBEDDER")
     monkeypatch.setenv("KGOS_HOME", str(tmp_path / "models-home"))
-    entered, release = threading.Event(), threading.Event()
+    entered, batches = threading.Event(), []
 
-    def slow_distill(out: Any, overwrite: bool) -> None:
+    def endless_distill(out: Any, overwrite: bool, progress: Callable[[int, int], None]) -> None:
         entered.set()
-        release.wait(WAIT)
+        while len(batches) < 10_000:  # batches of ~0.01 s, far longer than the test waits
+            time.sleep(0.01)
+            batches.append(1)
+            progress(len(batches) * 512, 30_000 * 512)
 
-    monkeypatch.setattr(static, "distill_onnx", slow_distill)
+    monkeypatch.setattr(static, "distill_onnx", endless_distill)
     with _server(home, fill_in=True) as client:
-        assert entered.wait(WAIT) and client.get("/api/jobs").json()[0]["status"] == "running"
+        assert entered.wait(WAIT)
+        [job] = client.get("/api/jobs").json()
+        assert job["status"] == "running" and job["progress"]["phase"] == "distilling the fast tier"
         stopping = time.monotonic()
-    assert time.monotonic() - stopping < 5.0  # not the 30 s a fill-in batch may be given
-    release.set()
-    for t in [t for t in threading.enumerate() if t.name == "kgos-embed-worker"]:
-        t.join(WAIT)
+    assert time.monotonic() - stopping < 5.0
+    assert not [t for t in threading.enumerate() if t.name == "kgos-embed-worker" and t.is_alive()]
+    assert 0 < len(batches) < 10_000 and not (static.fast_static_path() / "model.safetensors").exists()
 
 
 @pytest.fixture(autouse=True)

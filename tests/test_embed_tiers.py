@@ -147,7 +147,7 @@ def test_a_cheap_target_is_embedded_directly(ws, tmp_path, monkeypatch):
 def test_distill_onnx_writes_a_static_model_the_static_embedder_reads(tmp_path, monkeypatch):
     from kgos.embed import static
 
-    def fake_token_vectors(onnx_path, vocab, keep, batch):  # the model pass, replaced by fixed vectors
+    def fake_token_vectors(onnx_path, vocab, keep, batch, progress=None):  # the model pass, fixed vectors
         return np.random.default_rng(0).normal(size=(int(keep.sum()), 24)).astype(np.float32)
 
     monkeypatch.setattr(static, "_token_vectors", fake_token_vectors)
@@ -167,11 +167,39 @@ def test_the_fast_tier_is_built_once(tmp_path, monkeypatch):
     from kgos.embed import static
 
     built = []
-    monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite=False: built.append(out) or
+    monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite=False, progress=None: built.append(out) or
                         (Path(out).mkdir(parents=True), (Path(out) / "model.safetensors").write_bytes(b"x")))
     static.ensure_fast_static(tmp_path / "m")
     static.ensure_fast_static(tmp_path / "m")
     assert built == [tmp_path / "m"]
+
+
+class Stop(Exception):
+    pass
+
+
+def test_a_distillation_stopped_by_its_progress_writes_nothing_and_the_next_one_builds(tmp_path, monkeypatch):
+    """The real token pass on the default ONNX model, stopped after its second batch: the exception
+    reaches the caller, no folder (or temp folder) is left, and the lock does not keep the next build out."""
+    pytest.importorskip("onnxruntime")
+    from kgos.embed import static
+    seen: list[tuple[int, int]] = []
+
+    def stop_at_second(done: int, total: int) -> None:
+        seen.append((done, total))
+        if len(seen) == 2:
+            raise Stop("the server is stopping")
+    with pytest.raises(Stop):
+        static.ensure_fast_static(tmp_path / "fast", progress=stop_at_second)
+    total = seen[0][1]
+    assert seen == [(512, total), (1024, total)] and total > 20_000  # batches of 512 of ~30k tokens
+    assert not (tmp_path / "fast").exists() and not list(tmp_path.glob(".fast*.tmp"))
+    built, real = [], static.distill_onnx
+    monkeypatch.setattr(static, "_token_vectors", lambda *a, **k: built.append(1) or
+                        np.random.default_rng(0).normal(size=(int(a[2].sum()), 24)).astype(np.float32))
+    monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite=False, progress=None: real(out, pca_dims=8,
+                                                                                                  overwrite=overwrite))
+    assert (static.ensure_fast_static(tmp_path / "fast") / "model.safetensors").is_file() and built == [1]
 
 
 @pytest.mark.slow

@@ -44,9 +44,11 @@ log = logging.getLogger("kgos.api")
 KIND = "embed"
 IDLE_SECONDS = 30.0  # an idle worker thread ends; the next job starts another
 STOP_SECONDS = 30.0  # a batch of the default model takes ~1 s
-# distilling the fast tier cannot be cut short, and it writes a temp folder it renames when done: a
-# shutdown does not wait it out (Ctrl-C answered in a second); the next start builds it again
-BUILD_STOP_SECONDS = 1.0
+# distilling the fast tier stops between two batches of its token pass (~0.3 s each on 2 idle cores)
+# with nothing written, so a shutdown waits for it briefly: a process that exited while onnxruntime
+# ran in that thread aborted ("terminate called without an active exception"); the next start builds
+# it again
+BUILD_STOP_SECONDS = 5.0
 BUILD_PHASE = "distilling the fast tier"
 # texts per model batch: a stop or pause waits at most one batch (under 1 s with 16 at load 7, about
 # 4 s with 64), at no cost in texts per CPU second (22.8-23.0 with 16, 18.1-19.2 with 64 on cli-man)
@@ -148,7 +150,7 @@ class EmbedWorker:
     def _embed(self, db_id: str | None, progress: ProgressFn) -> dict[str, Any]:
         if db_id is None:  # no KG: build the fast tier ahead of the first upload
             progress(BUILD_PHASE, 0, 0)
-            return {"fast_tier": build_fast_tier()}
+            return {"fast_tier": build_fast_tier(lambda done, total: progress(BUILD_PHASE, done, total))}
 
         def progress_or_pause(phase: str, done: int, total: int) -> None:
             progress(phase, done, total)

@@ -21,6 +21,7 @@ import re
 import shutil
 import struct
 import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -193,8 +194,10 @@ def fast_static_path() -> Path:
     return default_static_path().parent / FAST_STATIC_NAME
 
 
-def _token_vectors(onnx_path: Path | None, vocab: list[str], keep: np.ndarray, batch: int) -> np.ndarray:
-    """model2vec's token pass on the int8 ONNX model: ``[CLS] token [SEP]``, mean over the 3 positions."""
+def _token_vectors(onnx_path: Path | None, vocab: list[str], keep: np.ndarray, batch: int,
+                   progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """model2vec's token pass on the int8 ONNX model: ``[CLS] token [SEP]``, mean over the 3 positions;
+    ``progress(tokens done, total)`` after each batch (what it raises stops the pass there)."""
     from .minilm import OnnxMiniLMEmbedder
 
     # the pinned file is checked; a file given explicitly is the caller's own (tests, other exports)
@@ -204,6 +207,8 @@ def _token_vectors(onnx_path: Path | None, vocab: list[str], keep: np.ndarray, b
     for start in range(0, ids.size, batch):
         part = ids[start:start + batch]
         out[start:start + part.size] = model._run([[int(i)] for i in part])  # one token per sequence
+        if progress is not None:
+            progress(start + part.size, ids.size)
     return out
 
 
@@ -247,14 +252,17 @@ def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
 
 
 def distill_onnx(out_dir: str | Path | None = None, *, model_path: str | Path | None = None, pca_dims: int = 256,
-                 sif_coefficient: float = 1e-4, batch: int = 512, overwrite: bool = False) -> Path:
+                 sif_coefficient: float = 1e-4, batch: int = 512, overwrite: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> Path:
     """Distill the default int8 ONNX MiniLM into a static model folder, with the core packages only.
 
     The recipe is model2vec 0.10's (every vocabulary token but ``[unusedN]`` through the model as
     ``[CLS] t [SEP]``, mean pooled; PCA to ``pca_dims``; Zipf-rank SIF weights; float16), run on
     onnxruntime instead of torch, so it needs no ``distill`` extra: it is what makes the fast tier
     available on every install. Written into a temp folder and renamed, so a reader never sees half a
-    model. Returns the folder (default :func:`fast_static_path`).
+    model. ``progress(tokens done, total)`` follows the token pass, most of the time; an exception it
+    raises stops the distillation before anything is written (a server's shutdown). Returns the folder
+    (default :func:`fast_static_path`).
     """
     if not isinstance(pca_dims, int) or not 8 <= pca_dims <= 384:
         raise InvalidArgument(f"pca_dims must be an integer in 8..384, got {pca_dims!r}")
@@ -266,7 +274,7 @@ def distill_onnx(out_dir: str | Path | None = None, *, model_path: str | Path | 
     t0 = time.perf_counter()
     vocab = load_vocab()
     keep = np.array([not _UNUSED.fullmatch(t) for t in vocab])
-    reduced = _pca(_token_vectors(Path(model_path) if model_path else None, vocab, keep, batch), pca_dims)
+    reduced = _pca(_token_vectors(Path(model_path) if model_path else None, vocab, keep, batch, progress), pca_dims)
     inv_rank = 1.0 / np.arange(2, reduced.shape[0] + 2)
     proba = inv_rank / inv_rank.sum()
     reduced *= (sif_coefficient / (sif_coefficient + proba))[:, None]
@@ -296,10 +304,11 @@ def distill_onnx(out_dir: str | Path | None = None, *, model_path: str | Path | 
     return out
 
 
-def ensure_fast_static(path: str | Path | None = None) -> Path:
+def ensure_fast_static(path: str | Path | None = None, progress: Callable[[int, int], None] | None = None) -> Path:
     """The fast tier's model folder, distilled now if it is not there yet (once per KGOS_HOME: about
     20 s of CPU; `python -m kgos.embed build-fast` does it at install time). Processes that need it at
-    the same moment wait for one build instead of each running their own."""
+    the same moment wait for one build instead of each running their own. ``progress``: as
+    :func:`distill_onnx`'s, when this call distills."""
     import fcntl
 
     out = Path(path) if path is not None else fast_static_path()
@@ -309,7 +318,7 @@ def ensure_fast_static(path: str | Path | None = None) -> Path:
     with open(out.parent / f".{out.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (out / "model.safetensors").is_file():
-            distill_onnx(out, overwrite=True)
+            distill_onnx(out, overwrite=True, progress=progress)
     return out
 
 

@@ -138,8 +138,9 @@ def fast_tier_unbuilt(model: str = "default") -> bool:
     return not (fast_static_path() / "model.safetensors").is_file()
 
 
-def build_fast_tier() -> str:
+def build_fast_tier(progress: Callable[[int, int], None] | None = None) -> str:
     """Distill the fast tier into this KGOS_HOME now, if it is not there (about 33 CPU s, once);
-    returns its folder."""
+    returns its folder. ``progress(tokens done, total)`` per batch; what it raises stops the build with
+    nothing written."""
     from ..embed.static import ensure_fast_static
-    return str(ensure_fast_static())
+    return str(ensure_fast_static(progress=progress))
