@@ -38,15 +38,13 @@ import numpy as np
 MIN_ROWS = 20_000  # below it the float32 scan is under ~3 ms and a copy is not worth its memory
 START_AFTER = 2  # float32 scans of a snapshot before its copy is built: a one-off CLI search builds none
 RESCORE = 256  # rows re-scored exactly: the fused ranking normalises over the top 100
+LEVELS = 63  # int8 codes of the rows: -63..63 (7 bits, see above)
 CHUNK = 16_384  # rows quantised at a time, so a memory-mapped matrix is not copied whole as float32
 MODEL = Path(__file__).parent / "assets" / "int8-scan.onnx"
 FAILED = "failed"  # a snapshot whose copy could not be built: not tried again
 log = logging.getLogger(__name__)
 _building: dict[int, threading.Thread] = {}
 _building_lock = threading.Lock()
-
-
-LEVELS = 63  # int8 codes of the rows: -63..63 (see above)
 
 
 @dataclass(frozen=True)
@@ -95,7 +93,7 @@ def _session(matrix: np.ndarray) -> tuple[Any, Any]:
     import onnxruntime as ort
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1  # nearest.single_thread_blas's rule
-    options.log_severity_level = 3
+    options.log_severity_level = 3  # the placeholder's 1 x 1 shape would warn on every run
     value = ort.OrtValue.ortvalue_from_numpy(matrix)
     options.add_initializer("matrix", value)
     return value, ort.InferenceSession(str(MODEL), options, providers=["CPUExecutionProvider"])
