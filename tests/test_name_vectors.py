@@ -65,6 +65,30 @@ def test_enabled_name_vectors_are_stored_loaded_and_kept_current(ws: kgos.Worksp
     assert np.allclose(b, get_embedder("hash").embed(["Message batches"])[0])
 
 
+def test_a_progress_that_raises_stops_the_name_pass_of_an_embedding_and_a_rerun_finishes_it(ws: kgos.Workspace) -> None:
+    """A server's stop reaches the name-vector pass too: its batches call progress with 0 (outside the
+    meter's total), so a job's cancel raises there; what was not written is embedded by the next run."""
+    from kgos.embed.nodes import embed_store
+    kg = _kg(ws)
+    assert enable_kg_names(kg.store, ws.cache_dir) == 2
+    with kg.store.conn:  # as if a names job had been stopped before writing them
+        kg.store.conn.execute("DELETE FROM node_embeddings WHERE model = 'hash-512#names'")
+    calls: list[int] = []
+
+    class Stop(Exception):
+        pass
+
+    def stop_in_name_pass(n: int) -> None:
+        calls.append(n)
+        raise Stop
+    with pytest.raises(Stop):
+        embed_store(kg.store, get_embedder("hash"), ws.cache_dir, progress=stop_in_name_pass)
+    assert calls == [0] and _rows(kg, "hash-512#names") == {}  # full texts unchanged: the name pass's call
+    calls.clear()
+    report = embed_store(kg.store, get_embedder("hash"), ws.cache_dir, progress=calls.append)
+    assert report.names_embedded == 2 and sum(calls) == 0 and set(_rows(kg, "hash-512#names")) == {"a", "b"}
+
+
 def test_an_alias_query_scores_its_node_by_the_alias_vector(ws: kgos.Workspace, monkeypatch) -> None:
     kg = _kg(ws)
     query = get_embedder("hash").embed_query("context caching")

@@ -93,7 +93,8 @@ def embed_store(store: GraphStore, embedder: Embedder, cache_root: Path | None =
         _write(store, table, embedder.name, dims, items, bump=bump)
     if stale:
         _write(store, table, embedder.name, 0, [], remove=stale, bump=bump)
-    named = embed_names(store, embedder, cache_root, batch_size, bump=bump)  # outside the meter's total
+    # outside the meter's total: its batches advance it by 0, which still lets a job's progress stop it
+    named = embed_names(store, embedder, cache_root, batch_size, (lambda n: progress(0)) if progress else None, bump=bump)
     return EmbedReport(store.db_id, embedder.name, embedder.dims, len(todo), len(changed),
                        len(todo) - len(changed), len(stale), time.perf_counter() - t0, named)
 
