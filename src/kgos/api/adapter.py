@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path
 from pydantic import AfterValidator, BaseModel, Field
 
-from ..embed.adapter import AdapterStatus
+from ..embed.adapter import NAMES_PHASE, AdapterStatus, phase_progress
 from ..embed.nodes import NamesStatus
 from ..kg import KG, Workspace, check_db_id
 from .errors import RESPONSES
@@ -135,12 +135,7 @@ def start_names(db_id: DbId, rt: Rt, registry: Jobs, body: NamesIn | None = None
     batch_size = (body or NamesIn()).batch_size
 
     def embed(kg: KG, progress: ProgressFn) -> dict[str, Any]:
-        done = [0]
-
-        def advance(n: int) -> None:
-            done[0] += n
-            progress("embedding names and aliases (texts)", done[0], 0)
-        return {"db_id": kg.db_id, "embedded": kg.embed_names(batch_size, advance)}
+        return {"db_id": kg.db_id, "embedded": kg.embed_names(batch_size, phase_progress(progress, NAMES_PHASE, 0))}
     return _start(rt, registry, NAMES_KIND, db_id, embed)
 
 

@@ -317,7 +317,7 @@ def sentence_pairs(store: GraphStore, embedder: Embedder, has: np.ndarray, limit
         rows, texts = [rows[k] for k in keep], [texts[k] for k in keep]
     if not rows:
         return np.zeros((0, 0), np.float32), np.zeros(0, np.int64)
-    vectors = embedder.embed(texts, progress=_per_batch(progress, SENTENCES_PHASE, len(texts)))
+    vectors = embedder.embed(texts, progress=phase_progress(progress, SENTENCES_PHASE, len(texts)))
     return np.asarray(vectors, np.float32), np.asarray(rows, np.int64)
 
 
@@ -341,12 +341,12 @@ def _embedded_names(embedder: Embedder, nodes: list[Any], rows: np.ndarray,
                     progress: PhaseProgress | None = None) -> tuple[np.ndarray, np.ndarray]:
     texts = [name_texts(n) for n in nodes]
     flat = [t for ts in texts for t in ts]
-    vectors = embedder.embed(flat, progress=_per_batch(progress, NAMES_PHASE, len(flat)))
+    vectors = embedder.embed(flat, progress=phase_progress(progress, NAMES_PHASE, len(flat)))
     owner = np.repeat(rows, [len(ts) for ts in texts])
     return np.asarray(vectors, np.float32), owner
 
 
-def _per_batch(progress: PhaseProgress | None, phase: str, total: int) -> Callable[[int], None] | None:
+def phase_progress(progress: PhaseProgress | None, phase: str, total: int) -> Callable[[int], None] | None:
     """An embedder's per-batch ``progress(n)`` as ``progress(phase, done, total)`` calls."""
     if progress is None:
         return None

@@ -77,7 +77,7 @@ def cosine_rows(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray) -> np.
 def attach_ann(snap: Any, cache_root: Path | None, wait: bool = False) -> None:
     """Give a large snapshot its approximate index: the saved one of exactly its version and model, else
     a build is started (and waited for with ``wait``); until then queries use the exact scan."""
-    if _fresh(snap.ann, snap) or snap.vectors is None or snap.n < ann.MIN_ROWS or cache_root is None:
+    if quantised.fresh(snap.ann, snap) or snap.vectors is None or snap.n < ann.MIN_ROWS or cache_root is None:
         return
     if not ann.available():
         return
@@ -92,14 +92,9 @@ def attach_ann(snap: Any, cache_root: Path | None, wait: bool = False) -> None:
     snap.ann = found
 
 
-def _fresh(index: Any, snap: Any) -> bool:
-    """Is ``index`` an approximate index of exactly this snapshot's KG version, model and rows?"""
-    return index is not None and (index.version, index.model, index.rows) == (snap.version, snap.embedder, snap.n)
-
-
 def approximate(snap: Any, exact: bool = False) -> bool:
     """Does a search of this snapshot take its embedding candidates from the approximate index?"""
-    return not exact and snap.vectors is not None and _fresh(snap.ann, snap)
+    return not exact and snap.vectors is not None and quantised.fresh(snap.ann, snap)
 
 
 def fill_in(snap: Any, query: np.ndarray, signal: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -135,7 +130,7 @@ def similarities(snap: Any, query: np.ndarray, exact: bool = False) -> np.ndarra
     mid-sized snapshot whose int8 copy is ready, not ``exact``) the int8 scan, exact on its best
     ``quantised.RESCORE`` rows."""
     index = snap.ann
-    if not exact and _fresh(index, snap):
+    if not exact and quantised.fresh(index, snap):
         rows = index.search(query)
         out = np.zeros(snap.n, np.float32)
         out[rows] = cosine_rows(snap.vectors, query, rows)

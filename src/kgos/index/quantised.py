@@ -99,9 +99,12 @@ def _session(matrix: np.ndarray) -> tuple[Any, Any]:
     return value, ort.InferenceSession(str(MODEL), options, providers=["CPUExecutionProvider"])
 
 
-def fresh(q8: Any, snap: Any) -> bool:
-    """Is ``q8`` the int8 copy of exactly this snapshot's version, model and rows?"""
-    return isinstance(q8, QuantisedVectors) and (q8.version, q8.model, q8.rows) == (snap.version, snap.embedder, snap.n)
+def fresh(derived: Any, snap: Any) -> bool:
+    """Is ``derived`` (this int8 copy, or an ``ann`` index) made from exactly this snapshot's version,
+    model and rows? None and ``FAILED`` are not."""
+    if derived is None or derived is FAILED:
+        return False
+    return (derived.version, derived.model, derived.rows) == (snap.version, snap.embedder, snap.n)
 
 
 def wanted(snap: Any, upper: int) -> bool:
