@@ -19,7 +19,9 @@ import json
 import math
 import os
 import threading
+import time
 import uuid
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,21 +127,31 @@ def load(path: Path, version: str, model: str, rows: int) -> VectorIndex | None:
 
 
 class Builds:
-    """At most one background build per index file in this process."""
+    """At most one background build per key in this process (an index file; a snapshot's int8 copy in
+    ``index.quantised``); a key whose build ended may start another."""
 
     def __init__(self) -> None:
-        self._running: dict[Path, threading.Thread] = {}
+        self._running: dict[Hashable, threading.Thread] = {}
         self._lock = threading.Lock()
 
-    def start(self, path: Path, vectors: np.ndarray, version: str, model: str) -> threading.Thread:
+    def start(self, key: Hashable, work: Callable[[], None], name: str) -> threading.Thread:
         with self._lock:
-            thread = self._running.get(path)
-            if thread is None or not thread.is_alive():
-                thread = threading.Thread(target=lambda: save(build(vectors, version, model), path),
-                                          name=f"kgos-ann-{path.stem}", daemon=True)
-                self._running[path] = thread
+            for done in [k for k, t in self._running.items() if not t.is_alive()]:
+                del self._running[done]
+            thread = self._running.get(key)
+            if thread is None:
+                thread = threading.Thread(target=work, name=name, daemon=True)
+                self._running[key] = thread
                 thread.start()
             return thread
+
+    def join(self, timeout: float) -> None:
+        """Wait for the running builds, at most ``timeout`` seconds in all."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads = list(self._running.values())
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 BUILDS = Builds()

@@ -84,7 +84,8 @@ def attach_ann(snap: Any, cache_root: Path | None, wait: bool = False) -> None:
     path = ann.index_file(cache_root, snap.db_id, snap.embedder)
     found = ann.load(path, snap.version, snap.embedder, snap.n)
     if found is None:
-        thread = ann.BUILDS.start(path, snap.vectors, snap.version, snap.embedder)
+        vectors, version, model = snap.vectors, snap.version, snap.embedder
+        thread = ann.BUILDS.start(path, lambda: ann.save(ann.build(vectors, version, model), path), f"kgos-ann-{path.stem}")
         if not wait:
             return
         thread.join()

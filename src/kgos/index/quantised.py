@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import atexit
 import logging
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from . import ann
 
 MIN_ROWS = 20_000  # below it the float32 scan is under ~3 ms and a copy is not worth its memory
 START_AFTER = 2  # float32 scans of a snapshot before its copy is built: a one-off CLI search builds none
@@ -43,8 +43,7 @@ CHUNK = 16_384  # rows quantised at a time, so a memory-mapped matrix is not cop
 MODEL = Path(__file__).parent / "assets" / "int8-scan.onnx"
 FAILED = "failed"  # a snapshot whose copy could not be built: not tried again
 log = logging.getLogger(__name__)
-_building: dict[int, threading.Thread] = {}
-_building_lock = threading.Lock()
+_BUILDS = ann.Builds()  # one build per snapshot (keyed by its id while it lives)
 
 
 @dataclass(frozen=True)
@@ -120,12 +119,7 @@ def attach(snap: Any, wait: bool = False) -> None:
     snap.scans += 1
     if snap.scans <= START_AFTER and not wait:
         return
-    with _building_lock:
-        thread = _building.get(id(snap))
-        if thread is None:
-            thread = threading.Thread(target=_build, args=(snap,), name="kgos-int8-copy", daemon=True)
-            _building[id(snap)] = thread
-            thread.start()
+    thread = _BUILDS.start(id(snap), lambda: _build(snap), "kgos-int8-copy")
     if wait:
         thread.join()
 
@@ -133,11 +127,7 @@ def attach(snap: Any, wait: bool = False) -> None:
 def join_builds(timeout: float) -> None:
     """Wait (at most ``timeout`` seconds in all) for the copies being built: at exit, so no build is cut
     off inside onnxruntime while the interpreter shuts down."""
-    deadline = time.monotonic() + timeout
-    with _building_lock:
-        threads = list(_building.values())
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+    _BUILDS.join(timeout)
 
 
 atexit.register(join_builds, 30.0)
@@ -149,6 +139,3 @@ def _build(snap: Any) -> None:
     except Exception:  # memory, a broken onnxruntime: this snapshot keeps the float32 scan
         log.exception("int8 copy of %s's vectors failed; its searches scan the float32 rows", snap.db_id)
         snap.quantised = FAILED
-    finally:
-        with _building_lock:
-            _building.pop(id(snap), None)
