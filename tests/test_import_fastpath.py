@@ -252,3 +252,17 @@ def test_plain_documents_are_read_once(doc: str) -> None:
     data = doc.encode()
     assert list(array_chunks.document_items(io.BytesIO(data), reopen, "edges")) == list(
         ijson.items(io.BytesIO(data), "edges.item", use_float=True))
+
+
+def test_bulk_load_ends_with_the_schema_migrations_give(tmp_path: Path) -> None:
+    """The bulk load drops the node id index and the others and builds them at the end: the file it
+    leaves has the same schema as a new one, duplicate ids included."""
+    from kgos.store.native import NativeStore
+    NativeStore.create(tmp_path / "new.db", "new").close()
+    _load(_write(tmp_path / "clean.json", CLEAN, EDGES[2:3]), tmp_path, "bulk")
+    schema = "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+    new, bulk = (sqlite3.connect(tmp_path / f"{name}.db") for name in ("new", "bulk"))
+    assert bulk.execute(schema).fetchall() == new.execute(schema).fetchall()
+    assert ("index", "nodes_id") in {row[:2] for row in bulk.execute(schema)}
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        bulk.execute("INSERT INTO nodes (id, name, norm_name, created_at, updated_at) VALUES ('c0','x','x','t','t')")

@@ -174,7 +174,7 @@ def test_migration_of_a_file_written_before_the_queue(tmp_path: Path) -> None:
     conn.close()
     store = NativeStore(path, "old")
     names = [r[0] for r in store.conn.execute("SELECT name FROM kg_migrations ORDER BY name")]
-    assert names[-1] == "003_kg_predictions" and store.node_count() == 2
+    assert "003_kg_predictions" in names and store.node_count() == 2
     store.close()
     ws = kgos.Workspace(tmp_path / "home")
     (ws.kgs_dir / "old.db").write_bytes(path.read_bytes())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from kgos.errors import InvalidArgument, NodeNotFound
@@ -148,8 +150,66 @@ def test_graph_arrays_drop_edges_to_missing_nodes(store):
 
 def test_migrations_are_recorded_and_idempotent(tmp_path, store):
     names = [r[0] for r in store.conn.execute("SELECT name FROM kg_migrations")]
-    assert names == ["001_native_schema", "002_compact_vectors", "003_kg_predictions"]
+    assert names == ["001_native_schema", "002_compact_vectors", "003_kg_predictions", "004_nodes_id_index"]
     again = NativeStore(store.path, "t")
     assert again.meta()["name"] == "Test"
     assert [r[0] for r in again.conn.execute("SELECT name FROM kg_migrations")] == names
     again.close()
+
+
+def _file_at_003(path) -> None:
+    """A KG file as KG-OS wrote it before migration 004: ids unique by the table's inline UNIQUE."""
+    from kgos.store.migrations import MIGRATIONS, apply
+    from kgos.store.native import connect
+    conn = connect(path)
+    apply(conn, MIGRATIONS[:3])
+    conn.execute("INSERT INTO nodes (rowid, id, name, norm_name, description, properties, created_at, updated_at) "
+                 "VALUES (5, 'a', 'Alpha', 'alpha', 'first letter', '{\"aliases\": [\"aleph\"]}', 't', 't'), "
+                 "(9, 'b', 'Beta', 'beta', 'second letter', '{}', 't', 't'), (12, 'c', 'Gamma', 'gamma', '', '{}', 't', 't')")
+    conn.execute("INSERT INTO edges (source, target, type, created_at) VALUES (5, 9, 'next', 't'), (9, 12, 'next', 't')")
+    conn.execute("INSERT INTO node_embeddings (node, model, dims, content_hash, vector) VALUES (9, 'm', 1, 'h', x'0000803f')")
+    conn.close()
+
+
+def test_migration_004_keeps_every_row_and_moves_id_uniqueness_to_an_index(tmp_path):
+    path = tmp_path / "old.db"
+    _file_at_003(path)
+    s = NativeStore(path, "old")
+    sql = s.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'nodes'").fetchone()[0]
+    assert "UNIQUE" not in sql
+    assert s.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'nodes_id'").fetchone()
+    # same rowids, so edges, vectors and the full-text index still meet their nodes
+    assert [r[0] for r in s.conn.execute("SELECT rowid FROM nodes ORDER BY rowid")] == [5, 9, 12]
+    assert {(e.source, e.target) for e in s.iter_edges()} == {("a", "b"), ("b", "c")}
+    assert s.conn.execute("SELECT node FROM node_embeddings").fetchall() == [(9,)]
+    assert fts(s, "aleph") == ["a"] and fts(s, "letter") == ["a", "b"]
+    assert s.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    # the rebuilt table is whole: unique ids, cascades, FTS triggers, upserts by id
+    with pytest.raises(InvalidArgument, match="already exists"):
+        s.add_node("x", id="a")
+    with pytest.raises(sqlite3.IntegrityError):
+        s.conn.execute("INSERT INTO nodes (id, name, norm_name, created_at, updated_at) VALUES ('a','A','a','t','t')")
+    s.upsert_node("b", "Beta", description="renamed letter")
+    assert fts(s, "renamed") == ["b"]
+    assert s.delete_node("b") == 2 and s.edge_count() == 0
+    assert s.conn.execute("SELECT count(*) FROM node_embeddings").fetchone() == (0,)
+    s.add_node("Delta", id="d", description="fourth letter")
+    assert fts(s, "fourth") == ["d"]
+    s.close()
+
+
+def test_a_failed_migration_leaves_the_file_and_the_foreign_key_setting_as_they_were(tmp_path, monkeypatch):
+    from kgos.store import migrations
+    path = tmp_path / "old.db"
+    _file_at_003(path)
+    broken = migrations.M004_NODES_ID_INDEX.replace("DROP TABLE nodes;", "DROP TABLE nodes;\nSELECT no_such_fn();")
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS[:3], ("004_nodes_id_index", broken)])
+    from kgos.store.native import connect
+    conn = connect(path)
+    with pytest.raises(sqlite3.OperationalError, match="no_such_fn"):
+        migrations.migrate(conn)
+    assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    assert conn.execute("SELECT count(*) FROM edges").fetchone() == (2,)
+    assert "UNIQUE" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'nodes'").fetchone()[0]
+    assert [r[0] for r in conn.execute("SELECT name FROM kg_migrations")][-1] == "003_kg_predictions"
+    conn.close()

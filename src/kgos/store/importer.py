@@ -378,7 +378,7 @@ def _finish_bulk(conn: sqlite3.Connection, progress: Progress | None) -> int:
     """Indexes, duplicate-edge collapse, FTS build, triggers; returns duplicate edges removed."""
     if progress:
         progress("indexes", 0)
-    migrations.run_script(conn, migrations.NODE_INDEXES)
+    migrations.run_script(conn, migrations.NODE_ID_INDEX + migrations.NODE_INDEXES)
     duplicates = _create_edge_indexes(conn)
     if progress:
         progress("text index", 0)
