@@ -213,3 +213,36 @@ def test_a_failed_migration_leaves_the_file_and_the_foreign_key_setting_as_they_
     assert "UNIQUE" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'nodes'").fetchone()[0]
     assert [r[0] for r in conn.execute("SELECT name FROM kg_migrations")][-1] == "003_kg_predictions"
     conn.close()
+
+
+def test_two_processes_opening_an_old_file_at_once_migrate_it_once(tmp_path):
+    """The second opener waits for the first one's write lock, then finds the migration recorded
+    (it had read the list before) and skips it, instead of failing on the rebuilt file."""
+    import threading
+
+    from kgos.store import migrations
+    from kgos.store.native import connect
+    path = tmp_path / "old.db"
+    _file_at_003(path)
+    first, second = connect(path), connect(path)
+    first.execute("PRAGMA foreign_keys = OFF")  # as migrate() does
+    first.execute("BEGIN IMMEDIATE")
+    outcome: list = []
+    waiter = threading.Thread(target=lambda: outcome.append(_try(migrations.migrate, second)))
+    waiter.start()
+    waiter.join(0.5)  # the second opener has read the list of applied migrations and waits for the lock
+    migrations.run_script(first, migrations.M004_NODES_ID_INDEX)
+    first.execute("INSERT INTO kg_migrations VALUES ('004_nodes_id_index', 't')")
+    first.execute("COMMIT")
+    waiter.join(10)
+    assert outcome == [[]]
+    assert second.execute("SELECT count(*) FROM edges").fetchone() == (2,)
+    first.close()
+    second.close()
+
+
+def _try(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as exc:  # the test reports what the thread raised
+        return exc

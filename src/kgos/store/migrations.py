@@ -236,13 +236,17 @@ def apply(conn: sqlite3.Connection, migrations: list[tuple[str, str]], table: st
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            run_script(conn, sql)
-            conn.execute(f"INSERT INTO {table} VALUES (?, ?)", (name, now_iso()))
+            # another process may have applied it while this one waited for the write lock
+            again = conn.execute(f"SELECT 1 FROM {table} WHERE name = ?", (name,)).fetchone() is None
+            if again:
+                run_script(conn, sql)
+                conn.execute(f"INSERT INTO {table} VALUES (?, ?)", (name, now_iso()))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        new.append(name)
+        if again:
+            new.append(name)
     return new
 
 
