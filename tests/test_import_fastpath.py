@@ -126,6 +126,44 @@ def test_clean_file_takes_the_column_path_with_the_same_rows(tmp_path: Path, mon
     assert [row[3] for row in fast[1][:2]] == ["name 0 äö", "name 1"]
 
 
+LISTS_33: Any = 1
+for _ in range(33):
+    LISTS_33 = [LISTS_33]
+WITH_PROPS = [{**r, "properties": p} for r, p in zip(CLEAN, [
+    {}, {"synonyms": ["a", "b"], "count": 3}, {"f": 1.5e300, "tiny": 5e-324, "neg": -0.0, "t": True, "n": None},
+    {"text": "é \U0001F600 \u2028 \"quoted\" {[brackets in a string]}"}, {"a": {"b": {"c": [1, 2, {"d": "e"}]}}},
+    {"big": 2 ** 62, "small": -(2 ** 62)}, {"x": 1}] * 9)]
+
+
+def test_records_with_properties_take_the_column_path_with_the_same_rows(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path / "props.json", WITH_PROPS, EDGES[2:3])
+    calls: list[bool] = []
+    clean_rows = importer._clean_rows
+    monkeypatch.setattr(importer, "_clean_rows", lambda *a: calls.append((rows := clean_rows(*a)) is not None) or rows)
+    fast = _load(path, tmp_path, "fast")
+    assert calls == [True] * 9
+    _checked(monkeypatch)
+    assert _load(path, tmp_path, "checked") == fast
+    assert json.loads(fast[1][1][6]) == WITH_PROPS[1]["properties"] and fast[1][0][6] == "{}"
+
+
+@pytest.mark.parametrize("props", [DEEP, {"deep": LISTS_33}, {"s": "[" * 40}])
+def test_properties_the_column_path_cannot_prove_go_to_the_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  props: dict) -> None:
+    """Too deep, or brackets enough that the depth must be walked: the batch takes
+    the record loop, whose rows and errors are those of the checked path."""
+    records = CLEAN[:3] + [{"id": "p", "name": "P", "properties": props}] + CLEAN[3:6]
+    path = _write(tmp_path / "odd.json", records, [])
+    calls: list[bool] = []
+    clean_rows = importer._clean_rows
+    monkeypatch.setattr(importer, "_clean_rows", lambda *a: calls.append((rows := clean_rows(*a)) is not None) or rows)
+    fast = _load(path, tmp_path, "fast", skip_invalid=True)
+    assert calls == [False]
+    _checked(monkeypatch)
+    assert _load(path, tmp_path, "checked", skip_invalid=True) == fast
+
+
 INVALID = [r for r in TRICKY if not isinstance(r, dict) or r.get("id") in (True, None, "", "n7", "n8", "n11", "n12")]
 
 
@@ -266,3 +304,11 @@ def test_bulk_load_ends_with_the_schema_migrations_give(tmp_path: Path) -> None:
     assert ("index", "nodes_id") in {row[:2] for row in bulk.execute(schema)}
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
         bulk.execute("INSERT INTO nodes (id, name, norm_name, created_at, updated_at) VALUES ('c0','x','x','t','t')")
+
+
+def test_properties_orjson_refuses_are_left_to_the_checks() -> None:
+    """Integers wider than 64 bits or non-string keys (from sources other than JSON) make orjson raise:
+    the column path declines and ``limits.check_properties`` decides, as on the record path."""
+    assert importer._stored_properties([{"a": 1}, {"n": 2 ** 64}]) is None
+    assert importer._stored_properties([{1: "x"}]) is None
+    assert importer._stored_properties([{"a": [1, "é"]}, {}]) == ['{"a":[1,"é"]}', "{}"]

@@ -13,20 +13,22 @@ import gc
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from itertools import islice
 from itertools import repeat as _repeat
-from operator import itemgetter
+from operator import add, itemgetter
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ..errors import ImportFailed, InvalidArgument
 from ..model import normalize_name
 from . import migrations
 from .formats import Record, Source
-from .limits import check_properties, parse_json
+from .limits import MAX_PROPERTY_BYTES, MAX_PROPERTY_DEPTH, check_properties, parse_json
 from .native import NativeStore, merge_properties
 
 Progress = Callable[[str, int], None]
@@ -224,9 +226,10 @@ def _record_rows(batch: list[Record], ids: dict[str, int], ts: str, invalid: Inv
 
 
 def _clean_rows(batch: list[Record], ids: dict[str, int], ts: str) -> list[tuple[Any, ...]] | None:
-    """The rows of a batch whose records all take the fast path of ``_record_rows`` (string fields,
-    no properties, new and distinct ids), built column by column with C-level ``map``/``zip`` (a
-    third of the per-record loop's time); None if any record needs more, for the loop to sort out."""
+    """The rows of a batch whose records are all well-formed (string fields, properties an object
+    that is provably within ``limits``, new and distinct ids), built column by column with C-level
+    ``map``/``zip`` (a third of the per-record loop's time); None if any record needs more, for the
+    loop to sort out with its checks and messages."""
     recs = list(map(_SECOND, batch))
     if not recs or set(map(type, recs)) != _DICT or not set().union(*recs) <= _FAST_NODE_KEYS:
         return None
@@ -236,15 +239,35 @@ def _clean_rows(batch: list[Record], ids: dict[str, int], ts: str) -> list[tuple
     descs = list(map(dict.get, recs, _repeat("description"), _repeat("")))
     props = list(map(dict.get, recs, _repeat("properties"), _repeat(_NO_PROPS)))
     if (not (_only(nids, _STR) and _only(names, _STR) and _only(types, _STR) and _only(descs, _STR))
-            or not (all(nids) and all(names) and all(types)) or any(props) or not _only(props, _DICT)
+            or not (all(nids) and all(names) and all(types)) or not _only(props, _DICT)
             or len(set(nids)) != len(nids) or not ids.keys().isdisjoint(nids)):
+        return None
+    stored = _stored_properties(props)
+    if stored is None:
         return None
     # NFKC leaves ASCII text as it is: only other names need unicodedata
     norms = (list(map(str.lower, map(str.strip, names))) if all(map(str.isascii, names))
              else [normalize_name(name) for name in names])
     rowids = range(len(ids) + 1, len(ids) + 1 + len(recs))
     ids.update(zip(nids, rowids))
-    return list(zip(rowids, nids, names, norms, types, descs, _repeat(_EMPTY), _repeat(ts), _repeat(ts)))
+    return list(zip(rowids, nids, names, norms, types, descs, stored, _repeat(ts), _repeat(ts)))
+
+
+def _stored_properties(props: list[dict[str, Any]]) -> Iterable[str] | None:
+    """The properties column as ``limits.check_properties`` stores it, serialised in one C-level pass;
+    None when a record needs that function's own checks: orjson refuses it (an integer wider than
+    64 bits), it is over the size bound, or it has enough brackets that its depth must be walked."""
+    if not any(props):
+        return _repeat(_EMPTY)
+    try:
+        data = list(map(orjson.dumps, props))
+    except TypeError:
+        return None
+    texts = list(map(bytes.decode, data))
+    brackets = map(add, map(str.count, texts, _repeat("{")), map(str.count, texts, _repeat("[")))
+    if max(map(len, data)) > MAX_PROPERTY_BYTES or max(brackets) > MAX_PROPERTY_DEPTH:
+        return None
+    return texts
 
 
 def _only(column: list[Any], types: set[Any]) -> bool:
