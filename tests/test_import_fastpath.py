@@ -309,6 +309,7 @@ def test_bulk_load_ends_with_the_schema_migrations_give(tmp_path: Path) -> None:
 def test_properties_orjson_refuses_are_left_to_the_checks() -> None:
     """Integers wider than 64 bits or non-string keys (from sources other than JSON) make orjson raise:
     the column path declines and ``limits.check_properties`` decides, as on the record path."""
-    assert importer._stored_properties([{"a": 1}, {"n": 2 ** 64}]) is None
-    assert importer._stored_properties([{1: "x"}]) is None
-    assert importer._stored_properties([{"a": [1, "é"]}, {}]) == ['{"a":[1,"é"]}', "{}"]
+    from kgos.store.limits import dumps_within_limits
+    assert dumps_within_limits([{"a": 1}, {"n": 2 ** 64}]) is None
+    assert dumps_within_limits([{1: "x"}]) is None
+    assert dumps_within_limits([{"a": [1, "é"]}, {}]) == ['{"a":[1,"é"]}', "{}"]

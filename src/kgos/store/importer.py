@@ -13,22 +13,20 @@ import gc
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from itertools import islice
 from itertools import repeat as _repeat
-from operator import add, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from ..errors import ImportFailed, InvalidArgument
 from ..model import normalize_name
 from . import migrations
 from .formats import Record, Source
-from .limits import MAX_PROPERTY_BYTES, MAX_PROPERTY_DEPTH, check_properties, parse_json
+from .limits import check_properties, dumps_within_limits, parse_json
 from .native import NativeStore, merge_properties
 
 Progress = Callable[[str, int], None]
@@ -242,7 +240,7 @@ def _clean_rows(batch: list[Record], ids: dict[str, int], ts: str) -> list[tuple
             or not (all(nids) and all(names) and all(types)) or not _only(props, _DICT)
             or len(set(nids)) != len(nids) or not ids.keys().isdisjoint(nids)):
         return None
-    stored = _stored_properties(props)
+    stored = dumps_within_limits(props) if any(props) else _repeat(_EMPTY)
     if stored is None:
         return None
     # NFKC leaves ASCII text as it is: only other names need unicodedata
@@ -251,23 +249,6 @@ def _clean_rows(batch: list[Record], ids: dict[str, int], ts: str) -> list[tuple
     rowids = range(len(ids) + 1, len(ids) + 1 + len(recs))
     ids.update(zip(nids, rowids))
     return list(zip(rowids, nids, names, norms, types, descs, stored, _repeat(ts), _repeat(ts)))
-
-
-def _stored_properties(props: list[dict[str, Any]]) -> Iterable[str] | None:
-    """The properties column as ``limits.check_properties`` stores it, serialised in one C-level pass;
-    None when a record needs that function's own checks: orjson refuses it (an integer wider than
-    64 bits), it is over the size bound, or it has enough brackets that its depth must be walked."""
-    if not any(props):
-        return _repeat(_EMPTY)
-    try:
-        data = list(map(orjson.dumps, props))
-    except TypeError:
-        return None
-    texts = list(map(bytes.decode, data))
-    brackets = map(add, map(str.count, texts, _repeat("{")), map(str.count, texts, _repeat("[")))
-    if max(map(len, data)) > MAX_PROPERTY_BYTES or max(brackets) > MAX_PROPERTY_DEPTH:
-        return None
-    return texts
 
 
 def _only(column: list[Any], types: set[Any]) -> bool:

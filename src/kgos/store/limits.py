@@ -15,6 +15,8 @@ to store, so the check costs one serialisation, which the write needs anyway.
 from __future__ import annotations
 
 import json
+from itertools import repeat
+from operator import add
 from typing import Any
 
 import orjson
@@ -70,6 +72,22 @@ def nests_too_deep(text: str, value: Any) -> bool:
     level opens one '{' or '['; fewer of them than the limit (brackets inside strings only add to the
     count) proves the depth without walking the value, for nearly every record."""
     return text.count("{") + text.count("[") > MAX_PROPERTY_DEPTH and depth(value) > MAX_PROPERTY_DEPTH
+
+
+def dumps_within_limits(values: list[dict[str, Any]]) -> list[str] | None:
+    """``check_properties`` over a column of properties in one C-level pass (a bulk import's batch):
+    their JSON texts when every one is provably within both bounds, None when one needs
+    ``check_properties`` itself (orjson refuses it, it is too large, or it has enough brackets that
+    its depth must be walked), to be stored or refused with its message."""
+    try:
+        data = list(map(orjson.dumps, values))
+    except TypeError:
+        return None
+    texts = list(map(bytes.decode, data))
+    brackets = map(add, map(str.count, texts, repeat("{")), map(str.count, texts, repeat("[")))
+    if max(map(len, data), default=0) > MAX_PROPERTY_BYTES or max(brackets, default=0) > MAX_PROPERTY_DEPTH:
+        return None
+    return texts
 
 
 def check_mergeable(old: dict[str, Any]) -> None:

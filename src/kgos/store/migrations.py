@@ -237,15 +237,15 @@ def apply(conn: sqlite3.Connection, migrations: list[tuple[str, str]], table: st
         conn.execute("BEGIN IMMEDIATE")
         try:
             # another process may have applied it while this one waited for the write lock
-            again = conn.execute(f"SELECT 1 FROM {table} WHERE name = ?", (name,)).fetchone() is None
-            if again:
+            pending = conn.execute(f"SELECT 1 FROM {table} WHERE name = ?", (name,)).fetchone() is None
+            if pending:
                 run_script(conn, sql)
                 conn.execute(f"INSERT INTO {table} VALUES (?, ?)", (name, now_iso()))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        if again:
+        if pending:
             new.append(name)
     return new
 
