@@ -38,6 +38,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import devsets
 
+from kgos.eval.metrics import mrr_at
+
 POOLS = Path(__file__).resolve().parent / "out" / "pools"
 WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 STOP = frozenset(["a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "with", "by", "from", "is", "are", "be", "as", "at", "it", "its", "this", "that", "how", "do", "i", "you", "your", "what", "which", "all"])
@@ -49,11 +51,6 @@ def words(text: str) -> set[str]:
     return {t[:5] for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in STOP and len(t) > 1}
 
 
-def first_hit(ids: list[str], relevant, k: int = 10) -> float:
-    """Reciprocal rank of the first relevant id in the top ``k`` (0 when none)."""
-    return next((1.0 / (i + 1) for i, x in enumerate(ids[:k]) if x in relevant), 0.0)
-
-
 def reranked_mrr(pools: list[dict], extra: list[np.ndarray], w: float) -> float:
     """MRR@10 of ``score + w * extra`` over each probe's pool."""
     total = 0.0
@@ -61,7 +58,7 @@ def reranked_mrr(pools: list[dict], extra: list[np.ndarray], w: float) -> float:
         ids = [h["id"] for h in pool["hits"]]
         if ids:
             s = np.array([h["score"] for h in pool["hits"]]) + w * add
-            total += first_hit([ids[i] for i in np.argsort(-s, kind="stable")], pool["relevant"])
+            total += mrr_at([ids[i] for i in np.argsort(-s, kind="stable")], set(pool["relevant"]))
     return total / max(len(pools), 1)
 
 
@@ -246,7 +243,7 @@ def run_lm(args) -> None:
         ll = np.array([_query_loglik(llm, f"{nodes[h['id']].name}: {nodes[h['id']].description or ''}", pool["query"])
                        for h in pool["hits"]])
         extra.append(_z(ll) if len(ll) else ll)
-        alone += first_hit([pool["hits"][i]["id"] for i in np.argsort(-ll, kind="stable")], pool["relevant"])
+        alone += mrr_at([pool["hits"][i]["id"] for i in np.argsort(-ll, kind="stable")], set(pool["relevant"]))
     took = (time.perf_counter() - start) / max(len(pools), 1)
     print(f"{args.dataset}: {len(pools)} probes, {took:.1f} s a query; query likelihood alone {alone / max(len(pools), 1):.4f}")
     print("  ".join(f"w={w}: {reranked_mrr(pools, extra, w):.4f}" for w in WEIGHTS))
@@ -261,7 +258,7 @@ def run_overlap(args) -> None:
         share = max(len(q & words(f"{nodes[i].name} {nodes[i].description or ''} {json.dumps(nodes[i].properties)}"))
                     / max(len(q), 1) for i in pool["relevant"])
         level = "none" if share == 0 else "under half" if share < 0.5 else "half or more"
-        levels[level].append(first_hit([h["id"] for h in pool["hits"]], pool["relevant"]))
+        levels[level].append(mrr_at([h["id"] for h in pool["hits"]], set(pool["relevant"])))
     print(f"{args.dataset}: share of the query's content words found in the answer's text ({len(pools)} probes)")
     for level, rr in levels.items():
         if rr:
