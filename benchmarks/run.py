@@ -148,7 +148,7 @@ def embedding_rows(args: argparse.Namespace) -> list[Row]:
                 r["searchable_s"], "s", 60, cpu=r["searchable_cpu_s"],
                 note=" + ".join(f"{s['step'].split(':')[0].split(' (')[0]} {s['wall_s']:.1f} s" for s in r["steps"]) + built),
             Row("embedding", f"default model (MiniLM int8), texts/s on {k:,} sampled go node texts", k / r["default_s"],
-                "nodes/s", 145, True, k / r["bare_ort_s"], "bare onnxruntime loop, same batches",
+                "nodes/s", 145, True, k / r["bare_ort_s"], "bare session.run per text, same threads",
                 note=f"{k / r['default_cpu_s']:.1f} texts per CPU-second (anchor {k / r['bare_ort_cpu_s']:.1f}); "
                      f"all of go: {n / (k / r['default_s']) / 60:.1f} min at this wall rate, "
                      f"~{idle_min:.1f} min on 2 idle cores (budget 5 min = 145 nodes/s)")]

@@ -341,11 +341,11 @@ def test_factory_specs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_spec("default") == DEFAULT_SPEC
     monkeypatch.setenv("KGOS_EMBEDDER", "hash:64")
     assert resolve_spec("default") == "hash:64" and get_embedder("default").dims == 64
-    assert resolve_spec("auto") in ("minilm", "static", "hash")
+    assert resolve_spec("auto") in ("minilm-q8", "minilm", "static", "hash")
 
 
 @pytest.mark.parametrize(
-    "spec", ["", "  ", "nope", "hash:abc", "hash:4", "minilm:1", "static:", "word2vec:x"]
+    "spec", ["", "  ", "nope", "hash:abc", "hash:4", "minilm:1", "minilm-q8:1", "minilm-q8:x", "static:", "word2vec:x"]
 )
 def test_factory_rejects_bad_specs(spec: str) -> None:
     with pytest.raises(InvalidArgument):
@@ -366,7 +366,7 @@ def test_factory_names_missing_extras(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_available_embedders_lists_everything() -> None:
     rows = {r.spec.split(":")[0]: r for r in available_embedders()}
-    assert set(rows) == {"hash", "minilm", "static", "fast", "openai", "gemini"}
+    assert set(rows) == {"hash", "minilm", "minilm-q8", "static", "fast", "openai", "gemini"}
     assert rows["hash"].installed and rows["hash"].extra is None
     assert rows["minilm"].extra == "onnx" and rows["openai"].extra == "api"
     assert sum(r.is_default for r in rows.values()) <= 1

