@@ -206,9 +206,7 @@ def _token_vectors(onnx_path: Path | None, vocab: list[str], keep: np.ndarray, b
     out = np.empty((ids.size, model.dims), np.float32)
     for start in range(0, ids.size, batch):
         part = ids[start:start + batch]
-        halves = np.array_split(part, model.threads)  # one onnxruntime thread per call: calls side by side
-        rows = model._map(model._run, [[[int(i)] for i in h] for h in halves if h.size])  # one token per sequence
-        out[start:start + part.size] = np.concatenate(list(rows))
+        out[start:start + part.size] = model._run([[int(i)] for i in part])  # one token per sequence
         if progress is not None:
             progress(start + part.size, ids.size)
     return out
