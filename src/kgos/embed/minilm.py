@@ -96,6 +96,7 @@ class OnnxMiniLMEmbedder(Embedder):
     """
 
     dims = 384
+
     def __init__(
         self,
         model_path: str | Path | None = None,
@@ -183,6 +184,22 @@ class OnnxMiniLMEmbedder(Embedder):
         maskf = mask.astype(np.float32)[:, :, None]
         return (hidden * maskf).sum(axis=1) / np.maximum(maskf.sum(axis=1), 1.0)
 
+    def _map_bulk(self, seqs: list[list[int]]) -> Iterator[np.ndarray]:
+        """Each sequence's vector, in order, ``threads`` one-thread calls at a time (a single one on
+        the query session: a write of one node needs no second session)."""
+        if len(seqs) < 2:
+            return (self._run([seq])[0] for seq in seqs)
+        with self._lock:
+            if self._bulk is None:
+                self._bulk = self._open(1)
+            if self._pool is None and self.threads > 1:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="kgos-minilm")
+        bulk = self._bulk
+
+        def run(seq: list[int]) -> np.ndarray:
+            return self._run([seq], bulk)[0]
+        return map(run, seqs) if self._pool is None else self._pool.map(run, seqs)
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         return np.stack(list(self._map_bulk(self._ids(texts))))
 
@@ -210,19 +227,6 @@ class OnnxMiniLMEmbedder(Embedder):
         if progress is not None and len(keep) < len(items):
             progress(len(items) - len(keep))
         return l2_normalize(out)
-
-    def _map_bulk(self, seqs: list[list[int]]) -> Iterator[np.ndarray]:
-        """Each sequence's vector, in order, ``threads`` one-thread calls at a time."""
-        with self._lock:
-            if self._bulk is None:
-                self._bulk = self._open(1)
-            if self._pool is None and self.threads > 1:
-                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="kgos-minilm")
-        bulk = self._bulk
-
-        def run(seq: list[int]) -> np.ndarray:
-            return self._run([seq], bulk)[0]
-        return map(run, seqs) if self._pool is None or len(seqs) < 2 else self._pool.map(run, seqs)
 
     def _embed_query(self, text: str) -> np.ndarray:
         return self._run(self._ids([text]))[0]
