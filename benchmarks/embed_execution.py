@@ -3,8 +3,9 @@
 python benchmarks/embed_execution.py [--sample 600] [--reps 5] [--queries 300]
 
 On ``--sample`` go node texts (seed 0), interleaved ``--reps`` times in one process, medians:
-- ``minilm`` and ``minilm-q8`` as kgos runs them: each text alone, on a one-thread session, as many
-  at a time as there are usable cores;
+- ``minilm`` and ``minilm-q8`` as kgos runs them: without padding (minilm: texts of equal token length
+  share a call; minilm-q8: each text alone) on a one-thread session, as many calls at a time as there
+  are usable cores;
 - the anchor, the same models the way kgos ran them before: length-sorted batches of at most 64 x 48
   padded tokens on one session with an intra-op thread per usable core.
 Then single-query encoding p50/p99 over the first ``--queries`` go probes, and the cosine of each
@@ -65,7 +66,7 @@ def main() -> None:
     runs = {}
     for spec, emb in models.items():
         runs[f"`{spec}`, padded batches (anchor)"] = lambda e=emb: padded_batches(e, texts)
-        runs[f"`{spec}`, per text (kgos)"] = lambda e=emb: e.embed(texts)
+        runs[f"`{spec}`, as kgos runs it"] = lambda e=emb: e.embed(texts)
     for fn in runs.values():
         fn()  # warm-up: sessions, pools, tokenizer caches
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}

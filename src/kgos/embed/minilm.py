@@ -85,17 +85,20 @@ class OnnxMiniLMEmbedder(Embedder):
     side by side (default: the cores this process may use, :func:`usable_cores`). ``tokenizer``:
     ``"auto"`` (pure Python), ``"python"`` or ``"hf"``, see :func:`kgos.embed.wordpiece.make_tokenizer`.
 
-    Every text, a query or a node's, runs alone through the model, with no padding. A query runs on
-    ``threads`` intra-op threads. :meth:`embed` runs ``threads`` texts side by side instead, each on a
-    second session with one thread (opened on first use; onnxruntime releases the GIL): on go's node
-    texts that embeds 1.15x as many texts per second as length-sorted padded batches on two intra-op
-    threads on an idle machine, and 1.5x at load 3, where those threads wait on each other at every
-    operator (docs/embedders.md). It also makes a text's vector independent of the texts embedded
-    with it, which a model with dynamically quantised activations (``minilm-q8``: one scale per call)
-    needs.
+    No text is padded. A query runs alone on ``threads`` intra-op threads. :meth:`embed` runs
+    ``threads`` calls side by side instead, each on a second session with one thread (opened on first
+    use; onnxruntime releases the GIL), a call holding one text or several of equal token length
+    (:attr:`group_tokens`). On go's node texts that embeds 1.15-1.2x as many texts per second as
+    length-sorted padded batches on two intra-op threads on an idle machine, and 1.3-1.5x under load,
+    where those threads wait on each other at every operator (docs/embedders.md). A text's vector
+    does not depend on the texts embedded with it.
     """
 
     dims = 384
+    #: texts of equal token length share a call up to this many tokens: no padding, and short texts
+    #: (names) do not pay a call each. 0: every text alone (``minilm-q8``, whose activations are
+    #: quantised with one scale per call, so a shared call would change a text's vector)
+    group_tokens = 512
 
     def __init__(
         self,
@@ -184,11 +187,23 @@ class OnnxMiniLMEmbedder(Embedder):
         maskf = mask.astype(np.float32)[:, :, None]
         return (hidden * maskf).sum(axis=1) / np.maximum(maskf.sum(axis=1), 1.0)
 
-    def _map_bulk(self, seqs: list[list[int]]) -> Iterator[np.ndarray]:
-        """Each sequence's vector, in order, ``threads`` one-thread calls at a time (a single one on
+    def _groups(self, lengths: list[int]) -> list[range]:
+        """Runs of equal length (so no padding), each at most ``group_tokens`` tokens; single texts
+        when ``group_tokens`` is 0."""
+        out: list[range] = []
+        for i, n in enumerate(lengths):
+            last = out[-1] if out else None
+            if last is not None and lengths[last.start] == n and (len(last) + 1) * (n + 2) <= self.group_tokens:
+                out[-1] = range(last.start, i + 1)
+            else:
+                out.append(range(i, i + 1))
+        return out
+
+    def _map_bulk(self, groups: list[list[list[int]]]) -> Iterator[np.ndarray]:
+        """Each group's vectors, in order, ``threads`` one-thread calls at a time (one group runs on
         the query session: a write of one node needs no second session)."""
-        if len(seqs) < 2:
-            return (self._run([seq])[0] for seq in seqs)
+        if len(groups) < 2:
+            return (self._run(g) for g in groups)
         with self._lock:
             if self._bulk is None:
                 self._bulk = self._open(1)
@@ -196,12 +211,12 @@ class OnnxMiniLMEmbedder(Embedder):
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="kgos-minilm")
         bulk = self._bulk
 
-        def run(seq: list[int]) -> np.ndarray:
-            return self._run([seq], bulk)[0]
-        return map(run, seqs) if self._pool is None else self._pool.map(run, seqs)
+        def run(group: list[list[int]]) -> np.ndarray:
+            return self._run(group, bulk)
+        return map(run, groups) if self._pool is None else self._pool.map(run, groups)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        return np.stack(list(self._map_bulk(self._ids(texts))))
+        return self.embed(texts)
 
     # -- public ------------------------------------------------------------------------------------
 
@@ -219,9 +234,12 @@ class OnnxMiniLMEmbedder(Embedder):
         out = np.zeros((len(items), self.dims), dtype=np.float32)
         keep = [i for i, t in enumerate(items) if t.strip()]
         seqs = self._ids([items[i] for i in keep]) if keep else []
-        for start in range(0, len(keep), batch_size):
-            part = range(start, min(start + batch_size, len(keep)))
-            out[[keep[j] for j in part]] = list(self._map_bulk([seqs[j] for j in part]))
+        order = sorted(range(len(keep)), key=lambda j: len(seqs[j]))  # equal lengths side by side
+        for start in range(0, len(order), batch_size):
+            part = order[start:start + batch_size]
+            groups = self._groups([len(seqs[j]) for j in part])
+            for group, vecs in zip(groups, self._map_bulk([[seqs[part[i]] for i in g] for g in groups])):
+                out[[keep[part[i]] for i in group]] = vecs
             if progress is not None:
                 progress(len(part))
         if progress is not None and len(keep) < len(items):

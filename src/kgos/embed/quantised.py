@@ -158,6 +158,7 @@ def quantised_minilm(max_tokens: int = 128, path: str | Path | None = None) -> O
         raise InvalidArgument(f"{folder / _MODEL} does not match the sha256 its build recorded: delete {folder} and "
                               "it is rebuilt on next use (or run `python -m kgos.embed build-q8 --overwrite`)")
     emb = OnnxMiniLMEmbedder(folder / _MODEL, expected_sha256=None, max_tokens=max_tokens)
+    emb.group_tokens = 0  # one activation scale per call: a text shares no call, so its vector is its own
     emb.name = QUANTISED_NAME if max_tokens == 128 else f"{QUANTISED_NAME}-t{max_tokens}"
     emb.spec = "minilm-q8" if max_tokens == 128 else f"minilm-q8:{max_tokens}"
     return emb
