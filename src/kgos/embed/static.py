@@ -304,22 +304,27 @@ def distill_onnx(out_dir: str | Path | None = None, *, model_path: str | Path | 
     return out
 
 
-def ensure_fast_static(path: str | Path | None = None, progress: Callable[[int, int], None] | None = None) -> Path:
-    """The fast tier's model folder, distilled now if it is not there yet (once per KGOS_HOME: about
-    20 s of CPU; `python -m kgos.embed build-fast` does it at install time). Processes that need it at
-    the same moment wait for one build instead of each running their own. ``progress``: as
-    :func:`distill_onnx`'s, when this call distills."""
+def build_once(out: Path, marker: str, build: Callable[[Path], object]) -> Path:
+    """``out``, after ``build(out)`` if ``out/marker`` is not there yet. Processes that need it at the
+    same moment wait on a lock file beside it for one build instead of each running their own."""
     import fcntl
 
-    out = Path(path) if path is not None else fast_static_path()
-    if (out / "model.safetensors").is_file():
+    if (out / marker).is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f".{out.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (out / "model.safetensors").is_file():
-            distill_onnx(out, overwrite=True, progress=progress)
+        if not (out / marker).is_file():
+            build(out)
     return out
+
+
+def ensure_fast_static(path: str | Path | None = None, progress: Callable[[int, int], None] | None = None) -> Path:
+    """The fast tier's model folder, distilled now if it is not there yet (once per KGOS_HOME: about
+    20 s of CPU; `python -m kgos.embed build-fast` does it at install time), see :func:`build_once`.
+    ``progress``: as :func:`distill_onnx`'s, when this call distills."""
+    out = Path(path) if path is not None else fast_static_path()
+    return build_once(out, "model.safetensors", lambda o: distill_onnx(o, overwrite=True, progress=progress))
 
 
 def fast_static_embedder() -> StaticEmbedder:
