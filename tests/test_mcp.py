@@ -33,7 +33,7 @@ from kgos.data import load_demo
 README = Path(__file__).resolve().parents[1] / "README.md"
 READ_TOOLS = {"list_kgs", "search", "intent_search", "want_to", "can_it", "compose_for", "similar_to",
               "impact_analysis", "trace_path", "explore_smart", "dimension_filter", "get_node", "neighbors",
-              "proposals", "memory_context", "ask_expert", "memory_add", "job_status"}
+              "proposals", "memory_context", "ask_expert", "feedback", "memory_add", "job_status"}
 WRITE_TOOLS = {"add_node", "add_edge", "proposal_accept", "proposal_reject", "ingest"}
 
 
@@ -76,7 +76,7 @@ def test_tools_are_listed_with_schemas_and_honest_read_only_hints(home: Path) ->
     assert set(writable) == READ_TOOLS | WRITE_TOOLS
     for name, tool in writable.items():
         assert tool.description and len(tool.description) > 30, name
-        assert tool.annotations.read_only_hint is (name in READ_TOOLS - {"ask_expert", "memory_add"}), name
+        assert tool.annotations.read_only_hint is (name in READ_TOOLS - {"ask_expert", "feedback", "memory_add"}), name
     search = writable["search"].input_schema
     assert search["required"] == ["kg", "query"]
     assert search["properties"]["k"] == {**search["properties"]["k"], "type": "integer", "minimum": 1,
@@ -125,6 +125,15 @@ def test_ask_expert_gives_a_cited_answer_and_continues_the_conversation(server: 
     _, again = call(server, "ask_expert", {"expert": "demo", "question": "And batching?",
                                            "conversation_id": res["conversation_id"]})
     assert again["conversation_id"] == res["conversation_id"]
+
+
+def test_feedback_on_an_ask_expert_turn(server: Any) -> None:
+    _, res = call(server, "ask_expert", {"expert": "demo", "question": "How do I stream tokens?"})
+    error, fb = call(server, "feedback", {"turn_id": res["turn_id"], "rating": "down", "comment": "too vague"})
+    assert not error and fb["rating"] == "down" and fb["conversation_id"] == res["conversation_id"]
+    assert fb["retrieval"]["kg_nodes_used"] == [s["id"] for s in res["sources"]]
+    error, msg = call(server, "feedback", {"turn_id": "turn_00000000", "rating": "up"})
+    assert error and "no conversation holds turn" in str(msg)
 
 
 def test_memory_add_then_context(server: Any) -> None:

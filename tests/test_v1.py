@@ -129,3 +129,16 @@ def test_token_servers_need_it_on_v1_too(tmp_path: Path) -> None:
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0).models.list()
         assert openai.OpenAI(base_url=f"{url}/v1", api_key="t0ken", max_retries=0).models.list().data == []
+
+
+def test_feedback_keyed_by_the_completion_id(client: openai.OpenAI, base: str) -> None:
+    done = client.chat.completions.create(model="demo", messages=[{"role": "user", "content": QUESTION}])
+    assert done.id == f"chatcmpl-{done.model_extra['kgos']['turn_id']}"
+    r = httpx.post(f"{base}/v1/feedback", json={"id": done.id, "rating": "up", "comment": "clear"})
+    assert r.status_code == 200 and r.json()["rating"] == "up" and r.json()["expert_id"] == "demo"
+    stored = httpx.get(f"{base}/api/feedback/{done.model_extra['kgos']['turn_id']}").json()
+    assert stored["comment"] == "clear" and stored["query"] == QUESTION
+    bad = httpx.post(f"{base}/v1/feedback", json={"id": done.id, "rating": "meh"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "rating"
+    gone = httpx.post(f"{base}/v1/feedback", json={"id": "chatcmpl-turn_0123456789", "rating": "up"})
+    assert gone.status_code == 404 and "no conversation holds" in gone.json()["error"]["message"]

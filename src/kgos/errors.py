@@ -124,6 +124,19 @@ class AliasNotFound(KGOSError, LookupError):
     status = 404
 
 
+class TurnNotFound(KGOSError, LookupError):
+    """Feedback for a turn id no conversation holds (ids come from a chat's ``done`` event, the
+    ``turn_id`` of ``kgos expert chat --json`` or the ``/v1`` completion id)."""
+
+    status = 404
+
+
+class RateLimited(KGOSError):
+    """Too many requests of one kind in a short time (for example feedback on one conversation)."""
+
+    status = 429
+
+
 class PlaybookNotFound(KGOSError, LookupError):
     status = 404
 

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..experts import ExpertConfig, ExpertService
 from ..experts.chat import MAX_QUERY_CHARS, ExpertChat, Turn
+from ..experts.feedback import MAX_COMMENT_CHARS, TURN_RE, FeedbackService
 from ..experts.playbooks import PlaybookLibrary, split_sections
 from ..experts.store import ID_RE
 from ..llm.base import ProviderError
@@ -188,7 +189,7 @@ def _answer_json(engine: ExpertChat, turn: Turn) -> JSONResponse:
     failure = next((e for e in events if e["type"] == "error"), None)
     error = failure["content"] if failure else None
     done = events[-1]
-    doc = {"conversation_id": turn.conversation_id, "answer": tokens,
+    doc = {"conversation_id": turn.conversation_id, "turn_id": turn.turn_id, "answer": tokens,
            "sources": next(e["nodes"] for e in events if e["type"] == "sources"),
            "intent": turn.context.intent, "citations": done.get("citations"), "message_id": done.get("message_id")}
     if error and not tokens:
@@ -220,3 +221,37 @@ def get_playbook(name: Annotated[str, Path(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$"
     text = PlaybookLibrary(rt.workspace.home).read(name)
     return {"name": name, "text": text,
             "sections": [{"heading": s.heading, "chars": len(s.text)} for s in split_sections(name, text)]}
+
+
+# -- feedback on turns ------------------------------------------------------------------------------
+class FeedbackRequest(BaseModel):
+    """A vote on one expert turn (the ``turn_id`` of the chat's ``done`` event)."""
+
+    model_config = ConfigDict(extra="forbid")
+    turn_id: str = Field(min_length=1, max_length=64, description="turn_... or a /v1 completion id")
+    rating: Literal["up", "down"]
+    comment: str | None = Field(None, max_length=MAX_COMMENT_CHARS)
+
+
+@router.post("/api/feedback", status_code=201, tags=["feedback"], summary="Thumbs up or down on an expert turn")
+def give_feedback(body: FeedbackRequest, rt: RT) -> dict[str, Any]:
+    """One vote per turn; voting again replaces it. 404 for a turn no conversation holds, 429 when a
+    conversation votes too often."""
+    with rt.lock:
+        return FeedbackService(rt.workspace).give(body.turn_id, body.rating, body.comment).to_dict()
+
+
+@router.get("/api/feedback", tags=["feedback"], summary="Votes, newest first, with their counts")
+def list_feedback(rt: RT, expert_id: Annotated[str | None, Query(pattern=ID_RE.pattern)] = None,
+                  rating: Literal["up", "down"] | None = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
+    with rt.lock:
+        svc = FeedbackService(rt.workspace)
+        return {"feedback": [f.to_dict() for f in svc.list(expert_id, rating, limit)],
+                "summary": svc.summary(expert_id).to_dict()}
+
+
+@router.get("/api/feedback/{turn_id}", tags=["feedback"], summary="The vote on one turn")
+def get_feedback(turn_id: Annotated[str, Path(pattern=TURN_RE.pattern)], rt: RT) -> dict[str, Any]:
+    with rt.lock:
+        return FeedbackService(rt.workspace).get(turn_id).to_dict()

@@ -124,7 +124,7 @@ class Tools:
         writes: list[Callable[..., Any]] = [self.add_node, self.add_edge, self.proposal_accept, self.proposal_reject,
                                             self.ingest]
         # ask_expert and memory_add write to the workspace (the conversation, the memory) but not to any KG
-        chats: list[Callable[..., Any]] = [self.ask_expert, self.memory_add]
+        chats: list[Callable[..., Any]] = [self.ask_expert, self.feedback, self.memory_add]
         return [(f, True) for f in reads] + [(f, False) for f in chats + (writes if allow_writes else [])]
 
     def _kg(self, kg: str) -> Any:
@@ -243,6 +243,16 @@ class Tools:
         sources it was given, and the citation check (citations that point at nodes it was not shown)."""
         answer = ask(self.ws, self.provider(), expert, question, conversation_id=conversation_id)
         return answer.to_dict()
+
+    def feedback(self, turn_id: Annotated[str, Field(description="the turn_id ask_expert returned",
+                                                     min_length=1, max_length=64)],
+                 rating: Literal["up", "down"],
+                 comment: Annotated[str | None, Field(max_length=2000)] = None) -> dict[str, Any]:
+        """Vote on an expert's answer (up or down, with an optional comment); voting again replaces the
+        vote. Down votes feed the KG's gap report."""
+        from ..experts.feedback import FeedbackService
+        with self.ws.lock:
+            return FeedbackService(self.ws).give(turn_id, rating, comment).to_dict()
 
     def memory_add(self, content: Text, tags: list[str] | None = None) -> dict[str, Any]:
         """Remember something (a fact, a preference): stored in the agent memory and linked into the

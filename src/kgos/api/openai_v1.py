@@ -28,7 +28,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ExpertNotFound, InvalidArgument, KGOSError
 from ..experts import ExpertService
-from ..experts.chat import MAX_QUERY_CHARS, ExpertChat, Turn
+from ..experts.chat import MAX_QUERY_CHARS, ExpertChat, Turn, new_turn_id
+from ..experts.feedback import FeedbackService
 from .errors import RESPONSES
 from .models import ErrorBody
 from .runtime import Runtime
@@ -192,6 +193,35 @@ async def chat_completions(request: Request) -> Any:
     return completion(answer, req.model)
 
 
+class CompletionFeedback(BaseModel):
+    """A vote on a completion: its ``id`` (``chatcmpl-turn_...``), ``up`` or ``down``, a comment."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(max_length=64)
+    rating: Literal["up", "down"]
+    comment: str | None = Field(default=None, max_length=2_000)
+
+
+@router.post("/feedback", summary="Thumbs up or down on a completion (a KG-OS extension)")
+async def completion_feedback(request: Request) -> Any:
+    """Keyed by the completion id; the vote lands on the expert turn it answered (``/api/feedback``)."""
+    try:
+        body = CompletionFeedback.model_validate(await request.json())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return OpenAIError(400, "the request body is not valid JSON").response()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        return OpenAIError(400, f"{'.'.join(map(str, err['loc'])) or 'body'}: {err['msg']}",
+                           param=str(err["loc"][0]) if err["loc"] else None).response()
+    rt: Runtime = request.app.state.runtime
+    try:
+        with rt.lock:
+            fb = FeedbackService(rt.workspace).give(body.id, body.rating, body.comment)
+    except KGOSError as exc:
+        return from_library(exc).response()
+    return {"object": "chat.completion.feedback", "id": body.id, **fb.to_dict()}
+
+
 def _start(rt: Runtime, req: CompletionRequest, question: str,
            history: list[dict[str, str]]) -> tuple[ExpertChat, Turn]:
     provider = rt.provider()
@@ -205,12 +235,13 @@ def _start(rt: Runtime, req: CompletionRequest, question: str,
 
 def extra(answer: TurnAnswer) -> dict[str, Any]:
     """The ``kgos`` field: what the answer was grounded on and whether its citations hold."""
-    return {"conversation_id": answer.conversation_id, "message_id": answer.message_id, "intent": answer.intent,
+    return {"conversation_id": answer.conversation_id, "message_id": answer.message_id, "turn_id": answer.turn_id,
+            "intent": answer.intent,
             "sources": answer.sources, "citations": answer.citations, "error": answer.error}
 
 
 def completion(answer: TurnAnswer, model: str) -> dict[str, Any]:
-    return {"id": _completion_id(answer.conversation_id), "object": "chat.completion", "created": int(time.time()),
+    return {"id": _completion_id(answer.turn_id), "object": "chat.completion", "created": int(time.time()),
             "model": model, "system_fingerprint": OWNER,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.answer},
                          "finish_reason": "stop", "logprobs": None}],
@@ -218,7 +249,7 @@ def completion(answer: TurnAnswer, model: str) -> dict[str, Any]:
 
 
 async def _chunks(engine: ExpertChat, turn: Turn, model: str) -> AsyncIterator[str]:
-    cid, created = _completion_id(turn.conversation_id), int(time.time())
+    cid, created = _completion_id(turn.turn_id), int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
         doc = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -241,8 +272,9 @@ async def _chunks(engine: ExpertChat, turn: Turn, model: str) -> AsyncIterator[s
     yield "data: [DONE]\n\n"
 
 
-def _completion_id(conversation_id: str) -> str:
-    return f"chatcmpl-{conversation_id.removeprefix('conv_')}-{time.time_ns() % 10**9:09d}"
+def _completion_id(turn_id: str | None) -> str:
+    """The turn's id behind OpenAI's prefix, so ``POST /v1/feedback`` can be keyed by the completion id."""
+    return f"chatcmpl-{turn_id or new_turn_id()}"
 
 
 def _epoch(stamp: str | None) -> int:

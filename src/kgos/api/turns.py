@@ -41,10 +41,12 @@ class TurnAnswer:
     message_id: str | None = None
     error: str | None = None
     error_status: int = 502
+    turn_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {"conversation_id": self.conversation_id, "answer": self.answer, "sources": self.sources,
-             "citations": self.citations, "intent": self.intent, "message_id": self.message_id}
+             "citations": self.citations, "intent": self.intent, "message_id": self.message_id,
+             "turn_id": self.turn_id}
         return {**d, "error": self.error} if self.error else d
 
 
@@ -66,7 +68,7 @@ def collect(events: Iterable[dict[str, Any]], turn: Turn) -> TurnAnswer:
             done = e
     return TurnAnswer(turn.conversation_id, "".join(text), sources, done.get("citations") or {},
                       turn.context.intent, done.get("message_id"), error.get("content"),
-                      error.get("status", 502))
+                      error.get("status", 502), turn.turn_id)
 
 
 def ask(ws: Workspace, provider: ChatProvider, expert: str, question: str, *, conversation_id: str | None = None,

@@ -296,7 +296,8 @@ def _turn(engine: Any, o: Any, expert_id: str, query: str, conversation_id: str 
         elif kind == "done":
             done = event
     if o.json:
-        o.emit({"conversation_id": turn.conversation_id, "answer": "".join(answer), "error": error,
+        o.emit({"conversation_id": turn.conversation_id, "turn_id": turn.turn_id, "answer": "".join(answer),
+                "error": error,
                 "sources": [n.to_dict() for n in turn.context.nodes], "citations": done.get("citations")})
     else:
         click.echo()
@@ -311,6 +312,8 @@ def _report(o: Any, done: dict[str, Any], cid: str) -> None:
         o.err.print(f"[yellow]unknown citations:[/] {escape(', '.join(unknown))}")
     if done.get("saved") is not False:
         click.echo(f"conversation {cid} (continue with --conversation {cid})", err=True)
+        if done.get("turn_id"):
+            click.echo(f"rate this answer: kgos feedback {done['turn_id']} up|down", err=True)
 
 
 def _report_failure(done: dict[str, Any], error: str | None, cid: str) -> None:
@@ -321,3 +324,36 @@ def _report_failure(done: dict[str, Any], error: str | None, cid: str) -> None:
         click.echo("Error: this turn could not be saved to the conversation (see the log above)", err=True)
     elif error:
         click.echo(f"your question is saved in conversation {cid}; ask again with --conversation {cid}", err=True)
+
+
+# -- feedback ---------------------------------------------------------------------------------------------
+@cli.command("feedback")
+@click.argument("turn_id", required=False)
+@click.argument("rating", required=False, type=click.Choice(["up", "down"]))
+@click.option("--comment", help="Why (kept with the vote; secrets are redacted).")
+@click.option("--list", "list_", is_flag=True, help="List votes instead (newest first).")
+@click.option("--expert", "expert_id", help="With --list: only this expert's turns.")
+@click.option("--rating", "only", type=click.Choice(["up", "down"]), help="With --list: only these votes.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000))
+@output_options
+@click.pass_context
+def feedback(ctx: click.Context, turn_id: str | None, rating: str | None, comment: str | None, list_: bool,
+             expert_id: str | None, only: str | None, limit: int, json_: bool, plain_: bool) -> None:
+    """Vote on an expert's answer: TURN_ID up|down (the turn id a chat prints, or a /v1 completion id).
+    Voting again replaces the vote. With --list, show the votes and their counts."""
+    from ..experts.feedback import FeedbackService
+    svc, o = FeedbackService(workspace(ctx)), out(ctx, json_, plain_)
+    if list_:
+        rows = svc.list(expert_id, only, limit)
+        doc = {"feedback": rows, "summary": svc.summary(expert_id).to_dict()}
+        cells = [(f.turn_id, f.expert_id, f.rating, f.updated_at, f.query, f.comment) for f in rows]
+        o.emit(doc, lambda c: c.print(table(f"Feedback ({doc['summary']['up']} up, {doc['summary']['down']} down)",
+                                            ["turn", "expert", "rating", "when", "question", "comment"], cells)),
+               lambda: cells, columns=("turn_id", "expert_id", "rating", "updated_at", "query", "comment"))
+        return
+    if not turn_id or not rating:
+        raise click.UsageError("give TURN_ID and up|down (or --list)")
+    fb = svc.give(turn_id, rating, comment)
+    o.emit(fb, lambda c: c.print(f"Recorded [bold]{fb.rating}[/] for {escape(fb.turn_id)} "
+                                 f"(expert {escape(fb.expert_id)})"),
+           lambda: [(fb.turn_id, fb.rating, fb.revisions)], columns=("turn_id", "rating", "revisions"))

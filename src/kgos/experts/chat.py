@@ -19,6 +19,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,12 @@ class Turn:
     history: tuple[Message, ...]
     context: TurnContext
     provider: ChatProvider
+    #: the public name of this question and its answer (feedback is keyed by it; /v1 ids carry it)
+    turn_id: str = field(default_factory=lambda: new_turn_id())
+
+
+def new_turn_id() -> str:
+    return f"turn_{uuid.uuid4().hex[:20]}"
 
 
 @dataclass
@@ -142,14 +149,14 @@ class ExpertChat:
         """The SSE events of the turn. Persists in ``finally``, so a closed generator still saves."""
         cancel = cancel or threading.Event()
         ctx, answer = turn.context, _Answer()
-        yield {"type": "conversation_start", "conversation_id": turn.conversation_id}
+        yield {"type": "conversation_start", "conversation_id": turn.conversation_id, "turn_id": turn.turn_id}
         yield {"type": "injection_meta", "memories": bool(ctx.recalled or ctx.memory), "skills": bool(ctx.skills),
                "kg_nodes": len(ctx.nodes)}
         # edges and plan are additions to spec/000's sources event: the trace's "edges followed" and
         # "composition plan" (clients that read only ``nodes`` are unaffected)
         yield {"type": "sources", "nodes": [n.to_dict() for n in ctx.nodes], "edges": [e.to_dict() for e in ctx.edges],
                "plan": [s.to_dict() for s in ctx.plan], "plan_warnings": list(ctx.plan_warnings)}
-        done: dict[str, Any] = {"type": "done", "conversation_id": turn.conversation_id}
+        done: dict[str, Any] = {"type": "done", "conversation_id": turn.conversation_id, "turn_id": turn.turn_id}
         try:
             yield from self._infer(turn, answer, cancel)
         except GeneratorExit:
@@ -208,7 +215,8 @@ class ExpertChat:
             with self.lock:
                 # API keys pasted into a chat are not kept in the transcript (nor, via memory, anywhere).
                 ids = self.experts.store.add_messages(turn.conversation_id, [
-                    ("user", redact_secrets(turn.query), {}), ("assistant", redact_secrets(text), meta)])
+                    ("user", redact_secrets(turn.query), {}), ("assistant", redact_secrets(text), meta)],
+                    turn_id=turn.turn_id)
                 self._remember(turn)
         except (KGOSError, sqlite3.Error) as exc:
             log.error("could not save conversation %s: %s", turn.conversation_id, exc)

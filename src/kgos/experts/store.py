@@ -65,9 +65,12 @@ class StoredMessage:
     content: str
     timestamp: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    turn_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "role": self.role, "content": self.content, "timestamp": self.timestamp}
+        if self.turn_id:
+            d["turn_id"] = self.turn_id
         if self.metadata:
             d["metadata"] = self.metadata
         return d
@@ -172,9 +175,9 @@ class ExpertStore:
         return Conversation(*row, messages=found)
 
     def _messages(self, conversation_id: str) -> tuple[StoredMessage, ...]:
-        rows = self.conn.execute("SELECT id, role, content, created_at, metadata FROM messages "
+        rows = self.conn.execute("SELECT id, role, content, created_at, metadata, turn_id FROM messages "
                                  "WHERE conversation_id = ? ORDER BY id", (conversation_id,))
-        return tuple(StoredMessage(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows)
+        return tuple(StoredMessage(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5]) for r in rows)
 
     def conversations(self, expert_id: str, limit: int, offset: int) -> tuple[list[Conversation], int]:
         total = self.conn.execute("SELECT count(*) FROM conversations WHERE expert_id = ?", (expert_id,)).fetchone()[0]
@@ -197,16 +200,17 @@ class ExpertStore:
             conn.execute("INSERT INTO conversations VALUES (?, ?, ?, ?, 0, '')", (cid, expert_id, stamp, stamp))
         return cid, True
 
-    def add_messages(self, conversation_id: str, messages: list[tuple[str, str, Mapping[str, Any]]]) -> list[int]:
-        """Append (role, content, metadata) rows in one transaction; returns their ids."""
+    def add_messages(self, conversation_id: str, messages: list[tuple[str, str, Mapping[str, Any]]],
+                     turn_id: str | None = None) -> list[int]:
+        """Append (role, content, metadata) rows in one transaction, all of one turn; returns their ids."""
         stamp, ids = now_iso(), []
         with self.transaction() as conn:
             for role, content, metadata in messages:
                 if role not in ROLES:
                     raise InvalidArgument(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-                cur = conn.execute("INSERT INTO messages (conversation_id, role, content, metadata, created_at) "
-                                   "VALUES (?, ?, ?, ?, ?)", (conversation_id, role, content,
-                                                              _dumps(dict(metadata)), stamp))
+                cur = conn.execute("INSERT INTO messages (conversation_id, role, content, metadata, created_at, "
+                                   "turn_id) VALUES (?, ?, ?, ?, ?, ?)",
+                                   (conversation_id, role, content, _dumps(dict(metadata)), stamp, turn_id))
                 ids.append(int(cur.lastrowid or 0))
             first_user = next((c for r, c, _ in messages if r == "user"), "")
             conn.execute("UPDATE conversations SET last_message_at = ?, message_count = message_count + ?, "

@@ -121,6 +121,26 @@ CREATE TABLE messages (
   created_at TEXT NOT NULL
 );
 CREATE INDEX messages_conversation ON messages(conversation_id, id);"""),
+    # Feedback on expert turns (spec/000 section 14): a turn is the pair of messages one question made,
+    # named by a public turn_id (the /v1 completion id carries it); one vote per turn, the latest wins,
+    # with a snapshot of the turn's retrieval metadata so a later change of the expert cannot rewrite it.
+    ("005_feedback", """
+ALTER TABLE messages ADD COLUMN turn_id TEXT;
+CREATE INDEX messages_turn ON messages(turn_id);
+CREATE TABLE feedback (
+  turn_id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  expert_id TEXT NOT NULL,
+  rating INTEGER NOT NULL CHECK (rating IN (-1, 1)),
+  comment TEXT NOT NULL DEFAULT '',
+  query TEXT NOT NULL DEFAULT '',
+  retrieval TEXT NOT NULL DEFAULT '{}',
+  revisions INTEGER NOT NULL DEFAULT 1,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX feedback_expert ON feedback(expert_id, updated_at);
+CREATE INDEX feedback_conversation ON feedback(conversation_id, updated_at);"""),
 ]
 
 
