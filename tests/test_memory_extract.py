@@ -90,6 +90,15 @@ def test_work_patterns_weight_09():
     assert (U, "works_on", "project", "Milton", 0.9) in rels("Developing Milton this month")
 
 
+def test_first_person_work_takes_a_one_word_lowercase_name():
+    assert rels("I'm developing quokkadb") == {(U, "works_on", "project", "Quokkadb", 0.9)}
+    assert rels("I am building zebrafish") == {(U, "works_on", "project", "Zebrafish", 0.9)}
+    assert (U, "works_on", "project", "Quokkadb", 0.9) in rels("I have been developing quokkadb for a year")
+    assert ("Zebrafish", "uses", "tool", "Rust", 0.8) in rels("We're currently developing zebrafish using Rust")
+    # without a first-person subject, or with more than one lowercase word, it stays prose
+    assert rels("developing quokkadb is fun") == set() and rels("I am building up speed slowly") == set()
+
+
 def test_work_precision():
     assert rels("developing countries grow. working on it. working on improving tests. The building is old.") == set()
 

@@ -11,6 +11,7 @@ and weights:
 | preference  | "I prefer / like / enjoy X" (also "love")           | user --[prefers]--> X        | 1.0    |
 | decision    | "decided to X", "choosing X", "going with X"        | user --[decided]--> decision | 1.0    |
 | work        | "working on / building / developing X"              | user --[works_on]--> project | 0.9    |
+| work        | "I'm / we're / I've been building X" (one word)     | user --[works_on]--> project | 0.9    |
 | usage       | "using X", "with X", "via X"                        | user --[uses]--> tool        | 0.8    |
 | usage       | "I (always) use X" (spec's "strong implication")    | user --[uses]--> tool        | 0.9    |
 | context     | project and tool in one sentence                    | project --[uses]--> tool     | 0.7    |
@@ -349,14 +350,24 @@ def _has_name(phrase: str) -> bool:
 _WORK_RE = re.compile(r"\b(working\s+on|work\s+on|building|developing)\s+", re.IGNORECASE)
 
 
+# "I'm / I am / we're / I've been (currently) building X": the speaker names their own work, so a
+# one-word lowercase name counts ("I'm developing quokkadb"), where bare "developing countries" does not.
+_FIRST_PERSON_RE = re.compile(
+    r"\b(?:I(?:'m|’m|\s+am|\s+was|'ve\s+been|’ve\s+been|\s+have\s+been|\s+had\s+been)|"
+    r"we(?:'re|’re|\s+are|\s+were|'ve\s+been|’ve\s+been|\s+have\s+been))\s+"
+    r"(?:(?:currently|now|still|also|actively|mostly|really|just|slowly)\s+)?$", re.IGNORECASE)
+
+
 def work(sentence: str) -> list[Relation]:
     """"working on / building / developing X" -> project X, user --[works_on]--> X (0.9)."""
     out = []
     for m, tail in _after(_WORK_RE, sentence):
         cue = m.group(1).lower().split()[0]
         determined = tail.split(" ", 1)[0].lower() in DETERMINERS
+        own = bool(_FIRST_PERSON_RE.search(sentence[max(0, m.start() - 40):m.start()]))
         for i, phrase in _items(tail, _project_phrase):
-            if cue in ("building", "developing") and not (determined or name_like(phrase)):
+            one_word = own and not i and " " not in phrase
+            if cue in ("building", "developing") and not (determined or name_like(phrase) or one_word):
                 break
             if i and not name_like(phrase):
                 break
