@@ -156,3 +156,47 @@ def test_rebuild_is_deterministic_only_and_reports_dropped_llm_edges(ws):
     report = mem.rebuild(dry_run=True)
     # the note names Meshalyzer without a project cue, so both edges exist only thanks to the LLM
     assert (report.edges_before, report.llm_edges_dropped, report.edges) == (2, 2, 0)
+
+
+def _openai_events(text: str) -> list[bytes]:
+    from llm_fake_servers import sse
+    return [sse({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}),
+            sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), sse("[DONE]")]
+
+
+def test_cli_enrichment_reaches_the_named_provider(tmp_path, monkeypatch):
+    """`kgos memory add` with enrichment on asks the provider KGOS_MEMORY_LLM_PROVIDER names (it made no
+    request at all before: the CLI never gave the service a provider)."""
+    from click.testing import CliRunner
+    from llm_fake_servers import FakeServer, stream_script
+
+    from kgos.cli import cli
+    server = FakeServer().start()
+    server.script = stream_script(_openai_events(json.dumps(GOOD)))
+    try:
+        monkeypatch.setenv("KGOS_OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("KGOS_MEMORY_LLM_ENRICH", "true")
+        monkeypatch.setenv("KGOS_MEMORY_LLM_PROVIDER", "openai:tiny-model")
+        home = str(tmp_path / "home")
+        r = CliRunner().invoke(cli, ["--home", home, "memory", "add", NOTE, "--json"])
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["llm"] == "ok" and len(server.requests) == 1
+        assert server.requests[0].body["model"] == "tiny-model"
+        off = CliRunner().invoke(cli, ["--home", home, "memory", "add", NOTE, "--no-llm", "--json"])
+        assert json.loads(off.stdout)["llm"] == "off" and len(server.requests) == 1
+        monkeypatch.delenv("KGOS_MEMORY_LLM_PROVIDER")
+        named = CliRunner().invoke(cli, ["--home", home, "memory", "add", NOTE, "--provider", "openai:other",
+                                         "--json"])
+        assert json.loads(named.stdout)["llm"] == "ok" and server.requests[-1].body["model"] == "other"
+    finally:
+        server.stop()
+
+
+def test_enrichment_with_only_the_offline_default_is_no_provider(ws, monkeypatch):
+    monkeypatch.delenv("KGOS_LLM_PROVIDER", raising=False)
+    monkeypatch.delenv("KGOS_OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert MemoryService(ws, config=MemoryConfig(llm_enrich=True)).add(NOTE).llm == "no provider"
+    unconfigured = MemoryService(ws, config=MemoryConfig(llm_enrich=True, llm_provider="anthropic"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert unconfigured.add(NOTE).llm == "no provider"

@@ -39,15 +39,22 @@ def memory_group(ctx: click.Context, db_id: str | None) -> None:
 @click.option("--expert", "expert_id", help="The expert this memory belongs to.")
 @click.option("--conversation", "conversation_id", help="The conversation this memory comes from.")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="A metadata entry (repeatable).")
+@click.option("--llm/--no-llm", "enrich", default=None,
+              help="LLM enrichment for this memory (default: $KGOS_MEMORY_LLM_ENRICH, off).")
+@click.option("--provider", metavar="SPEC", help="The enrichment provider, e.g. openai:gpt-4o-mini (default: "
+                                                 "$KGOS_MEMORY_LLM_PROVIDER, else the chat default).")
 @output_options
 @click.pass_context
 def add(ctx: click.Context, text: str, tags: tuple[str, ...], expert_id: str | None, conversation_id: str | None,
-        meta: tuple[str, ...], json_: bool, plain_: bool) -> None:
+        meta: tuple[str, ...], enrich: bool | None, provider: str | None, json_: bool, plain_: bool) -> None:
     """Remember TEXT ('-' reads standard input) and extract entities and relationships from it."""
     if text == "-":
         text = sys.stdin.read()
-    r = service(ctx).add(text, tags, expert_id=expert_id, conversation_id=conversation_id,
-                         metadata=_meta(meta))
+    svc = service(ctx)
+    if provider:
+        svc.config = svc.config.with_(llm_provider=provider)
+    r = svc.add(text, tags, expert_id=expert_id, conversation_id=conversation_id, metadata=_meta(meta),
+                enrich=enrich)
     out(ctx, json_, plain_).emit(r, lambda c: _print_added(c, r),
                                  lambda: [(r.id, r.memory.kg_status, len(r.entities), len(r.relations))], columns=("id", "kg_status", "entities", "relations"))
 

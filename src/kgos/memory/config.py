@@ -9,6 +9,7 @@ spec/002 names them ``MILTON_KG_*``; KG-OS reads ``KGOS_MEMORY_*``:
 | ``KGOS_MEMORY_LLM_ENRICH``            | false    | ``MILTON_KG_LLM_ENRICH_ENABLED``           |
 | ``KGOS_MEMORY_LLM_ENRICH_MAX_EDGES``  | 10       | ``MILTON_KG_LLM_ENRICH_MAX_EDGES``         |
 | ``KGOS_MEMORY_LLM_TIMEOUT``           | 20       | (seconds per enrichment call)              |
+| ``KGOS_MEMORY_LLM_PROVIDER``          | (chat's) | (provider spec for enrichment, e.g. ``openai:gpt-4o-mini``; default: the chat default, ``KGOS_LLM_PROVIDER``) |
 | ``KGOS_MEMORY_CONTEXT_ENABLED``       | true     | ``MILTON_KG_CONTEXT_ENABLED``              |
 | ``KGOS_MEMORY_CONTEXT_MAX_EDGES``     | 20       | ``MILTON_KG_CONTEXT_MAX_EDGES``            |
 | ``KGOS_MEMORY_CONTEXT_MAX_CHARS``     | 1500     | ``MILTON_KG_CONTEXT_MAX_CHARS``            |
@@ -30,6 +31,7 @@ _ENV = {
     "llm_enrich": "KGOS_MEMORY_LLM_ENRICH",
     "llm_max_edges": "KGOS_MEMORY_LLM_ENRICH_MAX_EDGES",
     "llm_timeout": "KGOS_MEMORY_LLM_TIMEOUT",
+    "llm_provider": "KGOS_MEMORY_LLM_PROVIDER",
     "context_enabled": "KGOS_MEMORY_CONTEXT_ENABLED",
     "context_max_edges": "KGOS_MEMORY_CONTEXT_MAX_EDGES",
     "context_max_chars": "KGOS_MEMORY_CONTEXT_MAX_CHARS",
@@ -49,6 +51,7 @@ class MemoryConfig:
     llm_max_edges: int = 10
     llm_min_weight: float = 0.5
     llm_timeout: float = 20.0
+    llm_provider: str | None = None      # a provider spec; None: the chat default (never the offline composer)
     context_enabled: bool = True
     context_max_edges: int = 20
     context_max_chars: int = 1500

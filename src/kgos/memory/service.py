@@ -178,6 +178,21 @@ class MemoryService:
     def _writer(self, store: NativeStore | None = None) -> GraphWriter:
         return GraphWriter(store or self._store(), self.config.evidence_cap, self.alias_table.accepted_map())
 
+    def _enrichment_provider(self) -> tuple[ChatProvider | None, str]:
+        """The provider given, else the one ``llm_provider`` (or the chat default) names. The offline
+        composer cannot extract, so it counts as none; a provider that is not configured is reported."""
+        if self.provider is not None:
+            return self.provider, ""
+        from ..llm.registry import default_spec, get_provider, parse_spec
+        spec = self.config.llm_provider or default_spec()
+        if parse_spec(spec)[0] == "offline":
+            return None, "no chat provider is configured (set KGOS_MEMORY_LLM_PROVIDER or KGOS_LLM_PROVIDER)"
+        try:
+            self.provider = get_provider(spec, timeout=self.config.llm_timeout)
+        except KGOSError as exc:
+            return None, f"the provider {spec!r} cannot be used: {exc}"
+        return self.provider, ""
+
     # -- writing (stage 8) ------------------------------------------------------------------------------
     def add(self, content: Any, tags: Iterable[str] | str | None = (), *, expert_id: str | None = None,
             conversation_id: str | None = None, metadata: Mapping[str, Any] | None = None,
@@ -221,10 +236,11 @@ class MemoryService:
         return AddResult(self.items.get(memory.id), extraction.entities, extraction.relations, llm)
 
     def _llm(self, memory: Memory, extraction: Extraction, about_user: bool) -> tuple[Extraction, str]:
-        if self.provider is None:
-            log.info("LLM enrichment is on but no chat provider was given; deterministic extraction only")
+        provider, why = self._enrichment_provider()
+        if provider is None:
+            log.info("LLM enrichment is on but %s; deterministic extraction only", why)
             return extraction, "no provider"
-        enricher = LLMEnricher(self.provider, self.config.llm_max_edges, self.config.llm_min_weight,
+        enricher = LLMEnricher(provider, self.config.llm_max_edges, self.config.llm_min_weight,
                                self.config.llm_timeout)
         result = enricher.enrich(memory.content, extraction)
         self.items.bump("llm_calls")
