@@ -14,14 +14,16 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..experts import ExpertConfig, ExpertService
 from ..experts.chat import MAX_QUERY_CHARS, ExpertChat, Turn
 from ..experts.feedback import MAX_COMMENT_CHARS, TURN_RE, FeedbackService
+from ..experts.gaps import GapDetector
 from ..experts.playbooks import PlaybookLibrary, split_sections
 from ..experts.store import ID_RE
+from ..kg.workspace import check_db_id
 from ..llm.base import ProviderError
 from .runtime import Runtime, runtime
 from .turns import sse_frame, stream_events
@@ -255,3 +257,21 @@ def list_feedback(rt: RT, expert_id: Annotated[str | None, Query(pattern=ID_RE.p
 def get_feedback(turn_id: Annotated[str, Path(pattern=TURN_RE.pattern)], rt: RT) -> dict[str, Any]:
     with rt.lock:
         return FeedbackService(rt.workspace).get(turn_id).to_dict()
+
+
+# -- gaps ---------------------------------------------------------------------------------------------
+GapKg = Annotated[str, Path(description="The KG's db_id", examples=["demo"]), AfterValidator(check_db_id)]
+
+
+@router.get("/api/gaps/{db_id}", tags=["feedback"], summary="The KG's gap report (nothing written)")
+def gap_report(db_id: GapKg, rt: RT, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict[str, Any]:
+    """Failures of the experts over this KG (thumbs down, answers that found nothing, questions off the
+    KG), their cause and topic, and the suggested nodes; GET writes nothing."""
+    with rt.lock:
+        return GapDetector(rt.workspace).report(db_id, limit=limit, propose=False).to_dict()
+
+
+@router.post("/api/gaps/{db_id}", tags=["feedback"], summary="Gap report; suggested nodes go to the review queue")
+def propose_gaps(db_id: GapKg, rt: RT, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict[str, Any]:
+    with rt.lock:
+        return GapDetector(rt.workspace).report(db_id, limit=limit, propose=True).to_dict()

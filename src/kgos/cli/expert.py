@@ -357,3 +357,30 @@ def feedback(ctx: click.Context, turn_id: str | None, rating: str | None, commen
     o.emit(fb, lambda c: c.print(f"Recorded [bold]{fb.rating}[/] for {escape(fb.turn_id)} "
                                  f"(expert {escape(fb.expert_id)})"),
            lambda: [(fb.turn_id, fb.rating, fb.revisions)], columns=("turn_id", "rating", "revisions"))
+
+
+@cli.command("gaps")
+@click.argument("db_id")
+@click.option("--limit", default=200, show_default=True, type=click.IntRange(1, 1000), help="Failures to report.")
+@click.option("--dry-run", is_flag=True, help="Report only: do not put the suggested nodes in the review queue.")
+@output_options
+@click.pass_context
+def gaps(ctx: click.Context, db_id: str, limit: int, dry_run: bool, json_: bool, plain_: bool) -> None:
+    """What DB_ID's experts failed to answer, and why: thumbs-down turns, answers that found nothing, and
+    questions off the KG, clustered by topic. Missing nodes become proposals (kgos predict list DB_ID)."""
+    from ..experts.gaps import GapDetector
+    r = GapDetector(workspace(ctx)).report(db_id, limit=limit, propose=not dry_run)
+    rows = [(f.topic, f.cause, ",".join(f.reasons), f.query) for f in r.failures]
+    out(ctx, json_, plain_).emit(r, lambda c: _print_gaps(c, r), lambda: rows,
+                                 columns=("topic", "cause", "reasons", "query"))
+
+
+def _print_gaps(c: Console, r: Any) -> None:
+    c.print(f"[bold]{escape(r.kg)}[/]: {len(r.failures)} failure(s) in {r.turns} turn(s) — "
+            + (", ".join(f"{n} {k.replace('_', ' ')}" for k, n in r.causes().items()) or "none"))
+    if r.failures:
+        c.print(table("Topics", ["topic", "label", "failures", "cause", "example"],
+                      [(t.id, t.label, t.failures, t.cause, t.queries[0]) for t in r.topics]))
+    for s in r.suggestions:
+        queued = f" [dim](proposal {s.proposal_id})[/]" if s.proposal_id else ""
+        c.print(f"- {escape(s.text)}{queued}")
