@@ -30,6 +30,7 @@ from ..memory.pii import redact_secrets
 from .citations import check_citations
 from .config import Expert
 from .context import TurnContext, assemble_prompt, retrieve
+from .learning import learn
 from .playbooks import PlaybookLibrary
 from .service import ExpertService
 from .tools import ToolOutcome, run_tool, tool_specs
@@ -218,11 +219,27 @@ class ExpertChat:
                     ("user", redact_secrets(turn.query), {}), ("assistant", redact_secrets(text), meta)],
                     turn_id=turn.turn_id)
                 self._remember(turn)
+                learned = self._learn(turn)
         except (KGOSError, sqlite3.Error) as exc:
             log.error("could not save conversation %s: %s", turn.conversation_id, exc)
             return {"citations": report.to_dict(), "saved": False}
         return {"message_id": ids[-1], "citations": report.to_dict(), "unknown_citations": list(report.unknown),
-                "interrupted": answer.interrupted}
+                "interrupted": answer.interrupted, "learned": learned}
+
+    def _learn(self, turn: Turn) -> list[dict[str, Any]]:
+        """What the user stated that the expert's KGs lack, proposed for review; never fails a turn."""
+        if not turn.expert.config.learn_from_conversations:
+            return []
+        evidence = {"turn_id": turn.turn_id, "conversation_id": turn.conversation_id, "expert_id": turn.expert.id}
+        out: list[dict[str, Any]] = []
+        for db_id in turn.expert.config.kgs:
+            try:
+                report = learn(self.ws.kg(db_id), turn.query, evidence)
+            except Exception as exc:  # noqa: BLE001 - learning is a side effect: it never fails a saved turn
+                log.warning("turn saved, but nothing learned from it in %s: %s: %s", db_id, type(exc).__name__, exc)
+                continue
+            out += [{"kg": db_id, **x.to_dict()} for x in report.learned]
+        return out
 
     def _remember(self, turn: Turn) -> None:
         if not self.use_memory:

@@ -111,6 +111,8 @@ class ExpertConfig(_Strict):
     playbook_skills: PlaybookNames = Field(default_factory=list)
     custom_goal_mappings: dict[str, GoalMapping] = Field(default_factory=dict)
     tools: bool = True  # may the model call KG-OS methods as functions (providers that support it)
+    # propose what users state in a chat ("X requires Y") to the KGs' review queue (docs/learning.md)
+    learn_from_conversations: bool = True
 
     @field_validator("name")
     @classmethod
