@@ -131,6 +131,18 @@ class TurnNotFound(KGOSError, LookupError):
     status = 404
 
 
+class ABTestNotFound(KGOSError, LookupError):
+    """No A/B test with that id."""
+
+    status = 404
+
+
+class ABTestConflict(KGOSError):
+    """An A/B test that cannot start or stop: the expert already runs one, the id is taken, or it stopped."""
+
+    status = 409
+
+
 class RateLimited(KGOSError):
     """Too many requests of one kind in a short time (for example feedback on one conversation)."""
 

@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..experts import ExpertConfig, ExpertService
+from ..experts.ab import ABService
 from ..experts.chat import MAX_QUERY_CHARS, ExpertChat, Turn
 from ..experts.feedback import MAX_COMMENT_CHARS, TURN_RE, FeedbackService
 from ..experts.gaps import GapDetector
@@ -275,3 +276,46 @@ def gap_report(db_id: GapKg, rt: RT, limit: Annotated[int, Query(ge=1, le=1000)]
 def propose_gaps(db_id: GapKg, rt: RT, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict[str, Any]:
     with rt.lock:
         return GapDetector(rt.workspace).report(db_id, limit=limit, propose=True).to_dict()
+
+
+# -- A/B tests ----------------------------------------------------------------------------------------
+class VariantIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="a JSON merge patch of the expert config")
+    weight: float = Field(1.0, gt=0, le=1000)
+
+
+class ABCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    variants: list[VariantIn] = Field(min_length=2, max_length=8)
+    id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    min_votes: int = Field(30, ge=1, le=1_000_000)
+
+
+TestId = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="A/B test id")]
+
+
+@router.post("/api/experts/{expert_id}/ab", status_code=201, tags=["ab-tests"], summary="Start an A/B test")
+def create_ab(expert_id: ExpertId, body: ABCreate, rt: RT) -> dict[str, Any]:
+    with rt.lock:
+        return ABService(rt.workspace).create(expert_id, [v.model_dump() for v in body.variants], test_id=body.id,
+                                              min_votes=body.min_votes).to_dict()
+
+
+@router.get("/api/ab", tags=["ab-tests"], summary="List A/B tests")
+def list_ab(rt: RT, expert_id: Annotated[str | None, Query(pattern=ID_RE.pattern)] = None) -> dict[str, Any]:
+    with rt.lock:
+        return {"tests": [t.to_dict() for t in ABService(rt.workspace).list(expert_id)]}
+
+
+@router.get("/api/ab/{test_id}", tags=["ab-tests"], summary="An A/B test's report: per-variant figures and decision")
+def ab_report(test_id: TestId, rt: RT) -> dict[str, Any]:
+    with rt.lock:
+        return ABService(rt.workspace).report(test_id).to_dict()
+
+
+@router.post("/api/ab/{test_id}/stop", tags=["ab-tests"], summary="Stop an A/B test")
+def stop_ab(test_id: TestId, rt: RT) -> dict[str, Any]:
+    with rt.lock:
+        return ABService(rt.workspace).stop(test_id).to_dict()

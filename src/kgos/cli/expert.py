@@ -384,3 +384,104 @@ def _print_gaps(c: Console, r: Any) -> None:
     for s in r.suggestions:
         queued = f" [dim](proposal {s.proposal_id})[/]" if s.proposal_id else ""
         c.print(f"- {escape(s.text)}{queued}")
+
+
+# -- A/B tests --------------------------------------------------------------------------------------------
+@expert_group.group("ab")
+def ab_group() -> None:
+    """A/B tests of an expert's config: variants served per conversation, compared on feedback."""
+
+
+def _ab(ctx: click.Context) -> Any:
+    from ..experts.ab import ABService
+    return ABService(workspace(ctx))
+
+
+def _variants(specs: tuple[str, ...], split: str | None) -> list[dict[str, Any]]:
+    out = []
+    for spec in specs:
+        name, sep, patch = spec.partition("=")
+        try:
+            overrides = json.loads(patch) if sep else {}
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"{spec!r}: the part after '=' must be a JSON object ({exc.msg})",
+                                     param_hint="--variant") from None
+        out.append({"name": name.strip(), "overrides": overrides})
+    if split:
+        parts = split.split(",")
+        if len(parts) != len(out):
+            raise click.BadParameter(f"give one weight per variant ({len(out)})", param_hint="--split")
+        try:
+            for v, w in zip(out, parts, strict=True):
+                v["weight"] = float(w)
+        except ValueError:
+            raise click.BadParameter(f"{split!r} is not a list of numbers", param_hint="--split") from None
+    return out
+
+
+@ab_group.command("create")
+@click.argument("expert_id")
+@click.option("--variant", "variants", multiple=True, required=True, metavar="NAME[=JSON]",
+              help='A variant: a name and a JSON merge patch of the config, e.g. '
+                   'text=\'{"retrieval": {"beta": 0.8}}\' (repeat; a bare NAME is the config as it is).')
+@click.option("--split", help="Traffic weights, one per variant (default: equal), e.g. 80,20.")
+@click.option("--min-votes", default=30, show_default=True, type=click.IntRange(1, 1_000_000),
+              help="Votes every variant needs before the report decides.")
+@click.option("--id", "test_id", help="The test's id (default: ab_<random>).")
+@output_options
+@click.pass_context
+def ab_create(ctx: click.Context, expert_id: str, variants: tuple[str, ...], split: str | None, min_votes: int,
+              test_id: str | None, json_: bool, plain_: bool) -> None:
+    """Start an A/B test of EXPERT_ID's config (one active test per expert)."""
+    t = _ab(ctx).create(expert_id, _variants(variants, split), test_id=test_id, min_votes=min_votes)
+    out(ctx, json_, plain_).emit(t, lambda c: c.print(f"Started A/B test [bold]{escape(t.id)}[/] of {escape(expert_id)}: "
+                                                      + ", ".join(escape(v.name) for v in t.variants)),
+                                 lambda: [(t.id, t.expert_id, len(t.variants))], columns=("id", "expert_id", "variants"))
+
+
+@ab_group.command("list")
+@click.argument("expert_id", required=False)
+@output_options
+@click.pass_context
+def ab_list(ctx: click.Context, expert_id: str | None, json_: bool, plain_: bool) -> None:
+    """List A/B tests (of one expert)."""
+    tests = _ab(ctx).list(expert_id)
+    rows = [(t.id, t.expert_id, t.status, ",".join(v.name for v in t.variants), t.created_at) for t in tests]
+    out(ctx, json_, plain_).emit({"tests": tests}, lambda c: c.print(table("A/B tests", ["id", "expert", "status",
+                                                                                        "variants", "created"], rows)),
+                                 lambda: rows, columns=("id", "expert_id", "status", "variants", "created_at"))
+
+
+@ab_group.command("report")
+@click.argument("test_id")
+@output_options
+@click.pass_context
+def ab_report(ctx: click.Context, test_id: str, json_: bool, plain_: bool) -> None:
+    """Per variant: turns, votes, positive rate with its 95% interval, feedback rate, citation use,
+    latency; and the decision."""
+    r = _ab(ctx).report(test_id)
+    rows = [(v.name, v.turns, v.votes, _pct(v.positive_rate), _interval(v.interval), _pct(v.feedback_rate),
+             _pct(v.citation_use), v.latency_p50_ms) for v in r.variants]
+    cols = ["variant", "turns", "votes", "positive", "95% interval", "feedback rate", "citation use", "p50 ms"]
+    out(ctx, json_, plain_).emit(r, lambda c: (c.print(table(f"A/B test {r.test.id} ({r.test.status})", cols, rows)),
+                                               c.print(escape(r.decision))),
+                                 lambda: rows, columns=tuple(c.replace(" ", "_") for c in cols))
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _interval(iv: tuple[float, float] | None) -> str:
+    return "-" if iv is None else f"{iv[0]:.1%}-{iv[1]:.1%}"
+
+
+@ab_group.command("stop")
+@click.argument("test_id")
+@output_options
+@click.pass_context
+def ab_stop(ctx: click.Context, test_id: str, json_: bool, plain_: bool) -> None:
+    """Stop an A/B test: new turns use the expert's own config again (the report stays)."""
+    t = _ab(ctx).stop(test_id)
+    out(ctx, json_, plain_).emit(t, lambda c: c.print(f"Stopped [bold]{escape(t.id)}[/]"),
+                                 lambda: [(t.id, t.status)], columns=("id", "status"))

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidArgument, KGNotFound, KGOSError
 from ..llm.base import ChatProvider, Message, ProviderError, ToolCall
 from ..memory.pii import redact_secrets
+from .ab import ABService
 from .citations import check_citations
 from .config import Expert
 from .context import TurnContext, assemble_prompt, retrieve
 from .learning import learn
 from .playbooks import PlaybookLibrary
 from .service import ExpertService
+from .store import check_id
 from .tools import ToolOutcome, run_tool, tool_specs
 
 if TYPE_CHECKING:
@@ -57,10 +60,16 @@ class Turn:
     provider: ChatProvider
     #: the public name of this question and its answer (feedback is keyed by it; /v1 ids carry it)
     turn_id: str = field(default_factory=lambda: new_turn_id())
+    variant: dict[str, str] | None = None  # {test, variant} when an A/B test chose the config
+    started: float = field(default_factory=time.monotonic)
 
 
 def new_turn_id() -> str:
     return f"turn_{uuid.uuid4().hex[:20]}"
+
+
+def new_conversation_id() -> str:
+    return f"conv_{uuid.uuid4().hex[:16]}"
 
 
 @dataclass
@@ -112,15 +121,29 @@ class ExpertChat:
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidArgument(f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}")
         given = check_history(history) if history is not None else None
+        started = time.monotonic()
         with self.lock:
             expert = self.experts.get(expert_id)
             self._check_kgs(expert)
+            # the id is chosen before retrieval: an A/B test picks the conversation's variant by it
+            cid = check_id(conversation_id, "conversation_id") if conversation_id else new_conversation_id()
+            expert, variant = self._variant(expert, cid)
             ctx = self._recall(retrieve(self.ws, expert.config, query.strip()), expert)
-            cid, _ = self.experts.store.open_conversation(expert.id, conversation_id)  # after what can fail
+            cid, _ = self.experts.store.open_conversation(expert.id, cid)  # after what can fail
             past = given if given is not None else self._stored_history(expert.id, cid)
         ctx = replace(ctx, skills=tuple(self.playbooks.relevant(query, expert.config.playbook_skills)))
         ctx = replace(ctx, system_prompt=assemble_prompt(expert.config, ctx))
-        return Turn(expert, cid, query.strip(), past, ctx, provider or self.provider)
+        return Turn(expert, cid, query.strip(), past, ctx, provider or self.provider, variant=variant,
+                    started=started)
+
+    def _variant(self, expert: Expert, cid: str) -> tuple[Expert, dict[str, str] | None]:
+        """The expert as the conversation's A/B variant configures it (itself when no test runs)."""
+        ab = ABService(self.ws)
+        test = ab.active(expert.id)
+        if test is None:
+            return expert, None
+        chosen = ab.assign(test, cid)
+        return ab.apply(expert, chosen), {"test": test.id, "variant": chosen.name}
 
     def _check_kgs(self, expert: Expert) -> None:
         missing = [d for d in expert.config.kgs if not self.ws.exists(d)]
@@ -263,8 +286,10 @@ def _metadata(turn: Turn, answer: _Answer, citations: dict[str, Any]) -> dict[st
         "edges_followed": [e.to_dict() for e in ctx.edges], "composition_plan": [s.to_dict() for s in ctx.plan],
         "sources": [n.cite for n in ctx.nodes], "skills": [f"{s.playbook}#{s.heading}" for s in ctx.skills],
         "memories": len(ctx.recalled), "provider": turn.provider.name, "citations": citations,
-        "interrupted": answer.interrupted,
+        "interrupted": answer.interrupted, "latency_ms": round((time.monotonic() - turn.started) * 1000, 1),
     }
+    if turn.variant:
+        meta["ab"] = dict(turn.variant)
     if answer.tools:
         meta["tool_calls"] = [o.to_dict() for o in answer.tools]
     if answer.error:

@@ -141,6 +141,19 @@ CREATE TABLE feedback (
 );
 CREATE INDEX feedback_expert ON feedback(expert_id, updated_at);
 CREATE INDEX feedback_conversation ON feedback(conversation_id, updated_at);"""),
+    # A/B tests of an expert's config: variants are JSON merge patches; assignment is a hash of the
+    # test and conversation ids, so nothing per conversation is stored here (turns record their variant).
+    ("006_ab_tests", """
+CREATE TABLE ab_tests (
+  id TEXT PRIMARY KEY,
+  expert_id TEXT NOT NULL,
+  variants TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('active', 'stopped')),
+  min_votes INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  stopped_at TEXT
+);
+CREATE INDEX ab_tests_expert ON ab_tests(expert_id, status);"""),
 ]
 
 
