@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["kgos", "kgos.kg.workspace", "kgos.retrieval.intents", "kgos.experts.config", "kgos.experts.service",
-           "kgos.experts.citations", "kgos.experts.feedback", "kgos.experts.learning", "kgos.experts.ab", "kgos.api.origin", "kgos.api.turns"]
+           "kgos.experts.citations", "kgos.experts.feedback", "kgos.experts.learning", "kgos.experts.ab", "kgos.kg.links", "kgos.api.origin", "kgos.api.turns"]
 
 
 @pytest.mark.parametrize("name", MODULES)

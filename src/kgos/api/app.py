@@ -30,6 +30,7 @@ from . import (
     jobs,
     kg,
     kgos,
+    links,
     mcp,
     memory,
     openai_v1,
@@ -89,6 +90,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(evaluation.router)
     app.include_router(predictions.router)
     app.include_router(research.router)
+    app.include_router(links.router)
     app.add_api_route("/api/health", health, methods=["GET"], response_model=Health, tags=["server"],
                       responses=errors.RESPONSES)
     studio.install(app)

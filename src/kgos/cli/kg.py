@@ -230,3 +230,47 @@ def delete(ctx: click.Context, db_id: str, yes: bool, json_: bool, plain_: bool)
     what = ws.delete(db_id)
     out(ctx, json_, plain_).emit({"db_id": db_id, "result": what},
                                  lambda c: c.print(f"KG [bold]{db_id}[/] {what}."), lambda: [(db_id, what)], columns=("db_id", "result"))
+
+
+# -- cross-KG edges ------------------------------------------------------------------------------------------
+@kg_group.command("link")
+@click.argument("source", metavar="KG_A:NODE")
+@click.argument("target", metavar="KG_B:NODE")
+@click.argument("type", metavar="TYPE")
+@click.option("--weight", default=1.0, show_default=True, type=float, help="Edge weight (an update keeps the max).")
+@output_options
+@click.pass_context
+def link(ctx: click.Context, source: str, target: str, type: str, weight: float, json_: bool, plain_: bool) -> None:
+    """Add an edge between nodes of two KGs (node by id or unambiguous name): kgos kg link
+    demo:goal:cost_reduction finance:goal:lower_investment_costs relates_to. `kgos trace` follows it."""
+    from ..kg.links import CrossLinks
+    e = CrossLinks(workspace(ctx)).add(source, target, type, weight)
+    out(ctx, json_, plain_).emit(e, lambda c: c.print(escape(f"Linked {e.source} -[{e.type}]-> {e.target}")),
+                                 lambda: [(str(e.source), e.type, str(e.target), e.weight)],
+                                 columns=("source", "type", "target", "weight"))
+
+
+@kg_group.command("unlink")
+@click.argument("source", metavar="KG_A:NODE")
+@click.argument("target", metavar="KG_B:NODE")
+@click.argument("type", metavar="TYPE")
+@click.pass_context
+def unlink(ctx: click.Context, source: str, target: str, type: str) -> None:
+    """Delete a cross-KG edge (the ids as `kgos kg links` shows them)."""
+    from ..kg.links import CrossLinks
+    CrossLinks(workspace(ctx)).delete(source, target, type)
+    click.echo(f"Unlinked {source} -[{type}]-> {target}", err=True)
+
+
+@kg_group.command("links")
+@click.argument("db_id", metavar="KG", required=False)
+@output_options
+@click.pass_context
+def links(ctx: click.Context, db_id: str | None, json_: bool, plain_: bool) -> None:
+    """List the cross-KG edges (of one KG)."""
+    from ..kg.links import CrossLinks
+    found = CrossLinks(workspace(ctx)).list(db_id)
+    rows = [(str(e.source), e.type, str(e.target), e.weight) for e in found]
+    out(ctx, json_, plain_).emit({"links": found}, lambda c: c.print(table("Cross-KG edges", ["source", "type", "target",
+                                                                                            "weight"], rows)),
+                                 lambda: rows, columns=("source", "type", "target", "weight"))

@@ -226,14 +226,20 @@ def impact(ctx: click.Context, db_id: str, node: str, direction: str, max_depth:
 
 
 @cli.command("trace")
-@click.argument("db_id", metavar="KG")
-@click.argument("node_a", metavar="A")
-@click.argument("node_b", metavar="B")
-@click.option("--max-depth", default=5, show_default=True, help="Longest path to look for, in edges (capped at 10).")
+@click.argument("refs", nargs=-1, required=True, metavar="KG A B | KG_A:A KG_B:B")
+@click.option("--max-depth", default=5, show_default=True, help="Longest path to look for, in edges (capped at 10; "
+                                                                "8 across KGs).")
 @output_options
 @click.pass_context
-def trace(ctx: click.Context, db_id: str, node_a: str, node_b: str, max_depth: int, json_: bool, plain_: bool) -> None:
-    """The shortest connection from A to B, each edge with its type and direction."""
+def trace(ctx: click.Context, refs: tuple[str, ...], max_depth: int, json_: bool, plain_: bool) -> None:
+    """The shortest connection from A to B, each edge with its type and direction. With two KG:NODE
+    arguments the path may cross KGs over their cross-KG edges (kgos kg link)."""
+    if len(refs) == 2:
+        _trace_across(ctx, refs, max_depth, json_, plain_)
+        return
+    if len(refs) != 3:
+        raise click.UsageError("give KG A B (one KG), or KG_A:A KG_B:B (across KGs)")
+    db_id, node_a, node_b = refs
     r = workspace(ctx).kg(db_id).trace_path(node_a, node_b, max_depth=max_depth)
 
     def human(c: Console) -> None:
@@ -325,3 +331,22 @@ def _print_search(c: Console, r: Any) -> None:
 
 
 from . import analyze, dims  # noqa: F401  (importing registers the dims and analyze groups)
+
+
+def _trace_across(ctx: click.Context, refs: tuple[str, ...], max_depth: int, json_: bool, plain_: bool) -> None:
+    from ..kg.links import CrossLinks
+    r = CrossLinks(workspace(ctx)).trace(refs[0], refs[1], max_depth=max_depth)
+
+    def human(c: Console) -> None:
+        if not r.found:
+            c.print(escape(f"No path from {r.source} to {r.target} within {r.max_depth} edges."))
+            return
+        c.print(f"{r.length} edge(s) across {len({s.ref.kg for s in r.path})} KG(s):")
+        for step in r.path:
+            if step.edge_type is not None:
+                kind = " (cross-KG)" if step.cross else ""
+                arrow = "|" if step.direction == "forward" else "^"
+                c.print(escape(f"    {arrow} {step.edge_type}{kind}"), style="cyan")
+            c.print(escape(f"  {step.ref}  {step.name} ({step.type})"))
+    rows = [(str(s.ref), s.edge_type or "", "cross" if s.cross else "") for s in r.path]
+    out(ctx, json_, plain_).emit(r, human, lambda: rows, columns=("node", "edge", "cross"))

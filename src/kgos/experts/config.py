@@ -113,6 +113,17 @@ class ExpertConfig(_Strict):
     tools: bool = True  # may the model call KG-OS methods as functions (providers that support it)
     # propose what users state in a chat ("X requires Y") to the KGs' review queue (docs/learning.md)
     learn_from_conversations: bool = True
+    # multi-KG experts: each KG's scores are multiplied by its weight before the merge (default 1.0)
+    kg_weights: dict[str, float] = Field(default_factory=dict, max_length=16)
+
+    @field_validator("kg_weights")
+    @classmethod
+    def _kg_weights(cls, v: dict[str, float]) -> dict[str, float]:
+        for db_id, weight in v.items():
+            _db(db_id)
+            if not 0 <= weight <= 100:
+                raise ValueError(f"kg_weights[{db_id!r}] must be between 0 and 100")
+        return v
 
     @field_validator("name")
     @classmethod

@@ -126,11 +126,17 @@ def match_goal(mappings: Mapping[str, GoalMapping], query: str) -> tuple[str, Go
 
 
 # -- retrieval -------------------------------------------------------------------------------------------
+CROSS_SEEDS, CROSS_DECAY = 5, 0.5  # top hits whose cross-KG edges are followed; score carried over
+
+
 def retrieve(ws: Workspace, cfg: ExpertConfig, query: str) -> TurnContext:
     """Stage 4's KG part: ranked nodes, their edges, plan and capability over every KG of the expert."""
     goal = match_goal(cfg.custom_goal_mappings, query)
-    per_kg = [_retrieve_one(ws, db_id, cfg, query, goal[1] if goal else None) for db_id in cfg.kgs]
-    nodes = _merge([n for part in per_kg for n in part.nodes], cfg.retrieval.limit)
+    per_kg = [_weighted(_retrieve_one(ws, db_id, cfg, query, goal[1] if goal else None), cfg.kg_weights.get(db_id, 1.0))
+              for db_id in cfg.kgs]
+    found = [n for part in per_kg for n in part.nodes]
+    linked, link_notes = _across(ws, cfg, found) if len(cfg.kgs) > 1 else ([], [])
+    nodes = _merge(found + linked, cfg.retrieval.limit)
     keep = {(n.db_id, n.id) for n in nodes}
     first = per_kg[0]
     edges = tuple(e for part in per_kg for e in part.edges
@@ -139,7 +145,33 @@ def retrieve(ws: Workspace, cfg: ExpertConfig, query: str) -> TurnContext:
     return replace(first, query=query, kgs=cfg.kgs, nodes=nodes, edges=edges, plan=plan,
                    plan_warnings=next((p.plan_warnings for p in per_kg if p.plan), ()),
                    capability=next((p.capability for p in per_kg if p.capability), None),
-                   goal=goal[0] if goal else None, notes=tuple(n for p in per_kg for n in p.notes))
+                   goal=goal[0] if goal else None, notes=tuple(n for p in per_kg for n in p.notes) + tuple(link_notes))
+
+
+def _weighted(ctx: TurnContext, weight: float) -> TurnContext:
+    if weight == 1.0:
+        return ctx
+    return replace(ctx, nodes=tuple(replace(n, score=n.score * weight) for n in ctx.nodes))
+
+
+def _across(ws: Workspace, cfg: ExpertConfig, found: list[SourceNode]) -> tuple[list[SourceNode], list[str]]:
+    """Nodes a cross-KG edge links to from the top hits, inside the expert's KGs: each scores
+    ``CROSS_DECAY`` x the hit's score x min(1, the link's weight) (docs/learning.md)."""
+    from ..kg.links import CrossLinks, Ref
+    links, out, notes = CrossLinks(ws), [], []
+    top = sorted(found, key=lambda n: -n.score)[:CROSS_SEEDS]
+    for hit in top:
+        for other, etype, _ in links.touching(Ref(hit.db_id, hit.id)):
+            if other.kg not in cfg.kgs or not ws.exists(other.kg):
+                continue
+            node = ws.kg(other.kg).get_node(other.node)
+            if node is None:
+                continue
+            score = CROSS_DECAY * hit.score
+            out.append(SourceNode(other.kg, node.id, node.name, node.type, node.description or "", score,
+                                  "cross-kg", linked_by=((hit.id, node.id, etype),)))
+            notes.append(f"{hit.cite} -[{etype}]-> {other}: followed a cross-KG edge")
+    return out, notes[:10]
 
 
 def _retrieve_one(ws: Workspace, db_id: str, cfg: ExpertConfig, query: str, goal: GoalMapping | None) -> TurnContext:

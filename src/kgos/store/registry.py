@@ -154,6 +154,20 @@ CREATE TABLE ab_tests (
   stopped_at TEXT
 );
 CREATE INDEX ab_tests_expert ON ab_tests(expert_id, status);"""),
+    # Edges between nodes of two KGs (``kg:node`` at each end): neither KG owns them, the workspace does.
+    ("007_cross_edges", """
+CREATE TABLE cross_edges (
+  source_kg TEXT NOT NULL,
+  source_node TEXT NOT NULL,
+  target_kg TEXT NOT NULL,
+  target_node TEXT NOT NULL,
+  type TEXT NOT NULL,
+  weight REAL NOT NULL DEFAULT 1.0,
+  properties TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (source_kg, source_node, target_kg, target_node, type)
+);
+CREATE INDEX cross_edges_target ON cross_edges(target_kg, target_node);"""),
 ]
 
 
