@@ -43,7 +43,12 @@ def test_token_required_on_every_route(ws):
     c = client(ws, token=TOKEN)
     routes = every_route(app)
     assert len(routes) > 40 and ("GET", "/docs") in routes and ("GET", "/openapi.json") in routes
-    for method, path in routes:
+    federation = {(m, p) for m, p in routes if p.startswith("/api/federation/")}
+    assert len(federation) == 2
+    for method, path in federation:  # signed by the peers' shared key instead: refused unsigned
+        r = c.request(method, path)
+        assert r.status_code == 401 and r.json()["error"] == "FederationRefused"
+    for method, path in sorted(set(routes) - federation):
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
                         {"Authorization": TOKEN}, {"Authorization": f"Bearer {TOKEN}x"}):
             r = c.request(method, path, headers=headers)

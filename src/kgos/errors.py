@@ -143,6 +143,13 @@ class ABTestConflict(KGOSError):
     status = 409
 
 
+class FederationRefused(KGOSError):
+    """A federated request that failed authentication: unknown peer, stale timestamp, replayed nonce
+    or a signature that does not match."""
+
+    status = 401
+
+
 class RateLimited(KGOSError):
     """Too many requests of one kind in a short time (for example feedback on one conversation)."""
 

@@ -18,6 +18,7 @@ from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
+from ..experts.federation import FederationConfig
 from ..kg import Workspace
 from . import (
     adapter,
@@ -25,6 +26,7 @@ from . import (
     errors,
     evaluation,
     experts,
+    federation,
     graph,
     ingest,
     jobs,
@@ -53,7 +55,8 @@ Every error is JSON: `{"detail": "what was wrong and what to do", "error": "Kind
 
 
 def create_app(workspace: Workspace | str | Path | None = None, settings: ServerSettings | None = None,
-               provider_factory: Callable[..., Any] | None = None) -> FastAPI:
+               provider_factory: Callable[..., Any] | None = None,
+               federation_config: FederationConfig | None = None) -> FastAPI:
     """The API over ``workspace`` (a Workspace, its folder, or None for ``$KGOS_HOME``/``~/.kgos``).
 
     ``settings`` (default: loopback, no token, no CORS) are checked: a non-loopback host without a
@@ -91,6 +94,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     app.include_router(predictions.router)
     app.include_router(research.router)
     app.include_router(links.router)
+    federation.install(app, federation_config)
     app.add_api_route("/api/health", health, methods=["GET"], response_model=Health, tags=["server"],
                       responses=errors.RESPONSES)
     studio.install(app)

@@ -72,10 +72,11 @@ def collect(events: Iterable[dict[str, Any]], turn: Turn) -> TurnAnswer:
 
 
 def ask(ws: Workspace, provider: ChatProvider, expert: str, question: str, *, conversation_id: str | None = None,
-        history: Sequence[Any] | None = None, max_tokens: int = 1024, timeout: float = 60.0) -> TurnAnswer:
+        history: Sequence[Any] | None = None, max_tokens: int = 1024, timeout: float = 60.0,
+        delegate: bool = True) -> TurnAnswer:
     """Ask ``expert`` one question through the 8-stage loop (retrieval, prompt, model, citation
     check, persistence); raises a KGOSError for bad input (unknown expert, empty question)."""
-    engine = ExpertChat(ws, provider, lock=ws.lock, max_tokens=max_tokens, timeout=timeout)
+    engine = ExpertChat(ws, provider, lock=ws.lock, max_tokens=max_tokens, timeout=timeout, delegate=delegate)
     turn = engine.start(expert, question, conversation_id=conversation_id, history=history)
     return collect(engine.events(turn), turn)
 

@@ -30,6 +30,7 @@ from ..llm.base import ChatProvider, Message, ProviderError, ToolCall
 from ..memory.pii import redact_secrets
 from .ab import ABService
 from .citations import check_citations
+from .federation import FederationConfig, ask_peer, delegates_due, remote_sources
 from .config import Expert
 from .context import TurnContext, assemble_prompt, retrieve
 from .learning import learn
@@ -61,6 +62,7 @@ class Turn:
     #: the public name of this question and its answer (feedback is keyed by it; /v1 ids carry it)
     turn_id: str = field(default_factory=lambda: new_turn_id())
     variant: dict[str, str] | None = None  # {test, variant} when an A/B test chose the config
+    federation: tuple[dict[str, Any], ...] = ()  # provenance of each remote expert asked
     started: float = field(default_factory=time.monotonic)
 
 
@@ -96,7 +98,8 @@ def check_history(history: Sequence[Any] | None) -> tuple[Message, ...]:
 class ExpertChat:
     def __init__(self, workspace: Workspace, provider: ChatProvider, *, lock: Any = None,
                  memory: MemoryService | None = None, use_memory: bool = True, max_tokens: int = 1024,
-                 timeout: float = 60.0, max_tool_rounds: int = 3) -> None:
+                 timeout: float = 60.0, max_tool_rounds: int = 3, federation: FederationConfig | None = None,
+                 delegate: bool = True) -> None:
         self.ws = workspace
         self.provider = provider
         self.lock = lock if lock is not None else contextlib.nullcontext()
@@ -104,6 +107,7 @@ class ExpertChat:
         self.playbooks = PlaybookLibrary(workspace.home)
         self._memory, self.use_memory = memory, use_memory
         self.max_tokens, self.timeout, self.max_tool_rounds = max_tokens, timeout, max_tool_rounds
+        self.federation, self.delegate = federation, delegate
 
     @property
     def memory(self) -> MemoryService:
@@ -131,10 +135,23 @@ class ExpertChat:
             ctx = self._recall(retrieve(self.ws, expert.config, query.strip()), expert)
             cid, _ = self.experts.store.open_conversation(expert.id, cid)  # after what can fail
             past = given if given is not None else self._stored_history(expert.id, cid)
+        ctx, remote = self._delegate(expert, query.strip(), ctx)  # network: outside the workspace lock
         ctx = replace(ctx, skills=tuple(self.playbooks.relevant(query, expert.config.playbook_skills)))
         ctx = replace(ctx, system_prompt=assemble_prompt(expert.config, ctx))
         return Turn(expert, cid, query.strip(), past, ctx, provider or self.provider, variant=variant,
-                    started=started)
+                    started=started, federation=remote)
+
+    def _delegate(self, expert: Expert, query: str, ctx: TurnContext) -> tuple[TurnContext, tuple[dict[str, Any], ...]]:
+        """Ask the remote experts the config names (docs/learning.md); their sources join the context."""
+        due = delegates_due(expert.config.delegate, len(ctx.nodes)) if self.delegate else []
+        if not due:
+            return ctx, ()
+        cfg = self.federation or FederationConfig.from_env()
+        answers = [ask_peer(cfg, d.peer, d.expert, query) for d in due]
+        nodes = [n for a in answers if not a.error for n in remote_sources(a)]
+        notes = [f"peer {a.peer}/{a.expert}: {a.error} (answered locally)" for a in answers if a.error]
+        merged = tuple(sorted((*ctx.nodes, *nodes), key=lambda n: -n.score))
+        return replace(ctx, nodes=merged, notes=(*ctx.notes, *notes)), tuple(a.provenance() for a in answers)
 
     def _variant(self, expert: Expert, cid: str) -> tuple[Expert, dict[str, str] | None]:
         """The expert as the conversation's A/B variant configures it (itself when no test runs)."""
@@ -290,6 +307,8 @@ def _metadata(turn: Turn, answer: _Answer, citations: dict[str, Any]) -> dict[st
     }
     if turn.variant:
         meta["ab"] = dict(turn.variant)
+    if turn.federation:
+        meta["federation"] = list(turn.federation)
     if answer.tools:
         meta["tool_calls"] = [o.to_dict() for o in answer.tools]
     if answer.error:

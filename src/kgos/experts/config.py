@@ -97,6 +97,15 @@ class GoalMapping(_Strict):
     dimension_boosts: DimensionNames = Field(default_factory=list)
 
 
+class Delegate(_Strict):
+    """A remote expert this expert asks: ``peer`` (a name in KGOS_FEDERATION_PEERS), its ``expert`` id,
+    and ``when``: every turn, or only when the expert's own KGs found nothing."""
+
+    peer: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    expert: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+    when: Literal["always", "fallback"] = "always"
+
+
 class ExpertConfig(_Strict):
     """Everything that defines an expert (spec/000 section 8), without id and timestamps."""
 
@@ -113,6 +122,9 @@ class ExpertConfig(_Strict):
     tools: bool = True  # may the model call KG-OS methods as functions (providers that support it)
     # propose what users state in a chat ("X requires Y") to the KGs' review queue (docs/learning.md)
     learn_from_conversations: bool = True
+    # federation (docs/learning.md): may peers ask this expert; which remote experts this one asks
+    share_with_peers: bool = False
+    delegate: list[Delegate] = Field(default_factory=list, max_length=4)
     # multi-KG experts: each KG's scores are multiplied by its weight before the merge (default 1.0)
     kg_weights: dict[str, float] = Field(default_factory=dict, max_length=16)
 
