@@ -70,8 +70,8 @@ def scenario(ws: kgos.Workspace, questions: list[str], p: tuple[float, float], r
 
 def table(out: dict, args: argparse.Namespace) -> str:
     lines = [f"A/B decisions over {args.runs} runs of {args.turns} turns per scenario ({out['seconds']} s)",
-             f"{'scenario':<16} {'p up control':>12} {'p up variant':>12} {'picked variant':>15} "
-             f"{'picked control':>15} {'no decision':>12}"]
+             (f"{'scenario':<16} {'p up control':>12} {'p up variant':>12} {'picked variant':>15} "
+              f"{'picked control':>15} {'no decision':>12}")]
     for name in SCENARIOS:
         s = out[name]
         lines.append(f"{name:<16} {s['p_control']:>12} {s['p_variant']:>12} {s['variant']:>15} {s['control']:>15} "

@@ -36,14 +36,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import devsets  # noqa: E402
+import devsets
 
-import kgos  # noqa: E402
-from kgos.api.turns import ask  # noqa: E402
-from kgos.experts import ExpertService  # noqa: E402
-from kgos.experts.feedback import FeedbackService  # noqa: E402
-from kgos.experts.gaps import GapDetector  # noqa: E402
-from kgos.llm import get_provider  # noqa: E402
+import kgos
+from kgos.api.turns import ask
+from kgos.experts import ExpertService
+from kgos.experts.feedback import FeedbackService
+from kgos.experts.gaps import GapDetector
+from kgos.llm import get_provider
 
 EXPECTED = {"removed": "no_matching_node", "off_topic": "no_matching_node", "misranked": "retrieval_misconfigured",
             "thin": "content_insufficient", "fine": None}
@@ -148,7 +148,7 @@ def print_table(s: dict) -> None:
           f"calibration off_kg={s['calibration']['off_kg']} weak={s['calibration']['weak']}")
     print(f"{'group':<10} {'n':>3} {'expected':<24} {'accuracy':>8}  causes")
     for g, e in s["groups"].items():
-        print(f"{g:<10} {e['n']:>3} {str(e['expected']):<24} {e['accuracy']!s:>8}  {e['causes']}"
+        print(f"{g:<10} {e['n']:>3} {e['expected']!s:<24} {e['accuracy']!s:>8}  {e['causes']}"
               + (f"  (named a relevant node: {e['named_relevant']})" if "named_relevant" in e else ""))
     print(f"attribution accuracy over failures: {s['attribution_accuracy']}; false failures: {s['false_failures']}")
 

@@ -18,12 +18,17 @@ from live_server import free_port, live_server
 import kgos
 from kgos.api.app import create_app
 from kgos.api.runtime import ServerSettings
-from kgos.api.turns import ask
 from kgos.data import load_demo
 from kgos.errors import FederationRefused
 from kgos.experts import ExpertService
-from kgos.experts.federation import (ASK_PATH, FederationConfig, NonceBook, ask_peer, sign_request,
-                                     verify_request)
+from kgos.experts.federation import (
+    ASK_PATH,
+    FederationConfig,
+    NonceBook,
+    ask_peer,
+    sign_request,
+    verify_request,
+)
 from kgos.llm import get_provider
 
 KEY = "test-shared-key-0123456789"

@@ -30,9 +30,9 @@ from ..llm.base import ChatProvider, Message, ProviderError, ToolCall
 from ..memory.pii import redact_secrets
 from .ab import ABService
 from .citations import check_citations
-from .federation import FederationConfig, ask_peer, delegates_due, remote_sources
 from .config import Expert
 from .context import TurnContext, assemble_prompt, retrieve
+from .federation import FederationConfig, ask_peer, delegates_due, remote_sources
 from .learning import learn
 from .playbooks import PlaybookLibrary
 from .service import ExpertService
@@ -40,8 +40,8 @@ from .store import check_id
 from .tools import ToolOutcome, run_tool, tool_specs
 
 if TYPE_CHECKING:
-    from ..memory import MemoryService
     from ..kg import Workspace
+    from ..memory import MemoryService
 
 log = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 8_000

@@ -62,9 +62,7 @@ ADMISSION_RE = re.compile(
     r"(?:is|are) not in the knowledge graph|(?:could|can)(?:\s?not|n't) find|"
     r"the knowledge graph (?:does not|doesn't) (?:contain|hold|say|cover|mention))")
 #: words of how people ask, not of what they ask about (kept out of topic labels and term coverage)
-QUESTION_WORDS = frozenset("""how what which why when where who whom whose can could should would will do does
-did done doing i me my we our you your use using get make way ways best good better need want help tell
-explain show give find know there here about any some much many more most less need really""".split())
+QUESTION_WORDS = frozenset(["how", "what", "which", "why", "when", "where", "who", "whom", "whose", "can", "could", "should", "would", "will", "do", "does", "did", "done", "doing", "i", "me", "my", "we", "our", "you", "your", "use", "using", "get", "make", "way", "ways", "best", "good", "better", "need", "want", "help", "tell", "explain", "show", "give", "find", "know", "there", "here", "about", "any", "some", "much", "many", "more", "most", "less", "need", "really"])
 VARIANTS: dict[str, tuple[float, float, float, float] | None] = {
     "intent profile": None, "text-heavy": (0.1, 0.8, 0.1, 0.0), "embedding-heavy": (0.8, 0.1, 0.1, 0.0)}
 MAX_TURNS = 5_000

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from itertools import pairwise
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -236,7 +237,7 @@ def _tokens_with_spans(words: list[str]) -> tuple[list[str], list[int]]:
 def _between_mentions(ms: list[tuple[int, int, str]], spans: list[int], words: list[str],
                       sentence: str) -> list[Learned]:
     out = []
-    for (_, a_end, a), (b_start, _, b) in zip(ms, ms[1:], strict=False):
+    for (_, a_end, a), (b_start, _, b) in pairwise(ms):
         if a == b:
             continue
         gap = words[spans[a_end - 1] + 1:spans[b_start]]  # whole words: "doesn't" stays one
