@@ -29,9 +29,9 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from itertools import pairwise
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from ..index.names import alias_strings
