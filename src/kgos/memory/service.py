@@ -32,6 +32,7 @@ from ..errors import InvalidArgument, KGOSError
 from ..kg import KG, Workspace, check_db_id
 from ..llm.base import ChatProvider
 from ..model import Neighbor, normalize_name
+from ..store.base import GraphStore
 from ..store.native import NativeStore
 from . import aliases as alias_mod
 from . import pii
@@ -167,15 +168,15 @@ class MemoryService:
             # a SQLite file even in a PostgreSQL workspace: memory writes through SQLite (docs/postgres.md)
             self.workspace.create(self.db_id, name="Agent memory", description=DESCRIPTION, local=True)
         kg = self.workspace.kg(self.db_id)
-        if not isinstance(kg.store, NativeStore) or kg.read_only:
-            raise InvalidArgument(f"the memory KG '{self.db_id}' must be a writable native KG, not an attached file")
+        if not kg.store.writable:
+            raise InvalidArgument(f"the memory KG '{self.db_id}' must be a writable KG, not a read-only attached file")
         GraphWriter(kg.store).ensure_user()
         return kg
 
-    def _store(self) -> NativeStore:
-        return self.kg().store  # type: ignore[return-value]
+    def _store(self) -> GraphStore:
+        return self.kg().store
 
-    def _writer(self, store: NativeStore | None = None) -> GraphWriter:
+    def _writer(self, store: GraphStore | None = None) -> GraphWriter:
         return GraphWriter(store or self._store(), self.config.evidence_cap, self.alias_table.accepted_map())
 
     # -- writing (stage 8) ------------------------------------------------------------------------------
@@ -491,13 +492,10 @@ class MemoryService:
         return DecayReport(half_life_days, store.edge_count(), len(changes), write and bool(changes), sample)
 
 
-def _write_weights(store: NativeStore, changes: list[tuple[Any, float, float]]) -> None:
-    from ..store.native import dumps
-    with store.transaction() as conn:
+def _write_weights(store: GraphStore, changes: list[tuple[Any, float, float]]) -> None:
+    with store.writing() as w:  # decay lowers weights: set, not the upsert's max
         for edge, base, new in changes:
-            props = {**edge.properties, "base_weight": base}
-            conn.execute("UPDATE edges SET weight = ?, properties = ? WHERE source = ? AND target = ? AND type = ?",
-                         (new, dumps(props), store.rowid(edge.source), store.rowid(edge.target), edge.type))
+            w.set_edge(edge.source, edge.target, edge.type, new, {**edge.properties, "base_weight": base})
 
 
 def _llm_only_edges(store: NativeStore) -> int:

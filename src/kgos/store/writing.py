@@ -301,9 +301,9 @@ class Writer:
         return self._insert(node_id, name, type, description, properties or {}, at)
 
     def _insert(self, node_id: str, name: str, type: str, description: str, props: dict[str, Any],
-                at: str | None) -> Node:
+                at: str | None, created: str | None = None) -> Node:
         ts = at or now_iso()
-        node = Node(node_id, name, type, description, props, ts, ts)
+        node = Node(node_id, name, type, description, props, created or ts, ts)
         dumps(props)  # checked before the backend sees it: the error names the limit
         self.ops.insert_node(node)
         self.log.node(node_id, created=True)
@@ -333,15 +333,18 @@ class Writer:
         return node
 
     def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
-                      description: str = "", id: str | None = None, at: str | None = None) -> Node:
+                      description: str = "", id: str | None = None, at: str | None = None,
+                      created: str | None = None) -> Node:
         """Entity semantics of spec/002: unique by (normalised name, type), the first spelling kept,
-        metadata merged. ``id`` names a new entity (a taken one gets a fresh ``<type>:<slug>``)."""
+        metadata merged. ``id`` names a new entity (a taken one gets a fresh ``<type>:<slug>``); ``at``
+        is the time of the write (``updated_at`` moves forward to it, never back), ``created`` a new
+        entity's ``created_at`` (default ``at``)."""
         check_node_fields(name, type, description, properties)
         old = self.ops.entity(normalize_name(name), type)
         if old is not None:
             return self._merge(old, old.name, type, description, properties or {}, at)
         node_id = id if id is not None and not self.ops.id_taken(id) else self.ops.fresh_id(type, name)
-        return self._insert(node_id, name, type, description, properties or {}, at)
+        return self._insert(node_id, name, type, description, properties or {}, at, created)
 
     def update_node(self, id: str, name: str | None = None, type: str | None = None,
                     description: str | None = None, properties: dict[str, Any] | None = None,
@@ -388,6 +391,23 @@ class Writer:
         edge = Edge(source, target, type, max(old.weight, weight), props, old.id, old.created_at)
         if edge != old:
             self.ops.update_edge(edge)
+        self.log.edges_updated += 1
+        return edge
+
+    def set_edge(self, source: str, target: str, type: str, weight: float | None = None,
+                 properties: dict[str, Any] | None = None) -> Edge:
+        """Replace an existing edge's weight and/or properties as given (no max, no merge: a decay
+        lowers weights). ``EdgeNotFound``-like ``InvalidArgument`` when there is no such edge."""
+        old = self.ops.edge(source, target, type)
+        if old is None:
+            raise InvalidArgument(f"no edge {source} -[{type}]-> {target} in the KG")
+        if properties is not None and not isinstance(properties, dict):
+            raise InvalidArgument("edge properties must be a JSON object (a dict)")
+        new_weight = check_weight(weight) if weight is not None else old.weight
+        props = properties if properties is not None else old.properties
+        dumps(props)
+        edge = Edge(source, target, type, new_weight, props, old.id, old.created_at)
+        self.ops.update_edge(edge)
         self.log.edges_updated += 1
         return edge
 
