@@ -85,7 +85,11 @@ class NativeOps(WriteOps):
                "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
                "norm_name=excluded.norm_name, type=excluded.type, "
                "description=CASE WHEN excluded.description = '' THEN description ELSE excluded.description END, "
-               "properties=kgos_merge(properties, excluded.properties), updated_at=max(updated_at, ?)")
+               "properties=kgos_merge(properties, excluded.properties), updated_at=max(updated_at, ?) "
+               # a row the merge leaves as it is is not rewritten (no FTS churn, no new updated_at)
+               "WHERE nodes.name IS NOT excluded.name OR nodes.type IS NOT excluded.type OR (excluded.description "
+               "<> '' AND nodes.description IS NOT excluded.description) OR "
+               "kgos_merge(nodes.properties, excluded.properties) IS NOT nodes.properties")
         with merge.reported():
             self.conn.executemany(sql, [(*row, ts) for row in rows])
 
