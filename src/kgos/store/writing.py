@@ -304,7 +304,7 @@ class Writer:
                 at: str | None, created: str | None = None) -> Node:
         ts = at or now_iso()
         node = Node(node_id, name, type, description, props, created or ts, ts)
-        dumps(props)  # checked before the backend sees it: the error names the limit
+        dumps(props, f"properties of node '{node_id}'")  # checked before the backend sees it: names the record
         self.ops.insert_node(node)
         self.log.node(node_id, created=True)
         return node
@@ -327,7 +327,7 @@ class Writer:
         node = Node(old.id, name, type, description or old.description, merged, old.created_at,
                     max(ts, old.updated_at or ""))
         if node != old:
-            dumps(merged)
+            dumps(merged, f"properties of node '{old.id}'")
             self.ops.update_node(node)
         self.log.node(old.id, created=False)
         return node
@@ -352,7 +352,7 @@ class Writer:
         """Change the given fields; properties are merged unless ``replace_properties``."""
         old = self._require(id)
         new = updated_fields(old, name, type, description, properties, replace_properties)
-        dumps(new[3])
+        dumps(new[3], f"properties of node '{old.id}'")
         node = Node(old.id, *new, created_at=old.created_at, updated_at=max(now_iso(), old.updated_at or ""))
         self.ops.update_node(node)
         self.log.node(old.id, created=False)
@@ -379,7 +379,7 @@ class Writer:
         self._require(source), self._require(target)
         old = self.ops.edge(source, target, type)
         props = merge_edge_properties(old.properties if old else None, properties or {}, evidence_cap)
-        dumps(props)
+        dumps(props, f"properties of edge {source} -[{type}]-> {target}")
         if old is None:
             edge_id = id if id is not None and not self.ops.edge_id_taken(id) else None
             if id is not None and edge_id is None:
@@ -405,7 +405,7 @@ class Writer:
             raise InvalidArgument("edge properties must be a JSON object (a dict)")
         new_weight = check_weight(weight) if weight is not None else old.weight
         props = properties if properties is not None else old.properties
-        dumps(props)
+        dumps(props, f"properties of edge {source} -[{type}]-> {target}")
         edge = Edge(source, target, type, new_weight, props, old.id, old.created_at)
         self.ops.update_edge(edge)
         self.log.edges_updated += 1
