@@ -4,7 +4,9 @@ and each source's writes (facade, memory, review queue, research delta) found by
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 
 import pytest
 from test_store_contract import backend_ws  # noqa: F401  (the per-backend workspace fixture)
@@ -180,3 +182,41 @@ def test_a_research_delta_is_written_without_a_file_and_found_by_meaning(ws: kgo
     report = apply_delta(ws, "notes", delta, "r")
     assert report["applied"] and _top(ws.kg("notes"), "echidna spiny anteater") == "research:entity:echidna"
     assert not list(tmp_path.glob("**/delta.json"))
+
+
+# -- capabilities, not class checks --------------------------------------------------------------------------
+SRC = Path(kgos.__file__).parent
+BACKEND_CLASSES = re.compile(r"\b(NativeStore|ForeignStore|PostgresStore)\b")
+
+
+def test_no_backend_class_outside_the_store_and_the_workspace():
+    """Callers ask the store (writable, node_table, vector_table, proposal_store, row_reader, sql_dialect);
+    only the store package and the workspace that opens stores name the backend classes."""
+    allowed = {SRC / "kg" / "workspace.py"}
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        if path.is_relative_to(SRC / "store") or path in allowed:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if BACKEND_CLASSES.search(code) and ("import" in code or "isinstance" in code or ":" in code
+                                                 or "(" in code):
+                offenders.append(f"{path.relative_to(SRC)}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_methods_layer_builds_no_sql_on_a_connection():
+    offenders = [f"{p.relative_to(SRC)}:{n}" for p in (SRC / "methods").rglob("*.py")
+                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if re.search(r"\.conn\b|\bsqlite3\b", line.split("#", 1)[0])]
+    assert not offenders, offenders
+
+
+def test_capabilities_say_what_each_backend_offers(backend_ws):  # noqa: F811
+    backend, ws, db_id = backend_ws
+    store = ws.kg(db_id).store
+    assert store.writable and store.supports_writes
+    assert (store.node_table() is not None) == (backend in ("native", "foreign"))
+    assert (store.vector_table() is not None) == (backend in ("native", "postgres"))
+    assert (store.proposal_store() is not None) == (backend in ("native", "postgres"))
+    assert store.sql_dialect == ("postgresql" if backend == "postgres" else "sqlite")

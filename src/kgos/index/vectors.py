@@ -151,13 +151,5 @@ def load_name_vectors(store: GraphStore, model: str | None, node_ids: tuple[str,
 
 def models(store: GraphStore) -> dict[str, int]:
     """Embedding models with stored vectors in a native KG, and how many nodes each covers."""
-    own = getattr(store, "vector_models", None)
-    if own is not None:
-        return dict(own())
-    if not hasattr(store, "conn"):
-        return {}
-    try:
-        rows = store.conn.execute("SELECT model, count(*) FROM node_embeddings GROUP BY model")  # type: ignore[attr-defined]
-    except sqlite3.OperationalError:
-        return {}
-    return {m: n for m, n in rows if not m.endswith(NAMES_SUFFIX)}  # name vectors belong to their model
+    rows = store.vector_models()
+    return {m: n for m, n in rows.items() if not m.endswith(NAMES_SUFFIX)}  # name vectors belong to their model

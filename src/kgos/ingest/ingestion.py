@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IngestFailed, InvalidArgument, KGOSError, MissingDependency
 from ..kg.embedding import embed_after_import
-from ..store.native import NativeStore
+from ..store.base import GraphStore
 from . import configs, documents, patterns, python, treesitter
 from .facts import Facts
 from .files import DEFAULT_MAX_BYTES, Selection, Skipped, SourceFile, check_globs, read, walk
@@ -126,7 +126,8 @@ def ingest(ws: Workspace, db_id: str, paths: Sequence[str | Path], options: Inge
     kg = ws.create(db_id) if created else ws.kg(db_id)
     store = kg.store
     try:
-        if not isinstance(store, NativeStore) or store.read_only:
+        # the group table rides in the KG file: a writable native SQLite KG (asked of the store)
+        if not (store.writable and store.native_schema and store.sql_dialect == "sqlite"):
             raise InvalidArgument(
                 f"'{db_id}' is not a writable SQLite KG: ingest writes native SQLite KGs only (not yet PostgreSQL "
                 "or attached ones); ingest into a local workspace, then move the KG with `kgos kg copy`")
@@ -199,7 +200,7 @@ class _Run:
         return out
 
     # -- extraction, linking, patterns, write -------------------------------------------------------
-    def apply(self, kg: KG, store: NativeStore, sources: list[tuple[SourceFile, Path]], paths: Sequence[str | Path],
+    def apply(self, kg: KG, store: GraphStore, sources: list[tuple[SourceFile, Path]], paths: Sequence[str | Path],
               provider: ChatProvider | None) -> IngestReport:
         cache = load_cache(store)
         groups, changed, kinds = self._extract(sources, cache)

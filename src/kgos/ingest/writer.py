@@ -27,7 +27,7 @@ from ..model import normalize_name
 from ..pipeline.digest import content_hash
 from ..store.limits import check_properties
 from ..store.migrations import now_iso
-from ..store.native import NativeStore
+from ..store.base import GraphStore
 from ..store.vocabulary import declared_list
 from ..store.writing import Writer
 
@@ -87,7 +87,7 @@ class WriteCounts:
     edges_deleted: int
 
 
-def load_cache(store: NativeStore) -> dict[str, CachedGroup]:
+def load_cache(store: GraphStore) -> dict[str, CachedGroup]:
     """Every group's cached state (empty for a KG never ingested into)."""
     if not store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)).fetchone():
         return {}
@@ -98,7 +98,7 @@ def load_cache(store: NativeStore) -> dict[str, CachedGroup]:
     return out
 
 
-def write(store: NativeStore, outputs: list[GroupOutput], deleted: Iterable[str],
+def write(store: GraphStore, outputs: list[GroupOutput], deleted: Iterable[str],
           cache: dict[str, CachedGroup], tiers: Iterable[int] = (1,)) -> WriteCounts:
     """Apply the changed groups and the deleted ones in one unit of work (see the module docstring).
     Nodes and edges go through the store's ``writing()`` (bulk mode: the ingest embeds the changed
@@ -132,7 +132,7 @@ def tiers_key(tiers: Iterable[int]) -> str:
     return ",".join(map(str, sorted(set(tiers))))
 
 
-def _edge_types(store: NativeStore) -> dict[str, str]:
+def _edge_types(store: GraphStore) -> dict[str, str]:
     """The KG's edge vocabulary with the ingest relations added (validation rule 7), if that changes it."""
     declared = declared_list(store.meta(), "edge_types") or frozenset()
     wanted = sorted(declared | set(INGEST_EDGE_TYPES))

@@ -33,7 +33,7 @@ from ..kg import KG, Workspace, check_db_id
 from ..llm.base import ChatProvider
 from ..model import Neighbor, normalize_name
 from ..store.base import GraphStore
-from ..store.native import NativeStore
+from ..store.native import create_native
 from . import aliases as alias_mod
 from . import pii
 from .config import MemoryConfig
@@ -372,7 +372,7 @@ class MemoryService:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         try:
-            temp = NativeStore.create(folder / "kg.db", self.db_id, name="Agent memory", description=DESCRIPTION)
+            temp = create_native(folder / "kg.db", self.db_id, name="Agent memory", description=DESCRIPTION)
             try:
                 derived, n = self._derive(temp, batch)
                 after = (temp.node_count(), temp.edge_count())
@@ -388,7 +388,7 @@ class MemoryService:
         return RebuildReport(self.db_id, dry_run, n, *after, before[0], before[1], before[2],
                              round(time.perf_counter() - t0, 3))
 
-    def _derive(self, temp: NativeStore, batch: int) -> tuple[list[tuple[str, str, tuple[Relation, ...]]], int]:
+    def _derive(self, temp: GraphStore, batch: int) -> tuple[list[tuple[str, str, tuple[Relation, ...]]], int]:
         writer = GraphWriter(temp, self.config.evidence_cap, self.alias_table.accepted_map())
         writer.ensure_user()
         derived, pending = [], []
@@ -498,7 +498,7 @@ def _write_weights(store: GraphStore, changes: list[tuple[Any, float, float]]) -
             w.set_edge(edge.source, edge.target, edge.type, new, {**edge.properties, "base_weight": base})
 
 
-def _llm_only_edges(store: NativeStore) -> int:
+def _llm_only_edges(store: GraphStore) -> int:
     count = 0
     for edge in store.iter_edges():
         evidence = [e for e in as_list(edge.properties.get("evidence")) if isinstance(e, dict)]

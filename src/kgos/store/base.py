@@ -202,6 +202,15 @@ class GraphStore(ABC):
         """The review queue this backend keeps itself, or None (``proposals.open_proposal_store``)."""
         return None
 
+    def vector_models(self) -> dict[str, int]:
+        """Models with vectors in the KG's own table and how many nodes each covers ({} without one)."""
+        return {}
+
+    def row_reader(self) -> Any:
+        """Rowid-level reads of a native SQLite file (``native_rows.RowReader``) for the snapshot
+        builder, or None: it reads ``graph_arrays`` and ``iter_nodes`` instead."""
+        return None
+
     # -- the unit of work ------------------------------------------------------------------------------
     def on_commit(self, hook: CommitHook) -> None:
         """Call ``hook(store, written)`` after each outermost unit of work that changed nodes or edges

@@ -15,7 +15,7 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from operator import itemgetter
 from pathlib import Path
@@ -30,6 +30,7 @@ from .base import GraphStore, sqlite_read
 from .migrations import now_iso
 
 from .native import savepoint, sqlite_uri
+from .node_table import NodeTable
 from .writing import WriteOps, dumps
 from .profiles import Profile, profile_for, quote_ident
 
@@ -384,8 +385,22 @@ class ForeignStore(GraphStore):
         ids = [r[0] for r in self.conn.execute(f"SELECT {self.sql.node_id('n')} {where} LIMIT ?", (limit,))]
         return count, ids
 
+    def node_table(self) -> NodeTable:
+        s = self.sql
+        raw = s.opt("n", "node_properties")
+        props = f"CASE WHEN json_valid({raw}) THEN {raw} END" if raw else None
+        node_id = s.node_id("n")
+        return NodeTable("sqlite", s.node_rows, node_id, s.text("n", "node_name", "''"), s.node_type("n"),
+                         s.text("n", "node_description", "''"), props, node_id, self._select)
+
+    def _select(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """A pushed-down query of the methods layer, on this store's connection and under its lock."""
+        with self._lock:
+            return self.conn.execute(sql, args).fetchall()
+
     # -- writes: the primitives of the unit of work (kgos.store.writing) -------------------------------
     supports_writes = True
+    sql_dialect = "sqlite"
 
     @contextmanager
     def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from ..model import Edge, Neighbor, Node, normalize_name
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object, sqlite_read
 from .migrations import migrate, now_iso
+from .node_table import NodeTable
 from .writing import (  # noqa: F401  (re-exported: the names other modules import from here)
     WriteOps,
     check_node_fields,
@@ -127,8 +128,24 @@ class NativeStore(GraphStore):
         from .native_writes import NativeOps
         return NativeOps(conn)
 
-    def node_table(self) -> Any:
-        return "nodes"
+    def node_table(self) -> NodeTable:
+        return NodeTable("sqlite", "FROM nodes n WHERE 1", "n.id", "n.name", "n.type", "n.description",
+                         "n.properties", "n.rowid", self._select)
+
+    def _select(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """A pushed-down query of the methods layer, on this store's connection and under its lock."""
+        with self._lock:
+            return self.conn.execute(sql, args).fetchall()
+
+    def vector_models(self) -> dict[str, int]:
+        try:
+            return dict(self.conn.execute("SELECT model, count(*) FROM node_embeddings GROUP BY model"))
+        except sqlite3.OperationalError:  # a read-only file of a schema without the table
+            return {}
+
+    def row_reader(self) -> Any:
+        from .native_rows import RowReader
+        return RowReader(self.conn, self._lock)
 
     def proposal_store(self) -> Any:
         """The review queue in the KG file itself (``kg_predictions``): a promotion is one transaction."""
@@ -253,6 +270,12 @@ class NativeStore(GraphStore):
         if row is None:
             raise self.not_found(node_id)
         return row[0]
+
+def create_native(path: Path | str, db_id: str, name: str | None = None, description: str = "") -> GraphStore:
+    """A new native KG file at ``path`` (a scratch KG of a layer above, e.g. a memory rebuild): callers
+    outside ``store`` get a ``GraphStore``, never the class."""
+    return NativeStore.create(path, db_id, name, description)
+
 
 @contextmanager
 def _conn_of(unit: AbstractContextManager[tuple[Any, Any]]) -> Iterator[Any]:

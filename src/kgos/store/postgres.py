@@ -113,9 +113,6 @@ class PostgresStore(GraphStore):
         from .postgres_writes import PgOps
         return PgOps(self)
 
-    def node_table(self) -> Any:
-        return f"{self.s}.nodes"
-
     @contextmanager
     def read_transaction(self) -> Iterator[None]:
         """Several reads of one state (REPEATABLE READ): the version, arrays, nodes and vectors agree."""
