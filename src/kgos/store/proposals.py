@@ -399,7 +399,8 @@ def all_pending(found: Proposals) -> Proposals:
 
 def _stale(p: Proposal, missing: str) -> ProposalStale:
     return ProposalStale(f"proposal {p.id} cannot be accepted: node '{missing}' is no longer in the KG "
-                         f"(deleted since it was proposed); reject it instead")
+                         f"(deleted since it was proposed, or proposed with it and not accepted yet); accept "
+                         f"that node first or reject this")
 
 
 class Promotion:
@@ -491,7 +492,9 @@ class ProposalQueue:
 
     def propose(self, drafts: Iterable[ProposalDraft]) -> ProposeReport:
         """Stage drafts (checked) in one transaction."""
-        checked = [self._check(d) for d in drafts]
+        drafts = list(drafts)
+        proposed = {d.source for d in drafts if d.kind == "node"}  # an edge may point at a node proposed with it
+        checked = [self._check(d, proposed) for d in drafts]
         return self.store.add(checked)
 
     def propose_edge(self, source: str, target: str, type: str, origin: str = "manual", score: float = 0.0,
@@ -511,7 +514,7 @@ class ProposalQueue:
         return self.propose([ProposalDraft(id, "", type, origin, score, dict(scores or {}), dict(evidence or {}),
                                            payload, kind="node")])
 
-    def _check(self, d: ProposalDraft) -> ProposalDraft:
+    def _check(self, d: ProposalDraft, proposed: frozenset[str] | set[str] = frozenset()) -> ProposalDraft:
         if d.kind not in KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}, not {d.kind!r}")
         _text(d.source, "source"), _text(d.type, "type"), _text(d.origin, "origin")
@@ -522,7 +525,7 @@ class ProposalQueue:
             _text(d.target, "target")
             if d.source == d.target:
                 raise InvalidArgument("an edge proposal needs two different nodes")
-            missing = [n for n in (d.source, d.target) if self.graph.get_node(n) is None]
+            missing = [n for n in (d.source, d.target) if n not in proposed and self.graph.get_node(n) is None]
             if missing:
                 raise self.graph.not_found(missing[0])
             _number(d.payload.get("weight", 1.0), "weight")
