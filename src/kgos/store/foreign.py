@@ -29,7 +29,7 @@ from .arrays import GraphArrays, codes
 from .base import GraphStore, sqlite_read
 from .migrations import now_iso
 
-from .native import savepoint, sqlite_uri
+from .native import sqlite_uri, sqlite_write
 from .node_table import NodeTable
 from .writing import WriteOps, dumps
 from .profiles import Profile, profile_for, quote_ident
@@ -406,23 +406,12 @@ class ForeignStore(GraphStore):
     def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:
         """One atomic write (a savepoint when nested). Constraint violations of the foreign table become
         ``InvalidArgument``. The file's own change counter is its version: nothing to bump."""
-        with self._lock:
-            try:
-                if nested:
-                    with savepoint(self.conn, self._units()):
-                        yield self.conn
-                    return
-                self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self.conn
-                    self.conn.execute("COMMIT")
-                except BaseException:
-                    if self.conn.in_transaction:
-                        self.conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.IntegrityError as exc:
-                raise InvalidArgument(f"table {self.profile.node_table!r}/{self.profile.edge_table!r} "
-                                      f"refused the write: {exc}") from None
+        try:
+            with sqlite_write(self.conn, self._lock, self._units(), nested, lambda: None) as conn:
+                yield conn
+        except sqlite3.IntegrityError as exc:
+            raise InvalidArgument(f"table {self.profile.node_table!r}/{self.profile.edge_table!r} "
+                                  f"refused the write: {exc}") from None
 
     def _write_ops(self, conn: sqlite3.Connection) -> WriteOps:
         return ForeignOps(self)

@@ -104,25 +104,12 @@ class NativeStore(GraphStore):
         Nests as a unit of work does (a savepoint inside an open one)."""
         return _conn_of(self._unit(bump))
 
-    @contextmanager
-    def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:
-        with self._lock:  # held by the thread that writes until its outermost unit ends
-            if nested:
-                with savepoint(self.conn, self._units()):
-                    yield self.conn
-                return
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-                if bump():
-                    self.conn.execute(
-                        "INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
-                        "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
-                self.conn.execute("COMMIT")
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
+    def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> AbstractContextManager[sqlite3.Connection]:
+        return sqlite_write(self.conn, self._lock, self._units(), nested, lambda: bump() and self._bump())
+
+    def _bump(self) -> None:
+        self.conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
+                          "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
 
     def _write_ops(self, conn: sqlite3.Connection) -> WriteOps:
         from .native_writes import NativeOps
@@ -281,6 +268,28 @@ def create_native(path: Path | str, db_id: str, name: str | None = None, descrip
 def _conn_of(unit: AbstractContextManager[tuple[Any, Any]]) -> Iterator[Any]:
     with unit as (conn, _log):
         yield conn
+
+
+@contextmanager
+def sqlite_write(conn: sqlite3.Connection, lock: Any, units: list[Any], nested: bool,
+                 before_commit: Callable[[], Any]) -> Iterator[sqlite3.Connection]:
+    """A unit of work's transaction on a SQLite connection: ``BEGIN IMMEDIATE`` ... ``COMMIT`` (after
+    ``before_commit``), or a SAVEPOINT when nested. The lock is held by the writing thread until its
+    outermost unit ends (the connection is shared by the threads of this process)."""
+    with lock:
+        if nested:
+            with savepoint(conn, units):
+                yield conn
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            before_commit()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
 
 @contextmanager
