@@ -251,16 +251,16 @@ class WriteOps(ABC):
     def merge_node_rows(self, rows: list[tuple[Any, ...]], ts: str) -> None:
         """Upsert rows ``(id, name, norm_name, type, description, properties, created_at, updated_at)``
         by id, properties merged and an empty description keeping the old one."""
-        raise NotImplementedError(f"{type(self).__name__} has no bulk mode")
+        raise InvalidArgument(f"{type(self).__name__}: this KG's backend has no bulk mode")
 
     def node_keys(self) -> dict[str, Any]:
         """node id -> the key edges refer to it by (``merge_edge_rows``' endpoints)."""
-        raise NotImplementedError(f"{type(self).__name__} has no bulk mode")
+        raise InvalidArgument(f"{type(self).__name__}: this KG's backend has no bulk mode")
 
     def merge_edge_rows(self, rows: list[tuple[Any, ...]]) -> None:
         """Upsert rows ``(source key, target key, type, weight, properties, created_at, id)`` by
         (source, target, type): weight = max, properties merged."""
-        raise NotImplementedError(f"{type(self).__name__} has no bulk mode")
+        raise InvalidArgument(f"{type(self).__name__}: this KG's backend has no bulk mode")
 
 
 # -- the unit of work ----------------------------------------------------------------------------------------
