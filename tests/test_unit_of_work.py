@@ -220,3 +220,30 @@ def test_capabilities_say_what_each_backend_offers(backend_ws):  # noqa: F811
     assert (store.vector_table() is not None) == (backend in ("native", "postgres"))
     assert (store.proposal_store() is not None) == (backend in ("native", "postgres"))
     assert store.sql_dialect == ("postgresql" if backend == "postgres" else "sqlite")
+
+
+def test_a_constraint_violation_is_a_clear_error_and_changes_nothing(backend_ws):  # noqa: F811
+    backend, ws, db_id = backend_ws
+    store = ws.kg(db_id).store
+    store.add_node("A", "thing", id="a")
+    store.add_node("B", "thing", id="b")
+    version = store.version()
+    with pytest.raises(InvalidArgument):
+        with store.writing() as w:
+            w.add_node("C", "thing", id="c")
+            w.ops.insert_node(kgos.model.Node("a", "A again", "thing"))  # the primitive, past the checks
+    assert _nodes(store) == {"a", "b"} and store.version() == version
+
+
+def test_an_ingest_is_found_by_meaning_when_it_returns(ws: kgos.Workspace, tmp_path):
+    from ingest_helpers import write_tree
+
+    from kgos.ingest import IngestOptions, ingest
+    kg = ws.create("code")
+    kg.add_node("seed", "thing")
+    kg.embed("hash")
+    root = write_tree(tmp_path / "proj", {"lib/platypus.py": '"""Platypus venom spur parser."""\n'
+                                                             "def parse_spur():\n    return 1\n"})
+    ingest(ws, "code", [str(root / "lib")], IngestOptions(tiers=(1,), dimensions=False, validate=False))
+    hit = ws.kg("code").search("Platypus venom spur parser", k=1, mode="embedding").results[0].node
+    assert "platypus" in hit.id

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgument, KGNotFound
+from ..errors import KGNotFound
 from ..model import Edge, Neighbor, Node, normalize_name
 from .arrays import GraphArrays, codes
 from .base import GraphStore, sqlite_read
 from .migrations import now_iso
 
-from .native import sqlite_uri, sqlite_write
+from .native import refused_writes, sqlite_uri, sqlite_write
 from .node_table import NodeTable
 from .writing import WriteOps, dumps
 from .profiles import Profile, profile_for, quote_ident
@@ -406,12 +406,9 @@ class ForeignStore(GraphStore):
     def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:
         """One atomic write (a savepoint when nested). Constraint violations of the foreign table become
         ``InvalidArgument``. The file's own change counter is its version: nothing to bump."""
-        try:
-            with sqlite_write(self.conn, self._lock, self._units(), nested, lambda: None) as conn:
-                yield conn
-        except sqlite3.IntegrityError as exc:
-            raise InvalidArgument(f"table {self.profile.node_table!r}/{self.profile.edge_table!r} "
-                                  f"refused the write: {exc}") from None
+        tables = f"table {self.profile.node_table!r}/{self.profile.edge_table!r}"
+        with refused_writes(tables), sqlite_write(self.conn, self._lock, self._units(), nested, lambda: None) as conn:
+            yield conn
 
     def _write_ops(self, conn: sqlite3.Connection) -> WriteOps:
         return ForeignOps(self)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KGOSError
+from ..errors import InvalidArgument, KGOSError
 from ..model import Edge, Neighbor, Node, normalize_name
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object, sqlite_read
@@ -104,8 +104,11 @@ class NativeStore(GraphStore):
         Nests as a unit of work does (a savepoint inside an open one)."""
         return _conn_of(self._unit(bump))
 
-    def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> AbstractContextManager[sqlite3.Connection]:
-        return sqlite_write(self.conn, self._lock, self._units(), nested, lambda: bump() and self._bump())
+    @contextmanager
+    def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:
+        with refused_writes(f"KG '{self.db_id}'"), sqlite_write(self.conn, self._lock, self._units(), nested,
+                                                                lambda: bump() and self._bump()) as conn:
+            yield conn
 
     def _bump(self) -> None:
         self.conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
@@ -290,6 +293,16 @@ def sqlite_write(conn: sqlite3.Connection, lock: Any, units: list[Any], nested: 
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+
+@contextmanager
+def refused_writes(what: str) -> Iterator[None]:
+    """A constraint of the file that refused a write (a unique id taken meanwhile) as InvalidArgument,
+    naming the table: a clear 400, never a 500."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise InvalidArgument(f"{what} refused the write: {exc}") from None
 
 
 @contextmanager

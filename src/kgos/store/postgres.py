@@ -323,3 +323,5 @@ def _data_errors(db: PgDatabase, db_id: str) -> Iterator[None]:
     except db.psycopg.DataError as exc:
         raise InvalidArgument(f"PostgreSQL cannot store this value: {str(exc).splitlines()[0]} "
                               "(text and properties may not contain NUL characters)") from None
+    except db.psycopg.IntegrityError as exc:  # a unique id taken meanwhile by another server's write
+        raise InvalidArgument(f"KG '{db_id}' refused the write: {str(exc).splitlines()[0]}") from None
