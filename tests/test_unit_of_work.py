@@ -247,3 +247,24 @@ def test_an_ingest_is_found_by_meaning_when_it_returns(ws: kgos.Workspace, tmp_p
     ingest(ws, "code", [str(root / "lib")], IngestOptions(tiers=(1,), dimensions=False, validate=False))
     hit = ws.kg("code").search("Platypus venom spur parser", k=1, mode="embedding").results[0].node
     assert "platypus" in hit.id
+
+
+def test_a_process_killed_inside_a_unit_leaves_nothing(ws: kgos.Workspace, tmp_path):
+    import subprocess
+    import sys
+    kg = ws.create("killed")
+    kg.add_node("Before", "thing", id="before")
+    script = (
+        "import os, sys, kgos\n"
+        "ws = kgos.Workspace(sys.argv[1])\n"
+        "store = ws.kg('killed').store\n"
+        "with store.writing() as w:\n"
+        "    for i in range(50):\n"
+        "        w.add_node(f'N{i}', 'thing', id=f'n{i}')\n"
+        "    w.add_edge('before', 'n0', 'relates_to')\n"
+        "    os._exit(9)  # killed half way: no commit, no rollback\n")
+    done = subprocess.run([sys.executable, "-c", script, str(ws.home)], capture_output=True, timeout=120)
+    assert done.returncode == 9, done.stderr.decode()
+    assert _nodes(ws.kg("killed").store) == {"before"} and ws.kg("killed").store.edge_count() == 0
+    ws.kg("killed").add_node("After", "thing", id="after")  # the file is not left locked
+    assert _nodes(ws.kg("killed").store) == {"before", "after"}
