@@ -35,6 +35,16 @@ class RowReader:
         with self.lock:
             return self.conn.execute(VECTOR_KEYS, (model,)).fetchall()
 
+    def fts(self, match: str, limit: int) -> list[tuple[int, float]] | None:
+        """(node rowid, -bm25) of the FTS5 index's best ``limit`` matches; None if the index cannot
+        answer (a file without it, a MATCH string FTS5 refuses)."""
+        try:
+            with self.lock:
+                return self.conn.execute("SELECT rowid, -bm25(nodes_fts) FROM nodes_fts WHERE nodes_fts MATCH ? "
+                                         "ORDER BY bm25(nodes_fts) LIMIT ?", (match, limit)).fetchall()
+        except sqlite3.OperationalError:
+            return None
+
     def vectors(self, rows: list[int]) -> dict[int, bytes]:
         """vector rowid -> float32 bytes, for these vector rows."""
         out: dict[int, bytes] = {}
