@@ -188,7 +188,7 @@ class GraphStore(ABC):
         return not self.read_only and self.supports_writes
 
     supports_writes: bool = False  # the backend implements ``_write_scope`` and ``_write_ops``
-    sql_dialect: str | None = None  # "sqlite" or "postgresql" where ``node_table`` names a real table
+    sql_dialect: str | None = None  # "sqlite" or "postgresql": the dialect of the pushed-down queries
 
     def node_table(self) -> Any:
         """How pushed-down queries reach the node rows (``methods.nodesql``), or None: iterate."""
