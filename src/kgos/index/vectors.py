@@ -7,7 +7,6 @@ does not write to, keep them in a sidecar SQLite file in the workspace cache.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

@@ -22,7 +22,6 @@ import asyncio
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ..embed.registry import get_embedder

@@ -22,14 +22,7 @@ from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object, sqlite_read
 from .migrations import migrate, now_iso
 from .node_table import NodeTable
-from .writing import (  # noqa: F401  (re-exported: the names other modules import from here)
-    WriteOps,
-    check_node_fields,
-    check_weight,
-    dumps,
-    merge_properties,
-    updated_fields,
-)
+from .writing import WriteOps, check_weight, dumps, merge_properties  # noqa: F401  (re-exported)
 
 NODE_COLS = "rowid, id, name, type, description, properties, created_at, updated_at"
 EDGE_SELECT = ("SELECT s.id, t.id, e.type, e.weight, e.properties, e.id, e.created_at "
