@@ -6,8 +6,11 @@ from pathlib import Path
 
 from ingest_helpers import ANSWER, DOC, FakeLLM, edges_of, write_tree
 
+import pytest
+
 import kgos
 from kgos.ingest import IngestOptions, ingest
+from kgos.errors import ProposalStale
 from kgos.llm.base import ChatProvider, ProviderError
 
 PATTERNS = {
@@ -146,7 +149,7 @@ def test_tier_two_off_removes_its_output(ws: kgos.Workspace, tmp_path: Path) -> 
 def test_tier_three_keeps_what_passes_spec_002_rules(ws: kgos.Workspace, tmp_path: Path) -> None:
     root = write_tree(tmp_path / "proj", {"docs/cache.md": DOC})
     llm = FakeLLM(ANSWER)
-    report = _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=llm)
+    report = _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=llm, llm_review=False)  # written directly
     kg = ws.kg("t")
     assert kg.node("capability:prompt_caching").properties["evidence"] == "Prompt caching reduces cost"
     edge = kg.store.get_edge("capability:prompt_caching", "concept:stable_prefix", "requires")
@@ -156,8 +159,35 @@ def test_tier_three_keeps_what_passes_spec_002_rules(ws: kgos.Workspace, tmp_pat
     assert "bob@example.com" not in names and "Invented thing" not in names
     assert report.semantic["rejected"] == {"pii": 1, "evidence_not_in_text": 1, "low_weight": 1}
     calls = llm.calls
-    _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=llm)
+    _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=llm, llm_review=False)
     assert llm.calls == calls  # unchanged file: its tier-3 result is reused, no new call
+
+
+def test_tier_three_proposes_into_the_review_queue_by_default(ws: kgos.Workspace, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"docs/cache.md": DOC})
+    report = _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=FakeLLM(ANSWER))
+    kg = ws.kg("t")
+    assert kg.get_node("capability:prompt_caching") is None  # not in the KG: waiting for a reviewer
+    assert not [e for e in kg.edges() if e.properties.get("tier") == 3]
+    total, pending = kg.proposals.list("pending", origin="ingest.llm", limit=100)
+    assert total == report.semantic["proposed"] > 0
+    node = next(p for p in pending if p.kind == "node" and p.source == "capability:prompt_caching")
+    assert node.evidence["evidence"] == "Prompt caching reduces cost" and node.evidence["file"].endswith("cache.md")
+    edge = next(p for p in pending if p.kind == "edge" and p.type == "requires")
+    assert edge.score == 0.9 and edge.evidence["evidence"]
+    with pytest.raises(ProposalStale, match="accept that node first"):
+        kg.proposals.accept(edge.id)  # its concept nodes are proposals too
+    for p in pending:
+        if p.kind == "node" and p.source in (edge.source, edge.target):
+            kg.proposals.accept(p.id)
+    accepted = kg.proposals.accept(edge.id)
+    assert accepted.status == "accepted"
+    promoted = kg.store.get_edge(edge.source, edge.target, "requires")
+    assert promoted.properties["source"] == "ingest.llm" and promoted.properties["prediction_id"] == edge.id
+    kg.proposals.undo(edge.id)
+    assert kg.store.get_edge(edge.source, edge.target, "requires") is None
+    _ingest(ws, root / "docs", tiers=(1, 2, 3), provider=FakeLLM(ANSWER))  # unchanged: nothing new
+    assert kg.proposals.list("pending", origin="ingest.llm", limit=100)[0] == total - 2  # the 2 accepted nodes
 
 
 def test_tier_three_caps_edges_per_text(ws: kgos.Workspace, tmp_path: Path) -> None:
@@ -166,7 +196,8 @@ def test_tier_three_caps_edges_per_text(ws: kgos.Workspace, tmp_path: Path) -> N
     concepts = [{"name": f"Thing {i}", "type": "concept", "evidence": words[i]} for i in range(14)]
     edges = [{"subject": f"Thing {i}", "predicate": "requires", "object": f"Thing {i + 1}", "weight": 0.6 + i / 100,
               "evidence": words[i]} for i in range(13)]
-    report = _ingest(ws, root / "docs", tiers=(1, 3), provider=FakeLLM({"concepts": concepts, "edges": edges}))
+    report = _ingest(ws, root / "docs", tiers=(1, 3), provider=FakeLLM({"concepts": concepts, "edges": edges}),
+                     llm_review=False)
     assert report.semantic["edges"] == 10 and report.semantic["rejected"] == {"over_edge_cap": 3}
     kept = edges_of(ws.kg("t"), "requires")
     assert ("concept:thing_12", "concept:thing_13") in kept and ("concept:thing_0", "concept:thing_1") not in kept

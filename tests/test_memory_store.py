@@ -119,7 +119,8 @@ def test_evidence_is_capped_first_and_newest_kept(ws):
     e = edge(mem, "user", "uses", "Docker")
     assert [x["memory_id"] for x in e.properties["evidence"]] == [ids[0], ids[4], ids[5]]
     assert e.properties["evidence_count"] == 6
-    items, added = graph_mod.merge_evidence([{"memory_id": "a"}], [{"memory_id": "a"}, {"memory_id": "b"}], 5)
+    from kgos.store.writing import capped_evidence
+    items, added = capped_evidence([{"memory_id": "a"}], [{"memory_id": "a"}, {"memory_id": "b"}], 5)
     assert (len(items), added) == (2, 1)
 
 

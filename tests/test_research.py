@@ -152,8 +152,13 @@ def test_store_applies_or_proposes_and_replay_never_writes(ws: kgos.Workspace, t
     ctx = ProcessContext(services={"workspace": ws})
     m = StoreModule()
     out = run(m.process(StageInput(data), ctx))
-    assert out.data["mode"] == "apply" and ws.kg("notes").get_node("research:claim:abc") is not None
+    assert out.data["mode"] == "auto" and out.metrics["mode"] == "apply"  # a KG the run creates: written
+    assert ws.kg("notes").get_node("research:claim:abc") is not None
     assert {e.type for e in ws.kg("notes").edges()} == {"mentions", "cited_from"}
+    again = run(m.process(StageInput(data), ctx))
+    assert again.metrics["mode"] == "apply"  # still this run's KG
+    other = run(m.process(StageInput({**data, "run_id": "r2"}), ctx))
+    assert other.metrics["mode"] == "propose"  # another run's KG: its delta waits for a reviewer
     ws.delete("notes")
     assert run(m.replay(m.snapshot(StageInput(data), out), ctx)).sha256 == out.sha256
     assert not ws.exists("notes")  # the replay did not write

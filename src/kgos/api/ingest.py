@@ -43,6 +43,7 @@ class IngestRequest(BaseModel):
                                  description="LLM for tier 3 (default: the server's), e.g. openai:gpt-4o-mini")
     model: str | None = Field(default=None, max_length=200)
     max_llm_calls: int = Field(default=50, ge=0, le=10_000)
+    llm_review: bool = Field(default=True, description="Tier 3's concepts wait in the review queue (false: written)")
     max_bytes: int = Field(default=5_000_000, ge=1, le=1_000_000_000)
     embed: bool = True
     embedder: str = Field(default="default", max_length=200)
@@ -110,7 +111,8 @@ def start_ingest(db_id: Annotated[str, Path()], body: IngestRequest, rt: Annotat
     if len(missing) == len(body.paths):
         raise IngestFailed(f"nothing to ingest: no such path on the server: {', '.join(missing[:5])}")
     options = IngestOptions(tuple(body.include), tuple(body.exclude), tuple(body.tiers), body.max_bytes, body.embed,
-                            body.embedder, body.dimensions, True, body.prune, body.max_llm_calls).checked()
+                            body.embedder, body.dimensions, True, body.prune, body.max_llm_calls,
+                            body.llm_review).checked()
     chat = rt.provider(body.provider, body.model) if 3 in options.tiers else None  # a bad provider: 4xx now
     home = rt.workspace.home
 

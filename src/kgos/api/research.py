@@ -52,7 +52,7 @@ class RunRequest(BaseModel):
     reasoner: str = Field("reason.default", max_length=200)
     modules: dict[StageName, str] = Field(default_factory=dict)
     configs: dict[StageName, dict[str, Any]] = Field(default_factory=dict)
-    store_mode: Literal["apply", "propose", "none"] = "apply"
+    store_mode: Literal["auto", "apply", "propose", "none"] = "auto"
     provider: str = Field("", max_length=200)
     embedder: str = Field("default", max_length=200)
     on_failure: Literal["stop", "skip"] = "stop"

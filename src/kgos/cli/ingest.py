@@ -30,6 +30,9 @@ def _tiers(value: str) -> tuple[int, ...]:
               help="1 structure, 2 patterns and cue phrases, 3 LLM concepts (needs --provider).")
 @click.option("--provider", help="LLM for tier 3 (e.g. openai:gpt-4o-mini, anthropic, ollama:MODEL).")
 @click.option("--max-llm-calls", default=50, show_default=True, help="Tier 3: at most this many LLM calls per run.")
+@click.option("--llm-write", is_flag=True,
+              help="Tier 3: write its concepts into the KG; by default they wait in the review queue "
+                   "(`kgos predict list KG --origin ingest.llm`).")
 @click.option("--max-bytes", default=5_000_000, show_default=True, help="Skip files larger than this.")
 @click.option("--keep-missing", is_flag=True, help="Keep the nodes of files that disappeared from a folder.")
 @click.option("--no-embed", is_flag=True, help="Do not embed after the ingest.")
@@ -41,7 +44,8 @@ def _tiers(value: str) -> tuple[int, ...]:
 @output_options
 @click.pass_context
 def ingest_cmd(ctx: click.Context, db_id: str, paths: tuple[str, ...], include: tuple[str, ...],
-               exclude: tuple[str, ...], tiers: str, provider: str | None, max_llm_calls: int, max_bytes: int,
+               exclude: tuple[str, ...], tiers: str, provider: str | None, max_llm_calls: int, llm_write: bool,
+               max_bytes: int,
                keep_missing: bool, no_embed: bool, no_dims: bool, embedder: str, watch_: bool, interval: float,
                json_: bool, plain_: bool) -> None:
     """Build or update DB_ID from folders and files (code, configs, documents).
@@ -52,7 +56,7 @@ def ingest_cmd(ctx: click.Context, db_id: str, paths: tuple[str, ...], include: 
     and listed with the reason. See docs/ingest.md.
     """
     options = IngestOptions(include, exclude, _tiers(tiers), max_bytes, not no_embed, embedder, not no_dims,
-                            True, not keep_missing, max_llm_calls)
+                            True, not keep_missing, max_llm_calls, not llm_write)
     chat = None
     if provider or 3 in options.tiers:
         from ..llm.registry import get_provider

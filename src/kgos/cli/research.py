@@ -83,8 +83,9 @@ def _prompt(o: Any) -> Any:
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False), help="A folder of documents to search.")
 @click.option("--kg", "kgs", multiple=True, help="A KG to search (repeatable).")
 @click.option("--into", help="The KG the findings are written to (created if missing).")
-@click.option("--store", "store_mode", type=click.Choice(["apply", "propose", "none"]), default="apply",
-              show_default=True, help="Write the KG delta into --into, stage it in its review queue, or neither.")
+@click.option("--store", "store_mode", type=click.Choice(["auto", "apply", "propose", "none"]), default="auto",
+              show_default=True, help="Write the KG delta into --into, stage it in its review queue, or neither; "
+              "auto: write into a KG this run created, propose into any other.")
 @click.option("--max-iterations", type=int, help="Iteration cap (default: the reasoner's, 10).")
 @click.option("--budget-seconds", type=float, help="Time budget of the run.")
 @click.option("--budget-tokens", type=int, help="Token budget (LLM answers).")

@@ -29,7 +29,7 @@ from ..errors import IndexDamaged
 from ..model import Node
 from ..store.arrays import GraphArrays
 from ..store.base import GraphStore, load_json_object
-from ..store.native import NativeStore, graph_arrays_of
+from ..store.native import graph_arrays_of
 from .graph import GraphIndex, preload_igraph
 from .names import NameIndex, alias_strings
 from .text import TextConfig, TextIndex
@@ -189,8 +189,6 @@ def _read(store: GraphStore, embedder: str | None, cache_root: Path | None, conf
     return _Rows(version, graph, texts, rowids, vectors, vector_keys)
 
 
-NODE_ROWS = "SELECT rowid, id, type, name, description, properties FROM nodes ORDER BY rowid"
-EDGE_ROWS = "SELECT source, target, type, weight FROM edges ORDER BY rowid"  # as NativeStore.graph_arrays
 
 
 @dataclass(frozen=True)
@@ -206,11 +204,11 @@ class _GraphRows:
 
     @classmethod
     def read(cls, store: GraphStore, previous: Snapshot | None) -> _GraphRows:
-        if not isinstance(store, NativeStore):
+        reader = store.row_reader()
+        if reader is None:
             arrays = store.graph_arrays()
             return cls(arrays.node_ids, arrays)
-        nodes = store.conn.execute(NODE_ROWS).fetchall()
-        edges = store.conn.execute(EDGE_ROWS).fetchall()
+        nodes, edges = reader.nodes(), reader.edges()
         ids = tuple(r[1] for r in nodes)
         local = hash((tuple(r[:3] for r in nodes), tuple(edges)))
         if previous is not None and previous.graph_local == local and previous.node_ids == ids:
@@ -219,7 +217,6 @@ class _GraphRows:
         return cls(arrays.node_ids, arrays, local, nodes)
 
 
-VECTOR_KEYS = "SELECT node, rowid, content_hash, dims FROM node_embeddings WHERE model = ? ORDER BY node"
 
 
 @dataclass(frozen=True)
@@ -233,8 +230,8 @@ class _VectorKeys:
     dims: frozenset[int]
 
     @classmethod
-    def read(cls, store: NativeStore, model: str) -> _VectorKeys:
-        rows = store.conn.execute(VECTOR_KEYS, (model,)).fetchall()
+    def read(cls, store: GraphStore, model: str) -> _VectorKeys:
+        rows = store.row_reader().vector_keys(model)
         return cls(np.fromiter((r[0] for r in rows), np.int64, len(rows)),
                    np.fromiter((r[1] for r in rows), np.int64, len(rows)),
                    np.array([r[2] for r in rows] or [""], dtype=object)[:len(rows)], frozenset(r[3] for r in rows))
@@ -254,7 +251,7 @@ def _vectors(store: GraphStore, embedder: str | None, ids: tuple[str, ...], rowi
     nodes; reading all 43,558 vectors of go took 0.6-1.3 s)."""
     if not embedder:
         return None, None
-    if not isinstance(store, NativeStore) or store.read_only or rowids is None:  # vectors elsewhere: read all
+    if store.row_reader() is None or store.read_only or rowids is None:  # vectors elsewhere: read all
         return load_vectors(store, embedder, ids, cache_root), None
     keys = _VectorKeys.read(store, embedder)
     old = previous.vector_keys if previous is not None and previous.embedder == embedder else None
@@ -286,13 +283,10 @@ def _carried_rows(old: np.ndarray, n: int, at: np.ndarray, was: np.ndarray) -> n
     return matrix
 
 
-def _read_vector_rows(store: NativeStore, matrix: np.ndarray, at: np.ndarray, rows: np.ndarray) -> None:
-    for start in range(0, len(rows), 500):  # under SQLite's bound-parameter limit
-        chunk = rows[start:start + 500].tolist()
-        blobs = dict(store.conn.execute(f"SELECT rowid, vector FROM node_embeddings WHERE rowid IN "
-                                        f"({','.join('?' * len(chunk))})", chunk))
-        for i, row in zip(at[start:start + 500].tolist(), chunk):
-            matrix[i] = np.frombuffer(blobs[row], np.float32)
+def _read_vector_rows(store: GraphStore, matrix: np.ndarray, at: np.ndarray, rows: np.ndarray) -> None:
+    blobs = store.row_reader().vectors(rows.tolist())
+    for i, row in zip(at.tolist(), rows.tolist()):
+        matrix[i] = np.frombuffer(blobs[row], np.float32)
 
 
 def _node_texts(store: GraphStore, ids: tuple[str, ...], config: TextConfig, previous: Snapshot | None,

@@ -7,7 +7,6 @@ does not write to, keep them in a sidecar SQLite file in the workspace cache.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import numpy as np
 from ..errors import InvalidArgument
 from ..model import Node
 from ..store.base import GraphStore
-from ..store.native import NativeStore
+from ..store.vector_tables import SQLiteVectorTable as _VectorTable
 from .names import alias_strings
 
 EMBED_TEXT_CHARS = 1000
@@ -78,60 +77,10 @@ class NameVectors:
     starts: np.ndarray
 
 
-class _VectorTable:
-    """(node id, model) -> (content hash, vector) over some SQLite connection."""
-
-    def __init__(self, conn: sqlite3.Connection, native: bool) -> None:
-        self.conn = conn
-        self.native = native
-        key = "n.id" if native else "e.node_id"
-        join = "JOIN nodes n ON n.rowid = e.node" if native else ""
-        self._select = f"SELECT {key}, e.content_hash, e.vector, e.dims FROM node_embeddings e {join} WHERE e.model = ?"
-
-    def rows(self, model: str, with_vectors: bool = False) -> dict[str, Any]:
-        out = {}
-        for node_id, digest, blob, dims in self.conn.execute(self._select, (model,)):
-            out[node_id] = (digest, blob, dims) if with_vectors else digest
-        return out
-
-    def hashes(self, model: str, node_ids: list[str]) -> dict[str, str]:
-        """The content hash of each of these nodes' vectors (the write path checks a few, not all)."""
-        key = "n.id" if self.native else "e.node_id"
-        out: dict[str, str] = {}
-        for start in range(0, len(node_ids), 500):  # under SQLite's bound-parameter limit
-            chunk = node_ids[start:start + 500]
-            sql = f"{self._select} AND {key} IN ({','.join('?' * len(chunk))})"
-            out.update((r[0], r[1]) for r in self.conn.execute(sql, (model, *chunk)))
-        return out
-
-    def write(self, model: str, dims: int, items: list[tuple[str, str, bytes]]) -> None:
-        if self.native:
-            sql = ("INSERT OR REPLACE INTO node_embeddings (node, model, dims, content_hash, vector) "
-                   "SELECT rowid, ?, ?, ?, ? FROM nodes WHERE id = ?")
-            self.conn.executemany(sql, [(model, dims, h, v, nid) for nid, h, v in items])
-        else:
-            self.conn.executemany("INSERT OR REPLACE INTO node_embeddings VALUES (?, ?, ?, ?, ?)",
-                                  [(nid, model, dims, h, v) for nid, h, v in items])
-
-    def drop(self, model: str) -> None:
-        self.conn.execute("DELETE FROM node_embeddings WHERE model = ?", (model,))
-
-    def remove(self, model: str, node_ids: Iterable[str]) -> None:
-        ids = list(node_ids)
-        if self.native:  # cascades remove vectors of deleted nodes; this drops vectors of other dims
-            self.conn.executemany("DELETE FROM node_embeddings WHERE model = ? AND node = "
-                                  "(SELECT rowid FROM nodes WHERE id = ?)", [(model, i) for i in ids])
-        else:
-            self.conn.executemany("DELETE FROM node_embeddings WHERE model = ? AND node_id = ?",
-                                  [(model, i) for i in ids])
-
-
 def _table(store: GraphStore, cache_root: Path | None) -> Any:
-    if isinstance(store, NativeStore) and not store.read_only:
-        return _VectorTable(store.conn, native=True)
-    own = getattr(store, "vector_table", None)  # a store with its own table (PostgreSQL)
-    if own is not None and not store.read_only:
-        return own()
+    own = store.vector_table() if not store.read_only else None  # the KG's own table (native file, PostgreSQL)
+    if own is not None:
+        return own
     if cache_root is None:
         raise InvalidArgument("a read-only KG keeps its vectors in the workspace cache: open it through a "
                               "Workspace (or pass cache_root)")
@@ -201,13 +150,5 @@ def load_name_vectors(store: GraphStore, model: str | None, node_ids: tuple[str,
 
 def models(store: GraphStore) -> dict[str, int]:
     """Embedding models with stored vectors in a native KG, and how many nodes each covers."""
-    own = getattr(store, "vector_models", None)
-    if own is not None:
-        return dict(own())
-    if not hasattr(store, "conn"):
-        return {}
-    try:
-        rows = store.conn.execute("SELECT model, count(*) FROM node_embeddings GROUP BY model")  # type: ignore[attr-defined]
-    except sqlite3.OperationalError:
-        return {}
-    return {m: n for m, n in rows if not m.endswith(NAMES_SUFFIX)}  # name vectors belong to their model
+    rows = store.vector_models()
+    return {m: n for m, n in rows.items() if not m.endswith(NAMES_SUFFIX)}  # name vectors belong to their model

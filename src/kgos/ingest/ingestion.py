@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IngestFailed, InvalidArgument, KGOSError, MissingDependency
 from ..kg.embedding import embed_after_import
-from ..store.native import NativeStore
+from ..store.base import GraphStore
+from ..store.proposals import ProposalDraft
 from . import configs, documents, patterns, python, treesitter
 from .facts import Facts
 from .files import DEFAULT_MAX_BYTES, Selection, Skipped, SourceFile, check_globs, read, walk
@@ -65,6 +66,9 @@ class IngestOptions:
     validate: bool = True
     prune: bool = True
     max_llm_calls: int = 50
+    # tier 3's concepts and relations go to the KG's review queue (origin "ingest.llm") instead of the
+    # KG: a model's reading waits for a person; False writes them directly
+    llm_review: bool = True
 
     def checked(self) -> IngestOptions:
         tiers = tuple(sorted(set(self.tiers)))
@@ -74,7 +78,7 @@ class IngestOptions:
             raise InvalidArgument(f"max_bytes must be a positive integer, not {self.max_bytes!r}")
         return IngestOptions(check_globs(self.include, "include"), check_globs(self.exclude, "exclude"), tiers,
                              self.max_bytes, self.embed, self.model, self.dimensions, self.validate, self.prune,
-                             self.max_llm_calls)
+                             self.max_llm_calls, bool(self.llm_review))
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,8 @@ def ingest(ws: Workspace, db_id: str, paths: Sequence[str | Path], options: Inge
     kg = ws.create(db_id) if created else ws.kg(db_id)
     store = kg.store
     try:
-        if not isinstance(store, NativeStore) or store.read_only:
+        # the group table rides in the KG file: a writable native SQLite KG (asked of the store)
+        if not (store.writable and store.native_schema and store.sql_dialect == "sqlite"):
             raise InvalidArgument(
                 f"'{db_id}' is not a writable SQLite KG: ingest writes native SQLite KGs only (not yet PostgreSQL "
                 "or attached ones); ingest into a local workspace, then move the KG with `kgos kg copy`")
@@ -199,7 +204,7 @@ class _Run:
         return out
 
     # -- extraction, linking, patterns, write -------------------------------------------------------
-    def apply(self, kg: KG, store: NativeStore, sources: list[tuple[SourceFile, Path]], paths: Sequence[str | Path],
+    def apply(self, kg: KG, store: GraphStore, sources: list[tuple[SourceFile, Path]], paths: Sequence[str | Path],
               provider: ChatProvider | None) -> IngestReport:
         cache = load_cache(store)
         groups, changed, kinds = self._extract(sources, cache)
@@ -216,10 +221,13 @@ class _Run:
         if 3 in self.opts.tiers and provider is not None:
             self._semantic(groups, changed, provider)
         outputs, dropped = self._outputs(groups, kinds, {s.rel: s.sha256 for s, _ in sources}, cache)
+        drafts = llm_drafts(outputs, changed) if 3 in self.opts.tiers and self.opts.llm_review else []
         produced = {g.rel for g in outputs}
         deleted += [rel for rel in cache if rel.startswith("@") and rel not in produced]  # e.g. tier 2 now off
         self._lap("link" if 2 not in self.opts.tiers else "link+tier2")
         counts = write(store, outputs, deleted, cache, self.opts.tiers)
+        if drafts:
+            self._propose(kg, drafts)
         self._lap("write")
         files = Counter(kinds[rel] for rel in groups)
         return IngestReport(kg.db_id, tuple(map(str, paths)), self.opts.tiers, dict(files), len(changed),
@@ -286,6 +294,15 @@ class _Run:
                 changed.add(rel)
         self.semantic = extractor.stats.to_dict()
         self._lap("tier3")
+
+    def _propose(self, kg: KG, drafts: list[ProposalDraft]) -> None:
+        """Stage tier 3's output in the review queue (nodes already in the KG are not proposed again)."""
+        fresh = [d for d in drafts if d.kind != "node" or kg.get_node(d.source) is None]
+        report = kg.proposals.propose(fresh) if fresh else None
+        stats = getattr(self, "semantic", None)
+        if stats is not None:
+            stats["proposed"] = len(report.added) if report else 0
+            stats["proposals_merged"] = len(report.merged) if report else 0
 
     def _outputs(self, groups: dict[str, Facts], kinds: dict[str, str], shas: dict[str, str],
                  cache: dict[str, CachedGroup]) -> tuple[list[GroupOutput], int]:
@@ -409,3 +426,40 @@ def _fingerprint(paths: Sequence[str | Path], selection: Selection) -> frozenset
             continue
         out.add((rel, st.st_mtime_ns, st.st_size))
     return frozenset(out)
+
+
+LLM_ORIGIN = "ingest.llm"
+
+
+def llm_drafts(outputs: list[GroupOutput], changed: set[str]) -> list[ProposalDraft]:
+    """Take tier 3's nodes and edges out of ``outputs`` (they are not written) and return the review
+    queue drafts of the changed groups': each with its source, its evidence (the quote, its span, the
+    file) and its confidence (the model's edge weight; 0.8, the tier's ``mentions`` weight, for a node)."""
+    drafts: list[ProposalDraft] = []
+    for g in outputs:
+        nodes = [n for n in g.nodes if n["properties"].get("tier") == 3]
+        edges = [e for e in g.edges if e["properties"].get("tier") == 3]
+        if not (nodes or edges):
+            continue
+        g.nodes = [n for n in g.nodes if n["properties"].get("tier") != 3]
+        g.edges = [e for e in g.edges if e["properties"].get("tier") != 3]
+        if g.rel not in changed:
+            continue
+        for n in nodes:
+            props = n["properties"]
+            drafts.append(ProposalDraft(n["id"], "", n["type"], LLM_ORIGIN, 0.8, {"llm": 0.8}, _evidence(g.rel, props),
+                                        {"name": n["name"], "description": n["description"], "properties": props},
+                                        kind="node"))
+        for e in edges:
+            props, weight = e["properties"], float(e["weight"])
+            drafts.append(ProposalDraft(e["source"], e["target"], e["type"], LLM_ORIGIN, weight, {"llm": weight},
+                                        _evidence(g.rel, props), {"weight": weight, "properties": props}))
+    return drafts
+
+
+def _evidence(rel: str, props: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"file": rel}
+    for key in ("evidence", "evidence_span", "from_node"):
+        if props.get(key) is not None:
+            out[key] = props[key]
+    return out

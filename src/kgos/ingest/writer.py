@@ -10,14 +10,13 @@ groups whose output hash changed, and only their own rows:
 * the group's old edges are deleted and its new edges inserted;
 * its nodes are upserted by id, so a node keeps its row (and the edges other files point at it with).
 
-All of it happens in one ``BEGIN IMMEDIATE`` transaction with one version bump: an interrupted or
-failed run leaves the KG exactly as it was.
+All of it happens in one unit of work of the store (``store.writing()``) with one version bump: an
+interrupted or failed run leaves the KG exactly as it was.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +27,9 @@ from ..model import normalize_name
 from ..pipeline.digest import content_hash
 from ..store.limits import check_properties
 from ..store.migrations import now_iso
-from ..store.native import NativeStore
+from ..store.base import GraphStore
 from ..store.vocabulary import declared_list
+from ..store.writing import Writer
 
 TABLE = "kgos_ingest_files"
 SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -87,7 +87,7 @@ class WriteCounts:
     edges_deleted: int
 
 
-def load_cache(store: NativeStore) -> dict[str, CachedGroup]:
+def load_cache(store: GraphStore) -> dict[str, CachedGroup]:
     """Every group's cached state (empty for a KG never ingested into)."""
     if not store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)).fetchone():
         return {}
@@ -98,27 +98,29 @@ def load_cache(store: NativeStore) -> dict[str, CachedGroup]:
     return out
 
 
-def write(store: NativeStore, outputs: list[GroupOutput], deleted: Iterable[str],
+def write(store: GraphStore, outputs: list[GroupOutput], deleted: Iterable[str],
           cache: dict[str, CachedGroup], tiers: Iterable[int] = (1,)) -> WriteCounts:
-    """Apply the changed groups and the deleted ones in one transaction (see the module docstring)."""
+    """Apply the changed groups and the deleted ones in one unit of work (see the module docstring).
+    Nodes and edges go through the store's ``writing()`` (bulk mode: the ingest embeds the changed
+    nodes after it, by content hash); the group table rides in the same transaction."""
     keep = {n["id"] for g in outputs for n in g.nodes}
     changed = [g for g in outputs if g.rel not in cache or cache[g.rel].out_hash != g.out_hash
                or cache[g.rel].sha256 != g.sha256]
     deleted = [rel for rel in deleted if rel in cache]
     counts = [0, 0, 0, 0]  # nodes upserted, nodes deleted, edges written, edges deleted
-    with store.transaction() as conn:
+    with store.writing(bulk=True) as w, store.transaction() as conn:
         conn.execute(SCHEMA)
-        _declare_edge_types(store, conn)
-        conn.execute("INSERT OR REPLACE INTO kg_meta VALUES ('ingest_tiers', ?)", (tiers_key(tiers),))
+        store.set_meta(ingest_tiers=tiers_key(tiers), **_edge_types(store))
         for rel in deleted:
-            _remove(conn, cache[rel].out, keep, counts)
+            _remove(w, cache[rel].out, keep, counts)
             conn.execute(f"DELETE FROM {TABLE} WHERE rel = ?", (rel,))
         for g in changed:
             if g.rel in cache:
-                _remove(conn, cache[g.rel].out, keep, counts)
-            _upsert_nodes(conn, g.nodes, counts)
+                _remove(w, cache[g.rel].out, keep, counts)
+            _upsert_nodes(w, g.nodes, counts)
+        keys = w.node_keys() if changed else {}
         for g in changed:  # edges after every group's nodes: an edge may point into another changed group
-            _insert_edges(conn, g.edges, counts)
+            _insert_edges(w, keys, g.edges, counts)
             written = {"nodes": [n["id"] for n in g.nodes], "edges": [[e["source"], e["target"], e["type"]] for e in g.edges]}
             conn.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?,?,?,?,?,?)",
                          (g.rel, g.sha256, g.kind, orjson.dumps(g.facts), g.out_hash, orjson.dumps(written)))
@@ -130,56 +132,34 @@ def tiers_key(tiers: Iterable[int]) -> str:
     return ",".join(map(str, sorted(set(tiers))))
 
 
-def _declare_edge_types(store: NativeStore, conn: sqlite3.Connection) -> None:
-    """Add the ingest relations to the KG's edge vocabulary (validation rule 7)."""
-    row = conn.execute("SELECT value FROM kg_meta WHERE key = 'edge_types'").fetchone()
-    declared = declared_list({"edge_types": row[0]} if row else {}, "edge_types") or frozenset()
+def _edge_types(store: GraphStore) -> dict[str, str]:
+    """The KG's edge vocabulary with the ingest relations added (validation rule 7), if that changes it."""
+    declared = declared_list(store.meta(), "edge_types") or frozenset()
     wanted = sorted(declared | set(INGEST_EDGE_TYPES))
-    if set(wanted) != declared:
-        conn.execute("INSERT OR REPLACE INTO kg_meta VALUES ('edge_types', ?)", (json.dumps(wanted),))
+    return {"edge_types": json.dumps(wanted)} if set(wanted) != declared else {}
 
 
-def _remove(conn: sqlite3.Connection, out: dict[str, Any], keep: set[str], counts: list[int]) -> None:
+def _remove(w: Writer, out: dict[str, Any], keep: set[str], counts: list[int]) -> None:
     for s, t, type_ in out.get("edges", ()):
-        cur = conn.execute("DELETE FROM edges WHERE source = (SELECT rowid FROM nodes WHERE id = ?) AND "
-                           "target = (SELECT rowid FROM nodes WHERE id = ?) AND type = ?", (s, t, type_))
-        counts[3] += cur.rowcount
-    gone = [(nid,) for nid in out.get("nodes", ()) if nid not in keep]
-    for chunk in _chunks(gone, 500):
-        cur = conn.executemany("DELETE FROM nodes WHERE id = ?", chunk)
-        counts[1] += cur.rowcount
+        if w.edge(s, t, type_) is not None:
+            counts[3] += int(w.delete_edge(s, t, type_))
+    for nid in out.get("nodes", ()):
+        if nid not in keep and w.node(nid) is not None:
+            w.delete_node(nid)
+            counts[1] += 1
 
 
-def _upsert_nodes(conn: sqlite3.Connection, nodes: list[dict[str, Any]], counts: list[int]) -> None:
-    ts = _now()
+def _upsert_nodes(w: Writer, nodes: list[dict[str, Any]], counts: list[int]) -> None:
+    ts = now_iso()
     rows = [(n["id"], n["name"], normalize_name(n["name"]), n["type"], n["description"],
              check_properties(n["properties"]), ts, ts) for n in nodes]
-    conn.executemany(
-        "INSERT INTO nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
-        "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, norm_name=excluded.norm_name, "
-        "type=excluded.type, description=excluded.description, "
-        "properties=json_patch(nodes.properties, excluded.properties), updated_at=excluded.updated_at "
-        "WHERE nodes.name IS NOT excluded.name OR nodes.type IS NOT excluded.type OR nodes.description IS NOT "
-        "excluded.description OR json_patch(nodes.properties, excluded.properties) IS NOT nodes.properties", rows)
+    w.merge_node_rows(rows, ts)
     counts[0] += len(rows)
 
 
-def _insert_edges(conn: sqlite3.Connection, edges: list[dict[str, Any]], counts: list[int]) -> None:
-    ts = _now()
-    rows = [(e["source"], e["target"], e["type"], float(e["weight"]), check_properties(e["properties"]), ts)
-            for e in edges]
-    conn.executemany(
-        "INSERT INTO edges (source, target, type, weight, properties, created_at) "
-        "SELECT s.rowid, t.rowid, ?3, ?4, ?5, ?6 FROM nodes s, nodes t WHERE s.id = ?1 AND t.id = ?2 "
-        "ON CONFLICT(source, target, type) DO UPDATE SET weight=excluded.weight, properties=excluded.properties",
-        rows)
+def _insert_edges(w: Writer, keys: dict[str, Any], edges: list[dict[str, Any]], counts: list[int]) -> None:
+    ts = now_iso()
+    rows = [(keys[e["source"]], keys[e["target"]], e["type"], float(e["weight"]), check_properties(e["properties"]),
+             ts, None) for e in edges if e["source"] in keys and e["target"] in keys]
+    w.merge_edge_rows(rows)
     counts[2] += len(rows)
-
-
-def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def _now() -> str:
-    return now_iso()

@@ -76,6 +76,8 @@ from ..store.base import GraphStore
 from ..store.proposals import ProposalQueue, open_proposal_store
 from ..store.stats import KGStats, kg_stats
 from ..store.validation import ValidationReport, validate
+from ..store.writing import Writer
+from .written import WriteEmbedding
 
 if TYPE_CHECKING:
     from ..embed.adapter import AdapterReport, AdapterStatus
@@ -125,6 +127,9 @@ class KG:
         self._proposals: ProposalQueue | None = None
         self._model_engines: dict[str, SearchEngine] = {}  # other models' vectors: search(..., model=...)
         self._extensions: dict[str, Any] = {}
+        # every unit of work on this store, whoever runs it, is embedded when it commits
+        self.write_embedding = WriteEmbedding(self)
+        store.on_commit(self.write_embedding)
 
     def __repr__(self) -> str:
         return f"<KG {self.db_id!r} nodes={self.store.node_count()} edges={self.store.edge_count()}>"
@@ -180,37 +185,36 @@ class KG:
 
     # -- writing -----------------------------------------------------------------------------------
     def _writer(self) -> Any:
-        """The store, if it takes writes: KG-OS's own schema (SQLite or PostgreSQL: the same write
-        methods) or a foreign file attached writable."""
-        from ..store.foreign import ForeignStore
+        """The store, if it takes writes (``ReadOnlyKG`` otherwise). Each write is one unit of work of
+        the store; the commit hook embeds what it wrote, so search finds it by meaning at once."""
         self.store.require_writable()
-        if not (self.store.native_schema or isinstance(self.store, ForeignStore)):
+        if not self.store.supports_writes:
             raise KGOSError(f"KG '{self.db_id}' does not support writes")
         return self.store
 
+    def writing(self) -> AbstractContextManager[Writer]:
+        """``with kg.writing() as w: w.upsert_entity(...); w.add_edge(...)``: one unit of work, all of it
+        or nothing; its nodes are embedded when it commits."""
+        return self._writer().writing()
+
     def add_node(self, name: str, type: str = "entity", description: str = "",
                  properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
-        return self._embedded(self._writer().add_node(name, type, description, properties, id=id))
+        return self._writer().add_node(name, type, description, properties, id=id)  # type: ignore[no-any-return]
 
     def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
                     properties: dict[str, Any] | None = None) -> Node:
-        return self._embedded(self._writer().upsert_node(id, name, type, description, properties))
+        return self._writer().upsert_node(id, name, type, description, properties)  # type: ignore[no-any-return]
 
     def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
                       description: str = "") -> Node:
-        return self._embedded(self._writer().upsert_entity(name, type, properties, description))
+        return self._writer().upsert_entity(name, type, properties, description)  # type: ignore[no-any-return]
 
     def update_node(self, id: str, **changes: Any) -> Node:
-        return self._embedded(self._writer().update_node(id, **changes))
-
-    def _embedded(self, node: Node) -> Node:
-        """A written node gets its vector now (if the KG is embedded), so search finds it by meaning."""
-        self.engine.embed_written([node.id])
-        return node
+        return self._writer().update_node(id, **changes)  # type: ignore[no-any-return]
 
     def batch(self) -> AbstractContextManager[None]:
         """``with kg.batch(): ...`` embeds the nodes written inside in one batch at the end."""
-        return self.engine.deferred_embedding()
+        return self.write_embedding.deferred()
 
     def delete_node(self, id: str) -> int:
         return self._writer().delete_node(id)

@@ -295,14 +295,8 @@ class Workspace:
             raise InvalidArgument(f"'{db_id}' is an attached KG; import into a native KG instead"
                                   + (" (or --merge into it)" if attached[1] == "postgres" else ""))
         if mode == "merge" and exists:
-            store = self.kg(db_id).store
-            if getattr(store, "location", None):  # PostgreSQL: one transaction of the shared database
-                from ..store import postgres_import
-                merged = postgres_import.merge_into(store, source, skip_dangling, progress, skip_invalid)  # type: ignore[arg-type]
-            elif not isinstance(store, NativeStore):  # unreachable: attached KGs are refused above
-                raise InvalidArgument(f"'{db_id}' is not a native KG; import into a native KG instead")
-            else:
-                merged = merge_into(store, source, skip_dangling, progress, skip_invalid)
+            # one bulk unit of work of the store, SQLite or PostgreSQL alike
+            merged = merge_into(self.kg(db_id).store, source, skip_dangling, progress, skip_invalid)
             self.kg(db_id).engine.embed_changed()  # an embedded KG stays searchable by meaning
             return merged
         if mode == "create" and exists:

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import AliasNotFound, InvalidArgument
 from ..model import Node, normalize_name
 from ..store.migrations import now_iso
-from ..store.native import NativeStore, dumps
+from ..store.base import GraphStore
 from .extract import EntityRef
 from .graph import GraphWriter, as_list
 
@@ -65,7 +65,7 @@ def alias_key(name: str) -> str:
 
 
 # -- finding candidates -----------------------------------------------------------------------------
-def candidates(store: NativeStore, min_ratio: float = 0.9) -> list[tuple[Node, Node, str, float]]:
+def candidates(store: GraphStore, min_ratio: float = 0.9) -> list[tuple[Node, Node, str, float]]:
     """(alias, canonical, reason, score) pairs; the canonical entity is the better connected one."""
     degree = _degrees(store)
     by_type: dict[str, list[Node]] = defaultdict(list)
@@ -78,7 +78,7 @@ def candidates(store: NativeStore, min_ratio: float = 0.9) -> list[tuple[Node, N
     return pairs
 
 
-def _degrees(store: NativeStore) -> dict[str, int]:
+def _degrees(store: GraphStore) -> dict[str, int]:
     arrays = store.graph_arrays()
     counts = np.bincount(np.concatenate([arrays.src, arrays.dst]), minlength=len(arrays.node_ids))
     return dict(zip(arrays.node_ids, counts.tolist()))
@@ -170,24 +170,20 @@ class AliasTable:
 
 
 # -- merging ----------------------------------------------------------------------------------------
-def merge(store: NativeStore, alias: Node, canonical: Node, evidence_cap: int = 20) -> int:
+def merge(store: GraphStore, alias: Node, canonical: Node, evidence_cap: int = 20) -> int:
     """Fold ``alias`` into ``canonical`` in one transaction; returns the number of edges moved."""
     if alias.id == canonical.id or alias.type != canonical.type:
         raise InvalidArgument(f"cannot merge {alias.id} into {canonical.id}: they must be two entities of one type")
     neighbours = store.neighbors(alias.id, "both")
     names = [*as_list(canonical.properties.get("aliases")), alias.name, *as_list(alias.properties.get("aliases"))]
     with GraphWriter(store, evidence_cap).session() as session:
-        conn = session.conn
-        target = (store.rowid(canonical.id), canonical.id)
         for nb in neighbours:
-            other = (store.rowid(nb.node.id), nb.node.id)
-            s, o = (target, other) if nb.direction == "outgoing" else (other, target)
+            s, o = (canonical.id, nb.node.id) if nb.direction == "outgoing" else (nb.node.id, canonical.id)
             if s != o:
                 session.edge(s, o, nb.edge.type, nb.edge.weight, as_list(nb.edge.properties.get("evidence")),
                              nb.edge.created_at or now_iso())
         merged_props = {**{k: v for k, v in alias.properties.items() if k != "aliases"}, **canonical.properties,
                         "aliases": list(dict.fromkeys(n for n in names if isinstance(n, str)))}
-        conn.execute("UPDATE nodes SET properties = ?, updated_at = max(updated_at, ?) WHERE id = ?",
-                     (dumps(merged_props), alias.updated_at or "", canonical.id))
-        conn.execute("DELETE FROM nodes WHERE id = ?", (alias.id,))  # its edges go with it (ON DELETE CASCADE)
+        session.w.update_node(canonical.id, properties=merged_props, replace_properties=True)
+        session.w.delete_node(alias.id)  # its edges go with it
     return len(neighbours)

@@ -32,7 +32,8 @@ from ..errors import InvalidArgument, KGOSError
 from ..kg import KG, Workspace, check_db_id
 from ..llm.base import ChatProvider
 from ..model import Neighbor, normalize_name
-from ..store.native import NativeStore
+from ..store.base import GraphStore
+from ..store.native import create_native
 from . import aliases as alias_mod
 from . import pii
 from .config import MemoryConfig
@@ -167,15 +168,15 @@ class MemoryService:
             # a SQLite file even in a PostgreSQL workspace: memory writes through SQLite (docs/postgres.md)
             self.workspace.create(self.db_id, name="Agent memory", description=DESCRIPTION, local=True)
         kg = self.workspace.kg(self.db_id)
-        if not isinstance(kg.store, NativeStore) or kg.read_only:
-            raise InvalidArgument(f"the memory KG '{self.db_id}' must be a writable native KG, not an attached file")
+        if not kg.store.writable:
+            raise InvalidArgument(f"the memory KG '{self.db_id}' must be a writable KG, not a read-only attached file")
         GraphWriter(kg.store).ensure_user()
         return kg
 
-    def _store(self) -> NativeStore:
-        return self.kg().store  # type: ignore[return-value]
+    def _store(self) -> GraphStore:
+        return self.kg().store
 
-    def _writer(self, store: NativeStore | None = None) -> GraphWriter:
+    def _writer(self, store: GraphStore | None = None) -> GraphWriter:
         return GraphWriter(store or self._store(), self.config.evidence_cap, self.alias_table.accepted_map())
 
     def _enrichment_provider(self) -> tuple[ChatProvider | None, str]:
@@ -387,7 +388,7 @@ class MemoryService:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         try:
-            temp = NativeStore.create(folder / "kg.db", self.db_id, name="Agent memory", description=DESCRIPTION)
+            temp = create_native(folder / "kg.db", self.db_id, name="Agent memory", description=DESCRIPTION)
             try:
                 derived, n = self._derive(temp, batch)
                 after = (temp.node_count(), temp.edge_count())
@@ -403,7 +404,7 @@ class MemoryService:
         return RebuildReport(self.db_id, dry_run, n, *after, before[0], before[1], before[2],
                              round(time.perf_counter() - t0, 3))
 
-    def _derive(self, temp: NativeStore, batch: int) -> tuple[list[tuple[str, str, tuple[Relation, ...]]], int]:
+    def _derive(self, temp: GraphStore, batch: int) -> tuple[list[tuple[str, str, tuple[Relation, ...]]], int]:
         writer = GraphWriter(temp, self.config.evidence_cap, self.alias_table.accepted_map())
         writer.ensure_user()
         derived, pending = [], []
@@ -507,16 +508,13 @@ class MemoryService:
         return DecayReport(half_life_days, store.edge_count(), len(changes), write and bool(changes), sample)
 
 
-def _write_weights(store: NativeStore, changes: list[tuple[Any, float, float]]) -> None:
-    from ..store.native import dumps
-    with store.transaction() as conn:
+def _write_weights(store: GraphStore, changes: list[tuple[Any, float, float]]) -> None:
+    with store.writing() as w:  # decay lowers weights: set, not the upsert's max
         for edge, base, new in changes:
-            props = {**edge.properties, "base_weight": base}
-            conn.execute("UPDATE edges SET weight = ?, properties = ? WHERE source = ? AND target = ? AND type = ?",
-                         (new, dumps(props), store.rowid(edge.source), store.rowid(edge.target), edge.type))
+            w.set_edge(edge.source, edge.target, edge.type, new, {**edge.properties, "base_weight": base})
 
 
-def _llm_only_edges(store: NativeStore) -> int:
+def _llm_only_edges(store: GraphStore) -> int:
     count = 0
     for edge in store.iter_edges():
         evidence = [e for e in as_list(edge.properties.get("evidence")) if isinstance(e, dict)]

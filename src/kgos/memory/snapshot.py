@@ -25,7 +25,7 @@ from ..errors import ImportFailed
 from ..model import normalize_name
 from ..store.formats import open_text_out
 from ..store.migrations import now_iso
-from ..store.native import NativeStore
+from ..store.base import GraphStore
 from .extract import USER_ID, USER_NAME, EntityRef
 from .graph import GraphWriter, as_list, edge_id
 
@@ -56,7 +56,7 @@ def edge_record(edge: Any) -> dict[str, Any]:
             "evidence": evidence[0] if len(evidence) == 1 else evidence or {}, "created_ts": edge.created_at}
 
 
-def write_snapshot(store: NativeStore, path: Path | str) -> SnapshotReport:
+def write_snapshot(store: GraphStore, path: Path | str) -> SnapshotReport:
     """Stream the KG out as a spec/002 snapshot, one record per line."""
     path = Path(path)
     meta = store.meta()
@@ -162,7 +162,7 @@ def _check_edge(loc: str, e: Any, ids: set[str]) -> None:
 
 
 # -- import: merge ----------------------------------------------------------------------------------
-def merge_snapshot(store: NativeStore, data: dict[str, Any], evidence_cap: int = 20) -> SnapshotReport:
+def merge_snapshot(store: GraphStore, data: dict[str, Any], evidence_cap: int = 20) -> SnapshotReport:
     """Upsert a checked snapshot into ``store`` in one transaction (spec/002 upsert rules)."""
     with GraphWriter(store, evidence_cap).session() as session:
         rows = {USER_ID: session.entity(EntityRef(USER_NAME, "user"), now_iso())}

@@ -213,8 +213,8 @@ def _dimension_gaps(view: GraphView, store: GraphStore, limit: int) -> tuple[tup
     where = (f"{table.type} IN ({','.join('?' * len(ACTIONABLE_TYPES))}) AND NOT EXISTS "
              f"(SELECT 1 FROM json_each(coalesce({table.props}, '{{}}')) WHERE key IN ({marks}))")
     args = [*ACTIONABLE_TYPES, *dims]
-    count = table.conn.execute(f"SELECT count(*) {table.source} AND {where}", args).fetchone()[0]
-    ids = [r[0] for r in table.conn.execute(f"SELECT {table.id} {table.source} AND {where} ORDER BY {table.order} "
+    count = table.rows(f"SELECT count(*) {table.source} AND {where}", args)[0][0]
+    ids = [r[0] for r in table.rows(f"SELECT {table.id} {table.source} AND {where} ORDER BY {table.order} "
                                             "LIMIT ?", [*args, limit])]
-    no_desc = table.conn.execute(f"SELECT count(*) {table.source} AND coalesce({table.description}, '') = ''").fetchone()[0]
+    no_desc = table.rows(f"SELECT count(*) {table.source} AND coalesce({table.description}, '') = ''")[0][0]
     return tuple(view.ref(view.index[i]) for i in ids if i in view.index), int(count), int(no_desc)

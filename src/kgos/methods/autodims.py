@@ -108,7 +108,7 @@ def infer(kg: KGSource, dims: Iterable[str] | None = None, dry_run: bool = False
             inferred += [InferredValue(node.id, d, v, r, _previous(node, d)) for d, (v, r) in found.items()
                          if d in changes]
     if not dry_run:
-        with kg.engine.deferred_embedding():  # property changes: one vector check at the end, not one per node
+        with kg.batch():  # property changes: one vector check at the end, not one per node
             for node_id, changes in writes:
                 kg.update_node(node_id, properties=changes)
     return AutoDimensionsReport(nodes=kg.node_count(), inferred=tuple(inferred), kept_human=kept,

@@ -134,8 +134,8 @@ def dimension_filter(store: GraphStore, filters: Any, limit: int = 20) -> Dimens
         total, ids, notes = 0, [], notes + ("this KG has no properties column: no dimension values",)
     else:
         where, args = _conditions(table.props, checked)
-        total = table.conn.execute(f"SELECT count(*) {table.source} AND {where}", args).fetchone()[0]
-        ids = [r[0] for r in table.conn.execute(
+        total = table.rows(f"SELECT count(*) {table.source} AND {where}", args)[0][0]
+        ids = [r[0] for r in table.rows(
             f"SELECT {table.id} {table.source} AND {where} ORDER BY {table.order} LIMIT ?", [*args, limit])]
     nodes = store.get_nodes(ids)
     rows = tuple(DimensionMatch(_ref(nodes[i]), {n: nodes[i].properties[n] for n in checked})
@@ -164,13 +164,13 @@ def filter_mask(store: GraphStore, snap: Snapshot, filters: dict[str, dict[str, 
     else:
         where, args = _conditions(table.props, filters)
         if table.order == "n.rowid" and snap.rowids is not None:
-            found = np.array([r[0] for r in table.conn.execute(f"SELECT n.rowid {table.source} AND {where}", args)],
+            found = np.array([r[0] for r in table.rows(f"SELECT n.rowid {table.source} AND {where}", args)],
                              np.int64)
             pos = np.searchsorted(snap.rowids, found)
             ok = (pos < snap.n) & (snap.rowids[np.minimum(pos, snap.n - 1)] == found)
             mask[pos[ok]] = True
             return mask
-        ids = [str(r[0]) for r in table.conn.execute(f"SELECT {table.id} {table.source} AND {where}", args)]
+        ids = [str(r[0]) for r in table.rows(f"SELECT {table.id} {table.source} AND {where}", args)]
     rows = [snap.index[i] for i in ids if i in snap.index]
     mask[np.array(rows, np.int64)] = True
     return mask

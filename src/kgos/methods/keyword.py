@@ -48,7 +48,7 @@ def _sql(store: GraphStore, terms: list[str], limit: int) -> list[tuple[str, int
     sql = (f"SELECT id, {' + '.join(names)} AS score, {', '.join(names)} FROM (SELECT {table.id} AS id, "
            f"{table.order} AS o, {inner} {table.source}) WHERE score > 0 ORDER BY score DESC, o LIMIT ?")
     args = [like_pattern(t) for t in terms for _ in fields]
-    return [(r[0], r[1], [bool(x) for x in r[2:]]) for r in table.conn.execute(sql, [*args, limit])]
+    return [(r[0], r[1], [bool(x) for x in r[2:]]) for r in table.rows(sql, [*args, limit])]
 
 
 def _python(store: GraphStore, terms: list[str], limit: int) -> list[tuple[str, int, list[bool]]]:

@@ -190,7 +190,7 @@ def node_types(store: GraphStore) -> tuple[list[str], list[str]]:
     if table is None:
         nodes = list(store.iter_nodes())
         return [n.id for n in nodes], [n.type for n in nodes]
-    rows = table.conn.execute(f"SELECT {table.id}, {table.type} {table.source}").fetchall()
+    rows = table.rows(f"SELECT {table.id}, {table.type} {table.source}")
     return [r[0] for r in rows], [r[1] or "entity" for r in rows]
 
 

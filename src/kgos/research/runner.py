@@ -33,6 +33,7 @@ __all__ = ["DEFAULT_MODULES", "ResearchRequest", "ResearchResult", "ResearchRunn
 DEFAULT_MODULES = {"query": "query.intent", "search": "search.multi", "ingest": "ingest.documents",
                    "extract": "extract.claims", "merge": "merge.graph", "store": "store.kg",
                    "reason": "reason.default", "output": "output.answer"}
+STORE_MODES = ("auto", "apply", "propose", "none")
 HARD_CAP = 100  # iterations, whatever the request says: the last safety valve
 MAX_RESTARTS = 3
 _EMPTY = {"search": {"hits": [], "total_candidates": 0, "queries": []}, "ingest": {"documents": []},
@@ -56,7 +57,7 @@ class ResearchRequest:
     reasoner: str = "reason.default"
     modules: Mapping[str, str] = field(default_factory=dict)
     configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    store_mode: str = "apply"
+    store_mode: str = "auto"  # apply into a KG this run created, propose into any other
     provider: str = ""
     embedder: str = "default"
     on_failure: str = "stop"
@@ -73,8 +74,8 @@ class ResearchRequest:
                 raise InvalidArgument(f"{name} must be a number >= 0")
         if self.on_failure not in ("stop", "skip"):
             raise InvalidArgument("on_failure must be stop or skip")
-        if self.store_mode not in ("apply", "propose", "none"):
-            raise InvalidArgument("store mode must be apply, propose or none")
+        if self.store_mode not in STORE_MODES:
+            raise InvalidArgument(f"store mode must be one of {', '.join(STORE_MODES)}")
         unknown = set(self.modules) | set(self.configs) | set(self.breakpoints)
         unknown -= set(DEFAULT_MODULES)
         if unknown:

@@ -21,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ..embed.registry import get_embedder
@@ -290,14 +288,16 @@ class MergeModule(BaseModule):
 @register()
 class StoreModule(BaseModule):
     """The iteration's new knowledge as a KG delta (claims, entities, sources and their edges, with
-    provenance), applied to the target KG in one all-or-nothing import, staged as proposals in the
-    target's review queue, or only returned (``mode``: apply | propose | none). A replay never writes."""
+    provenance), written into the target KG in one unit of work, staged as proposals in the target's
+    review queue, or only returned (``mode``: apply | propose | none). ``auto`` (the default) writes into
+    a KG this run created and proposes into any other: a run never changes a KG it did not make without
+    a reviewer. A replay never writes."""
 
     id = "store.kg"
     name = "KG store"
     category = "store"
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
-        "mode": {"enum": ["apply", "propose", "none"], "default": "apply"}}}
+        "mode": {"enum": ["auto", "apply", "propose", "none"], "default": "auto"}}}
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
         delta = kg_delta(input.data.get("knowledge", {}), int(input.data.get("iteration", 0)),
@@ -307,7 +307,12 @@ class StoreModule(BaseModule):
         report: dict[str, Any] = {}
         if mode != "none" and not context.replaying and (delta["nodes"] or delta["edges"]):
             ws = context.services["workspace"]
-            report = await asyncio.to_thread(apply_delta if mode == "apply" else propose_delta, ws, target, delta)
+            run_id = str(input.data.get("run_id", ""))
+            # the output keeps the configured mode (a replay, which never writes, reproduces it); the
+            # report says what was done
+            chosen = store_mode(ws, target, run_id) if mode == "auto" else mode
+            write = apply_delta if chosen == "apply" else propose_delta
+            report = await asyncio.to_thread(write, ws, target, delta, run_id)
         return StageOutput({"delta": delta, "mode": mode, "target": target}, metrics=report)
 
 
@@ -350,17 +355,40 @@ def _entity_node(nodes: dict[str, dict[str, Any]], e: Mapping[str, Any]) -> str:
     return eid
 
 
-def apply_delta(ws: Any, target: str, delta: Mapping[str, Any]) -> dict[str, Any]:
-    """Import the delta into ``target`` (created if missing) all or nothing: a failure leaves it unchanged."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "delta.json"
-        path.write_text(json.dumps(delta), encoding="utf-8")
-        report = ws.import_file(target, path, mode="merge" if ws.exists(target) else "create")
-    return {"applied": True, "nodes": len(delta["nodes"]), "edges": len(delta["edges"]),
-            "report": report.to_dict() if hasattr(report, "to_dict") else str(report)}
+RUN_META = "research_run"  # kg_meta key: the run that created the KG (its delta goes in directly)
 
 
-def propose_delta(ws: Any, target: str, delta: Mapping[str, Any]) -> dict[str, Any]:
+def store_mode(ws: Any, target: str, run_id: str) -> str:
+    """``auto``'s choice: apply into a KG that does not exist yet or that this run created, else propose."""
+    if not ws.exists(target):
+        return "apply"
+    return "apply" if run_id and ws.kg(target).meta().get(RUN_META) == run_id else "propose"
+
+
+def apply_delta(ws: Any, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
+    """Write the delta into ``target`` (created if missing, and marked as this run's) in one unit of
+    work: all of it or, on a failure, none (a KG this call created is removed again). Nodes are
+    upserted by id and edges by key with spec/002's rules; the written nodes are embedded when it returns."""
+    created = not ws.exists(target)
+    kg = ws.create(target) if created else ws.kg(target)
+    try:
+        with kg.store.writing() as w:
+            if created and run_id:
+                kg.store.set_meta(**{RUN_META: run_id})  # nested in the unit: lands with the delta
+            for n in delta["nodes"]:
+                w.upsert_node(n["id"], n["name"], n.get("type", "entity"), n.get("description", ""),
+                              n.get("properties") or {})
+            for e in delta["edges"]:
+                w.add_edge(e["source"], e["target"], e["type"], e.get("weight", 1.0), e.get("properties") or {})
+    except BaseException:
+        if created:
+            ws.delete(target)
+        raise
+    return {"applied": True, "mode": "apply", "nodes": len(delta["nodes"]), "edges": len(delta["edges"]),
+            "created": created}
+
+
+def propose_delta(ws: Any, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
     """Stage the delta in ``target``'s review queue: nodes as node proposals, edges whose two ends exist
     now as edge proposals (an edge to a proposed node waits for that node's acceptance: it is
     counted in ``deferred_edges`` and proposed by the next run once the node exists)."""
@@ -369,15 +397,16 @@ def propose_delta(ws: Any, target: str, delta: Mapping[str, Any]) -> dict[str, A
     drafts, deferred = [], 0
     for n in delta["nodes"]:
         if kg.get_node(n["id"]) is None:
-            drafts.append(ProposalDraft(n["id"], "", n["type"], "research", 0.5, {}, {"run": n["properties"]},
+            drafts.append(ProposalDraft(n["id"], "", n["type"], "research", 0.5, {},
+                                        {"run": n["properties"], "run_id": run_id},
                                         {"name": n["name"], "description": n["description"],
                                          "properties": copy.deepcopy(n["properties"])}, kind="node"))
     for e in delta["edges"]:
         if kg.get_node(e["source"]) is not None and kg.get_node(e["target"]) is not None:
             drafts.append(ProposalDraft(e["source"], e["target"], e["type"], "research", 0.5, {},
-                                        dict(e.get("properties", {})), {"weight": 1.0}))
+                                        {**e.get("properties", {}), "run_id": run_id}, {"weight": 1.0}))
         else:
             deferred += 1
     rep = kg.proposals.propose(drafts) if drafts else None
-    return {"proposed": len(rep.added) if rep else 0, "merged": len(rep.merged) if rep else 0,
+    return {"mode": "propose", "proposed": len(rep.added) if rep else 0, "merged": len(rep.merged) if rep else 0,
             "deferred_edges": deferred}

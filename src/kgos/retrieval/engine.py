@@ -13,8 +13,7 @@ import threading
 import time
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -105,7 +104,6 @@ class SearchEngine:
         self._previous: Snapshot | None = None  # the snapshot dropped by invalidate(), for its parts
         self._embedder: Any = None
         self._embedder_of: str | None = None  # the spec _embedder was built from
-        self._deferred: list[str] | None = None  # node ids written inside deferred_embedding()
         self.embed_error: str | None = None  # the last failure of embedding on write, until one succeeds
         self._masks: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()  # (version, filter) -> rows
         self._lock = threading.Lock()
@@ -186,42 +184,10 @@ class SearchEngine:
         self.invalidate()
         self.snapshot()  # saved with the new vectors: the next process loads it instead of building
 
-    def embed_written(self, node_ids: Iterable[str]) -> int:
-        """Embed nodes just written (new or changed text) with this KG's embedder, if it has one, so
-        they are searchable by meaning at once. If the embedder fails (an API offline, model files
-        missing) the write stands: the nodes stay without a vector, search scores them on their other
-        signals and says so, and ``kgos embed`` catches up. Returns how many were embedded."""
-        if not self._spec() or self.store.read_only:
-            return 0
-        if self._deferred is not None:
-            self._deferred.extend(node_ids)
-            return 0
-        from ..embed import nodes
-        try:
-            done = nodes.embed_nodes(self.store, self.query_embedder(), node_ids, self.cache_root)
-        except (KGOSError, OSError) as e:  # degrade to vectorless scoring; reported by every search
-            self.embed_error = f"embedding on write failed ({type(e).__name__}: {e})"
-            return 0
-        self.embed_error = None
-        return done
-
-    @contextmanager
-    def deferred_embedding(self) -> Iterator[None]:
-        """Collect the nodes written inside and embed them in one batch at the end (bulk writes)."""
-        if self._deferred is not None:  # nested: the outer block embeds
-            yield
-            return
-        self._deferred = []
-        try:
-            yield
-        finally:
-            ids, self._deferred = self._deferred, None
-            self.embed_written(ids)
-
     def embed_changed(self, carried: VectorCarry | None = None) -> int:
         """After a bulk write (an import): embed every node whose text changed, by content hash, with
         this KG's embedder (or ``carried``'s, the embedder of the KG an import replaced, whose vectors
-        of unchanged text are reused). Failures degrade as in ``embed_written``. Returns how many."""
+        of unchanged text are reused). Failures degrade as on write (``kg.written``). Returns how many."""
         from ..embed.nodes import carry_vectors, embed_store
         if carried is not None and not self._spec() and hasattr(self.store, "set_meta"):
             self.store.set_meta(embedder=carried.spec)

@@ -12,7 +12,6 @@ for the final top k.
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -186,15 +185,13 @@ def fts_query(query: str, stopwords: frozenset[str]) -> str | None:
 
 def fts_signal(snap: Snapshot, store: GraphStore, query: str, limit: int) -> np.ndarray | None:
     """SQLite FTS5 ``bm25()`` over the native KG's text, as one more normalised text channel."""
-    conn = getattr(store, "conn", None)
+    reader = store.row_reader()  # the native file's FTS5 index, run by the store
     match = fts_query(query, snap.text.analyzer.stop)
     out = np.zeros(snap.n, np.float32)
-    if conn is None or snap.rowids is None or match is None:
+    if reader is None or snap.rowids is None or match is None:
         return None if match is not None else out
-    try:
-        rows = conn.execute("SELECT rowid, -bm25(nodes_fts) FROM nodes_fts WHERE nodes_fts MATCH ? "
-                            "ORDER BY bm25(nodes_fts) LIMIT ?", (match, limit)).fetchall()
-    except sqlite3.OperationalError:
+    rows = reader.fts(match, limit)
+    if rows is None:
         return None
     if rows:
         ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))

@@ -11,8 +11,8 @@ import json
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,9 @@ from ..errors import ImportFailed, InvalidArgument, NodeNotFound, ReadOnlyKG
 from ..model import DIRECTIONS, Edge, Neighbor, Node
 from .arrays import GraphArrays, codes
 from .limits import nests_too_deep, unreadable
+from .writing import WriteLog, WriteOps, Writer, Written
+
+CommitHook = Callable[["GraphStore", Written], None]
 
 
 def check_direction(direction: str) -> str:
@@ -177,6 +180,151 @@ class GraphStore(ABC):
     def require_writable(self) -> None:
         if self.read_only:
             raise ReadOnlyKG(f"KG '{self.db_id}' is read-only; attach it with --writable to change it")
+
+    # -- capabilities: what callers may ask of a backend instead of checking its class -------------------
+    @property
+    def writable(self) -> bool:
+        """Takes writes now (``writing()`` works)."""
+        return not self.read_only and self.supports_writes
+
+    supports_writes: bool = False  # the backend implements ``_write_scope`` and ``_write_ops``
+    sql_dialect: str | None = None  # "sqlite" or "postgresql": the dialect of the pushed-down queries
+
+    def node_table(self) -> Any:
+        """How pushed-down queries reach the node rows (``methods.nodesql``), or None: iterate."""
+        return None
+
+    def vector_table(self) -> Any:
+        """Where this KG keeps its own node vectors (``index.vectors``), or None: a sidecar file."""
+        return None
+
+    def proposal_store(self) -> Any:
+        """The review queue this backend keeps itself, or None (``proposals.open_proposal_store``)."""
+        return None
+
+    def vector_models(self) -> dict[str, int]:
+        """Models with vectors in the KG's own table and how many nodes each covers ({} without one)."""
+        return {}
+
+    def row_reader(self) -> Any:
+        """Rowid-level reads of a native SQLite file (``native_rows.RowReader``) for the snapshot
+        builder, or None: it reads ``graph_arrays`` and ``iter_nodes`` instead."""
+        return None
+
+    # -- the unit of work ------------------------------------------------------------------------------
+    def on_commit(self, hook: CommitHook) -> None:
+        """Call ``hook(store, written)`` after each outermost unit of work that changed nodes or edges
+        commits (the kg layer embeds the written nodes). Not called for a failed unit."""
+        hooks = self.__dict__.setdefault("_commit_hooks", [])
+        if hook not in hooks:
+            hooks.append(hook)
+
+    def _units(self) -> list[WriteLog]:
+        """The open units of work of this thread, outermost first."""
+        local = self.__dict__.get("_unit_local")
+        if local is None:
+            local = self.__dict__.setdefault("_unit_local", threading.local())
+        if not hasattr(local, "stack"):
+            local.stack = []
+        return local.stack  # type: ignore[no-any-return]
+
+    @contextmanager
+    def _unit(self, bump: bool = True, bulk: bool = False) -> Iterator[tuple[Any, WriteLog]]:
+        """One (possibly nested) transaction with its write log: a nested one is a savepoint, taken
+        back alone if it fails; the outermost commits and then runs the commit hooks."""
+        self.require_writable()
+        stack = self._units()
+        log = WriteLog(bulk=bulk, bump=bump)
+        outermost = not stack
+        with self._write_scope(not outermost, lambda: log.bump) as conn:
+            stack.append(log)
+            try:
+                yield conn, log
+            finally:
+                stack.pop()
+        if not outermost:
+            stack[-1].absorb(log)
+            return
+        written = log.written()
+        if not written.empty:
+            for hook in list(self.__dict__.get("_commit_hooks", ())):
+                hook(self, written)
+
+    def writing(self, bulk: bool = False) -> AbstractContextManager[Writer]:
+        """``with store.writing() as w: w.upsert_entity(...); w.add_edge(...)``: every write inside lands,
+        or none does. Nests (an inner unit is a savepoint). ``bulk``: an import's many rows; the
+        nodes it writes are embedded by the fill-in, not one by one."""
+        return self._writer(bulk)
+
+    @contextmanager
+    def _writer(self, bulk: bool) -> Iterator[Writer]:
+        if not self.supports_writes:
+            self.require_writable()
+            raise ReadOnlyKG(f"KG '{self.db_id}' does not support writes")
+        with self._unit(bulk=bulk) as (conn, log):
+            yield Writer(self._write_ops(conn), log, self.not_found)
+
+    def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> AbstractContextManager[Any]:
+        """The backend's transaction (``nested``: a savepoint in the open one); ``bump()`` says, at the
+        outermost commit, whether to bump the KG version (any unit inside asked for it)."""
+        raise ReadOnlyKG(f"KG '{self.db_id}' does not support writes")
+
+    def _write_ops(self, conn: Any) -> WriteOps:
+        raise ReadOnlyKG(f"KG '{self.db_id}' does not support writes")
+
+    # -- the public write operations, once for every backend -------------------------------------------
+    def add_node(self, name: str, type: str = "entity", description: str = "",
+                 properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
+        """Insert a new node; ``id`` defaults to ``<type>:<slug of name>`` made unique."""
+        with self.writing() as w:
+            node_id = w.add_node(name, type, description, properties, id=id).id
+        return self._written_node(node_id)
+
+    def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
+                    properties: dict[str, Any] | None = None) -> Node:
+        """Insert, or update the node with this id (properties merged, created_at kept)."""
+        with self.writing() as w:
+            node_id = w.upsert_node(id, name, type, description, properties).id
+        return self._written_node(node_id)
+
+    def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
+                      description: str = "", id: str | None = None) -> Node:
+        """Entity semantics of spec/002: unique by (normalised name, type); metadata merged."""
+        with self.writing() as w:
+            node_id = w.upsert_entity(name, type, properties, description, id=id).id
+        return self._written_node(node_id)
+
+    def update_node(self, id: str, name: str | None = None, type: str | None = None,
+                    description: str | None = None, properties: dict[str, Any] | None = None,
+                    replace_properties: bool = False) -> Node:
+        """Change the given fields; properties are merged unless ``replace_properties``."""
+        with self.writing() as w:
+            w.update_node(id, name, type, description, properties, replace_properties)
+        return self._written_node(id)
+
+    def delete_node(self, id: str) -> int:
+        """Delete a node and its edges; returns the number of edges removed with it."""
+        with self.writing() as w:
+            return w.delete_node(id)
+
+    def add_edge(self, source: str, target: str, type: str, weight: float = 1.0,
+                 properties: dict[str, Any] | None = None, id: str | None = None) -> Edge:
+        """Upsert by (source, target, type): weight = max(old, new), properties/evidence merged,
+        the original ``created_at`` kept (spec/002)."""
+        with self.writing() as w:
+            w.add_edge(source, target, type, weight, properties, id=id)
+        return self.get_edge(source, target, type)  # type: ignore[return-value]
+
+    def delete_edge(self, source: str, target: str, type: str) -> bool:
+        with self.writing() as w:
+            return w.delete_edge(source, target, type)
+
+    def _written_node(self, node_id: str) -> Node:
+        """The node as stored (a read after the commit: what the next reader sees)."""
+        node = self.get_node(node_id)
+        if node is None:  # deleted by another writer between the commit and this read
+            raise self.not_found(node_id)
+        return node
 
     def __enter__(self) -> GraphStore:
         return self

@@ -15,7 +15,7 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from operator import itemgetter
 from pathlib import Path
@@ -23,14 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgument, KGNotFound
-from ..model import Edge, Neighbor, Node, normalize_name, slugify
+from ..errors import KGNotFound
+from ..model import Edge, Neighbor, Node, normalize_name
 from .arrays import GraphArrays, codes
 from .base import GraphStore, sqlite_read
 from .migrations import now_iso
 
-# The native store's argument checks, so both stores refuse the same input with the same message.
-from .native import check_node_fields, check_weight, dumps, merge_properties, sqlite_uri, updated_fields
+from .native import refused_writes, sqlite_uri, sqlite_write
+from .node_table import NodeTable
+from .writing import WriteOps, dumps
 from .profiles import Profile, profile_for, quote_ident
 
 DEFAULT_EDGE_TYPE = "relates_to"  # for rows whose type cell is NULL
@@ -384,25 +385,33 @@ class ForeignStore(GraphStore):
         ids = [r[0] for r in self.conn.execute(f"SELECT {self.sql.node_id('n')} {where} LIMIT ?", (limit,))]
         return count, ids
 
-    # -- writes --------------------------------------------------------------------------------
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write. Constraint violations of the foreign table become ``InvalidArgument``.
+    def node_table(self) -> NodeTable:
+        s = self.sql
+        raw = s.opt("n", "node_properties")
+        props = f"CASE WHEN json_valid({raw}) THEN {raw} END" if raw else None
+        node_id = s.node_id("n")
+        return NodeTable("sqlite", s.node_rows, node_id, s.text("n", "node_name", "''"), s.node_type("n"),
+                         s.text("n", "node_description", "''"), props, node_id, self._select)
 
-        Private on purpose: other layers take a public ``transaction`` to mean "a native file"."""
-        self.require_writable()
+    def _select(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """A pushed-down query of the methods layer, on this store's connection and under its lock."""
         with self._lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-                self.conn.execute("COMMIT")
-            except sqlite3.IntegrityError as exc:
-                self.conn.execute("ROLLBACK")
-                raise InvalidArgument(f"table {self.profile.node_table!r}/{self.profile.edge_table!r} "
-                                      f"refused the write: {exc}") from None
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+            return self.conn.execute(sql, args).fetchall()
+
+    # -- writes: the primitives of the unit of work (kgos.store.writing) -------------------------------
+    supports_writes = True
+    sql_dialect = "sqlite"
+
+    @contextmanager
+    def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:
+        """One atomic write (a savepoint when nested). Constraint violations of the foreign table become
+        ``InvalidArgument``. The file's own change counter is its version: nothing to bump."""
+        tables = f"table {self.profile.node_table!r}/{self.profile.edge_table!r}"
+        with refused_writes(tables), sqlite_write(self.conn, self._lock, self._units(), nested, lambda: None) as conn:
+            yield conn
+
+    def _write_ops(self, conn: sqlite3.Connection) -> WriteOps:
+        return ForeignOps(self)
 
     def _insert(self, table: str, values: dict[str, Any]) -> None:
         cols, args = self.sql.columns(values)
@@ -419,133 +428,88 @@ class ForeignStore(GraphStore):
         """max + 1 of an integer id column: how new ids are minted where ids are numbers."""
         return self.conn.execute(f"SELECT coalesce(max({column}), 0) + 1 FROM {table}").fetchone()[0]
 
-    def _fresh_node_id(self, type: str, name: str) -> str:
-        """``<type>:<slug>`` made unique, like the native store; max + 1 where ids are integers."""
-        if self._node_affinity == "INTEGER":
-            return str(self._next_int(self.sql.nodes, self.sql.col("", "node_id")))
-        base = f"{slugify(type)}:{slugify(name)}"
-        candidate, n = base, 1
-        while self.get_node(candidate) is not None:
-            n += 1
-            candidate = f"{base}_{n}"
-        return candidate
-
     def _write_key(self, node_id: str) -> Any:
         """The storage form of a new node id: an integer in a numeric id column, else text."""
         forms = key_forms(node_id)
         return forms[-1] if self._node_affinity in ("INTEGER", "REAL", "NUMERIC") else forms[0]
 
-    def _node_values(self, name: str, type: str, description: str, props: dict[str, Any]) -> dict[str, Any]:
-        return {"node_name": name, "node_norm_name": normalize_name(name), "node_type": type,
-                "node_description": description, "node_properties": dumps(props), "node_updated": now_iso()}
-
-    def _insert_node(self, node_id: str, name: str, type: str, description: str,
-                     props: dict[str, Any]) -> None:
-        values = {"node_id": self._write_key(node_id), **self._node_values(name, type, description, props)}
-        self._insert(self.sql.nodes, {**values, "node_created": values["node_updated"]})
-
-    def _update_node_row(self, key: Any, name: str, type: str, description: str,
-                         props: dict[str, Any]) -> None:
-        self._update(self.sql.nodes, self._node_values(name, type, description, props),
-                     f"{self.sql.col('', 'node_id')} = ?", [key])
-
-    def _upsert_by_id(self, node_id: str, name: str, type: str, description: str,
-                      props: dict[str, Any]) -> None:
-        old = self.get_node(node_id)
-        if old is None:
-            self._insert_node(node_id, name, type, description, props)
-        else:
-            self._update_node_row(self.stored_key(node_id), name, type, description or old.description,
-                                  merge_properties(old.properties, props))
-
-    def add_node(self, name: str, type: str = "entity", description: str = "",
-                 properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
-        """Insert a new node; ``id`` defaults to ``<type>:<slug of name>`` made unique."""
-        check_node_fields(name, type, description, properties)
-        with self._transaction():
-            node_id = id if id is not None else self._fresh_node_id(type, name)
-            if self.get_node(node_id) is not None:
-                raise InvalidArgument(f"a node with id '{node_id}' already exists; use update_node")
-            self._insert_node(node_id, name, type, description, properties or {})
-        return self.get_node(node_id)  # type: ignore[return-value]
-
-    def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
-                    properties: dict[str, Any] | None = None) -> Node:
-        """Insert, or update the node with this id (properties merged, created kept)."""
-        check_node_fields(name, type, description, properties)
-        with self._transaction():
-            self._upsert_by_id(id, name, type, description, properties or {})
-        return self.get_node(id)  # type: ignore[return-value]
-
-    def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
-                      description: str = "", id: str | None = None) -> Node:
-        """Entity semantics of spec/002: unique by (normalised name, type); metadata merged."""
-        check_node_fields(name, type, description, properties)
-        with self._transaction():
-            found = self.find_nodes(name, type, limit=1)
-            node_id = found[0].id if found else (id or self._fresh_node_id(type, name))
-            self._upsert_by_id(node_id, found[0].name if found else name, type, description, properties or {})
-        return self.get_node(node_id)  # type: ignore[return-value]
-
-    def update_node(self, id: str, name: str | None = None, type: str | None = None,
-                    description: str | None = None, properties: dict[str, Any] | None = None,
-                    replace_properties: bool = False) -> Node:
-        """Change the given fields; properties are merged unless ``replace_properties``."""
-        old = self.get_node(id)
-        if old is None:
-            raise self.not_found(str(id))
-        new = updated_fields(old, name, type, description, properties, replace_properties)
-        with self._transaction():
-            self._update_node_row(self.stored_key(id), *new)
-        return self.get_node(id)  # type: ignore[return-value]
-
-    def delete_node(self, id: str) -> int:
-        """Delete a node and its edges; returns the number of edges removed with it."""
-        src, dst = self.sql.col("", "edge_source"), self.sql.col("", "edge_target")
-        with self._transaction() as conn:
-            key = self.stored_key(id)
-            where = f"FROM {self.sql.edges} WHERE {src} = ? OR {dst} = ?"
-            n_edges = conn.execute(f"SELECT count(*) {where}", (key, key)).fetchone()[0]
-            conn.execute(f"DELETE {where}", (key, key))
-            conn.execute(f"DELETE FROM {self.sql.nodes} WHERE {self.sql.col('', 'node_id')} = ?", (key,))
-        return n_edges
+    def _node_values(self, n: Node) -> dict[str, Any]:
+        return {"node_name": n.name, "node_norm_name": normalize_name(n.name), "node_type": n.type,
+                "node_description": n.description, "node_properties": dumps(n.properties),
+                "node_updated": n.updated_at or now_iso()}
 
     def _edge_where(self, s: Any, t: Any, type: str) -> tuple[str, list[Any]]:
         where = (f"{self.sql.col('', 'edge_source')} = ? AND {self.sql.col('', 'edge_target')} = ? "
                  f"AND {self.sql.edge_type('')} = ?")
         return where, [s, t, type]
 
-    def _fresh_edge_id(self) -> Any:
-        if self._edge_id_affinity == "INTEGER":
-            return self._next_int(self.sql.edges, self.sql.col("", "edge_id"))
+
+class ForeignOps(WriteOps):
+    """The unit of work's primitives on a foreign table, through the profile's column mapping."""
+
+    def __init__(self, store: ForeignStore) -> None:
+        self.f = store
+
+    def node(self, node_id: str) -> Node | None:
+        return self.f.get_node(node_id)
+
+    def entity(self, norm_name: str, type: str) -> Node | None:
+        found = self.f.find_nodes(norm_name, type, limit=1)
+        return found[0] if found else None
+
+    def fresh_id(self, type: str, name: str) -> str:
+        """``<type>:<slug>``, like the native store; max + 1 where ids are integers."""
+        if self.f._node_affinity == "INTEGER":
+            return str(self.f._next_int(self.f.sql.nodes, self.f.sql.col("", "node_id")))
+        return super().fresh_id(type, name)
+
+    def insert_node(self, n: Node) -> None:
+        values = {"node_id": self.f._write_key(n.id), **self.f._node_values(n)}
+        self.f._insert(self.f.sql.nodes, {**values, "node_created": n.created_at or values["node_updated"]})
+
+    def update_node(self, n: Node) -> None:
+        self.f._update(self.f.sql.nodes, self.f._node_values(n), f"{self.f.sql.col('', 'node_id')} = ?",
+                       [self.f.stored_key(n.id)])
+
+    def _edges_of(self, key: Any) -> str:
+        sql = self.f.sql
+        return f"FROM {sql.edges} WHERE {sql.col('', 'edge_source')} = ? OR {sql.col('', 'edge_target')} = ?"
+
+    def degree(self, node_id: str) -> int:
+        key = self.f.stored_key(node_id)
+        return int(self.f.conn.execute(f"SELECT count(*) {self._edges_of(key)}", (key, key)).fetchone()[0])
+
+    def delete_node(self, node_id: str) -> int:
+        sql, key = self.f.sql, self.f.stored_key(node_id)
+        n_edges = self.degree(node_id)
+        self.f.conn.execute(f"DELETE {self._edges_of(key)}", (key, key))
+        self.f.conn.execute(f"DELETE FROM {sql.nodes} WHERE {sql.col('', 'node_id')} = ?", (key,))
+        return n_edges
+
+    def edge(self, source: str, target: str, type: str) -> Edge | None:
+        return self.f.get_edge(source, target, type)
+
+    def fresh_edge_id(self) -> Any:
+        if not self.f.profile.edge_id:
+            return None
+        if self.f._edge_id_affinity == "INTEGER":
+            return self.f._next_int(self.f.sql.edges, self.f.sql.col("", "edge_id"))
         return f"edge:{uuid.uuid4()}"  # spec/002's edge id form
 
-    def add_edge(self, source: str, target: str, type: str, weight: float = 1.0,
-                 properties: dict[str, Any] | None = None, id: str | None = None) -> Edge:
-        """Upsert by (source, target, type): weight = max(old, new), properties merged, created kept."""
-        weight = check_weight(weight)
-        if not isinstance(type, str) or not type.strip():
-            raise InvalidArgument("edge type must be a non-empty string")
-        with self._transaction():
-            s, t = self.stored_key(source), self.stored_key(target)
-            old = self.get_edge(source, target, type)
-            if old is None:
-                self._insert(self.sql.edges, {
-                    "edge_source": s, "edge_target": t, "edge_type": type, "edge_weight": weight,
-                    "edge_properties": dumps(properties or {}), "edge_created": now_iso(),
-                    "edge_id": id if id is not None else (self.profile.edge_id and self._fresh_edge_id())})
-            else:
-                where, args = self._edge_where(s, t, type)
-                self._update(self.sql.edges, {"edge_weight": max(old.weight, weight), "edge_properties":
-                                              dumps(merge_properties(old.properties, properties or {}))},
-                             where, args)
-        return self.get_edge(source, target, type)  # type: ignore[return-value]
+    def insert_edge(self, e: Edge) -> None:
+        self.f._insert(self.f.sql.edges, {
+            "edge_source": self.f.stored_key(e.source), "edge_target": self.f.stored_key(e.target),
+            "edge_type": e.type, "edge_weight": e.weight, "edge_properties": dumps(e.properties),
+            "edge_created": e.created_at, "edge_id": e.id})
+
+    def update_edge(self, e: Edge) -> None:
+        where, args = self.f._edge_where(self.f.stored_key(e.source), self.f.stored_key(e.target), e.type)
+        self.f._update(self.f.sql.edges, {"edge_weight": e.weight, "edge_properties": dumps(e.properties)},
+                       where, args)
 
     def delete_edge(self, source: str, target: str, type: str) -> bool:
-        with self._transaction() as conn:
-            where, args = self._edge_where(self.stored_key(source), self.stored_key(target), type)
-            cur = conn.execute(f"DELETE FROM {self.sql.edges} WHERE {where}", args)
-        return cur.rowcount > 0
+        where, args = self.f._edge_where(self.f.stored_key(source), self.f.stored_key(target), type)
+        return self.f.conn.execute(f"DELETE FROM {self.f.sql.edges} WHERE {where}", args).rowcount > 0
 
 
 __all__ = ["ForeignStore", "connect_foreign", "parse_properties"]

@@ -26,8 +26,10 @@ from ..errors import ImportFailed, InvalidArgument
 from ..model import normalize_name
 from . import migrations
 from .formats import Record, Source
-from .limits import check_properties, dumps_within_limits, parse_json
-from .native import NativeStore, merge_properties
+from .base import GraphStore
+from .limits import check_properties, dumps_within_limits
+from .native import NativeStore
+from .writing import Writer
 
 Progress = Callable[[str, int], None]
 BATCH = 20_000
@@ -420,71 +422,45 @@ def _collapse_duplicate_edges(conn: sqlite3.Connection) -> int:
 
 
 # -- merge into an existing KG ---------------------------------------------------------------------
-def merge_into(store: NativeStore, source: Source, skip_dangling: bool = False,
+def merge_into(store: GraphStore, source: Source, skip_dangling: bool = False,
                progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
-    """Upsert ``source`` into ``store`` in one transaction: nodes by id (properties merged), edges by
-    (source, target, type) with weight = max(old, new). Any error rolls everything back;
+    """Upsert ``source`` into ``store`` in one unit of work (bulk mode): nodes by id (properties merged),
+    edges by (source, target, type) with weight = max(old, new). Any error rolls everything back;
     ``skip_invalid`` leaves out (and counts) records that fail their checks instead."""
+    return merge_with(store, source, skip_dangling, progress, skip_invalid)
+
+
+def merge_with(store: GraphStore, source: Source, skip_dangling: bool = False,
+               progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
+    """``merge_into`` for any backend with a bulk mode (SQLite and PostgreSQL)."""
     t0 = time.perf_counter()
     invalid = Invalid(skip_invalid)
-    merge = _PropertyMerge()
-    store.conn.create_function("kgos_merge", 2, merge, deterministic=True)
-    try:
-        with store.transaction() as conn:
-            n_nodes = _merge_nodes(conn, source.nodes(), progress, invalid)
-            ids = dict(conn.execute("SELECT id, rowid FROM nodes"))
-            n_edges, skipped = _merge_edges(conn, source.edges(), ids, skip_dangling, progress, invalid)
-    except sqlite3.OperationalError:
-        if merge.error is None:
-            raise
-        raise ImportFailed(f"{merge.error} (once merged with the properties already in the KG)") from None
+    with store.writing(bulk=True) as w:
+        n_nodes = _merge_nodes(w, source.nodes(), progress, invalid)
+        n_edges, skipped = _merge_edges(w, source.edges(), w.node_keys(), skip_dangling, progress, invalid)
     return ImportReport(store.db_id, source.format, "merge", n_nodes, n_edges, skipped, 0,
                         time.perf_counter() - t0, invalid.count, tuple(invalid.examples))
 
 
-class _PropertyMerge:
-    """SQLite function ``kgos_merge(old, new)``. SQLite turns any exception raised inside it into an
-    OperationalError, so the limit it broke is kept here for ``merge_into`` to report."""
-
-    def __init__(self) -> None:
-        self.error: InvalidArgument | None = None
-
-    def __call__(self, old: str, new: str) -> str:
-        try:
-            return check_properties(merge_properties(parse_json(old or "{}"), parse_json(new or "{}")))
-        except InvalidArgument as exc:
-            self.error = exc
-            raise
-
-
-def _merge_nodes(conn: sqlite3.Connection, records: Iterator[Record], progress: Progress | None,
-                 invalid: Invalid) -> int:
+def _merge_nodes(w: Writer, records: Iterator[Record], progress: Progress | None, invalid: Invalid) -> int:
     ts, count = migrations.now_iso(), 0
     seen: dict[str, int] = {}  # ids of the file so far (a repeated one is invalid)
-    sql = ("INSERT INTO nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
-           "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
-           "norm_name=excluded.norm_name, type=excluded.type, "
-           "description=CASE WHEN excluded.description = '' THEN description ELSE excluded.description END, "
-           "properties=kgos_merge(properties, excluded.properties), updated_at=?")
     for batch in _batches(records):
-        rows = [(*row, ts) for row in _node_rows(batch, seen, ts, invalid)]
-        conn.executemany(sql, rows)
+        rows = _node_rows(batch, seen, ts, invalid)
+        w.merge_node_rows(rows, ts)
         count += len(rows)
         if progress:
             progress("nodes", count)
     return count
 
 
-def _merge_edges(conn: sqlite3.Connection, records: Iterator[Record], ids: dict[str, int],
-                 skip_dangling: bool, progress: Progress | None, invalid: Invalid) -> tuple[int, int]:
+def _merge_edges(w: Writer, records: Iterator[Record], ids: dict[str, Any], skip_dangling: bool,
+                 progress: Progress | None, invalid: Invalid) -> tuple[int, int]:
     ts, count, skipped = migrations.now_iso(), 0, 0
-    sql = ("INSERT INTO edges (source, target, type, weight, properties, created_at, id) VALUES (?,?,?,?,?,?,?) "
-           "ON CONFLICT(source, target, type) DO UPDATE SET weight = max(weight, excluded.weight), "
-           "properties = kgos_merge(properties, excluded.properties)")
     for batch in _batches(records):
         rows, dropped = _edge_rows(batch, ids, skip_dangling, ts, invalid)
         skipped += dropped
-        conn.executemany(sql, rows)
+        w.merge_edge_rows(rows)
         count += len(rows)
         if progress:
             progress("edges", count)

@@ -7,10 +7,9 @@ which is what derived indexes and caches key on.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgument, KGOSError
-from ..model import Edge, Neighbor, Node, normalize_name, slugify
+from ..model import Edge, Neighbor, Node, normalize_name
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object, sqlite_read
-from .limits import check_mergeable, check_properties
 from .migrations import migrate, now_iso
+from .node_table import NodeTable
+from .writing import WriteOps, check_weight, dumps, merge_properties  # noqa: F401  (re-exported)
 
 NODE_COLS = "rowid, id, name, type, description, properties, created_at, updated_at"
 EDGE_SELECT = ("SELECT s.id, t.id, e.type, e.weight, e.properties, e.id, e.created_at "
@@ -45,32 +45,6 @@ def sqlite_uri(path: Path, mode: str) -> str:
     """A SQLite ``file:`` URI for ``path``, percent-encoded: unescaped, a '#', '?' or '%' in a folder
     name would end or alter the path and the database would land somewhere else."""
     return f"{path.absolute().as_uri()}?mode={mode}"
-
-
-def dumps(value: dict[str, Any], what: str = "properties") -> str:
-    """Properties as stored: compact JSON, within the depth and size bounds of ``limits``."""
-    return check_properties(value, what)
-
-
-def merge_properties(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """New keys win, except ``evidence``, which accumulates (spec/002: evidence is merged)."""
-    check_mergeable(old)
-    merged = {**old, **new}
-    if "evidence" in old and "evidence" in new:
-        items = _as_list(old["evidence"])
-        items += [e for e in _as_list(new["evidence"]) if e not in items]
-        merged["evidence"] = items
-    return merged
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else [value]
-
-
-def check_weight(weight: Any) -> float:
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-        raise InvalidArgument(f"edge weight must be a finite number, not {weight!r}")
-    return float(weight)
 
 
 def node_of_row(row: tuple[Any, ...]) -> Node:
@@ -114,23 +88,58 @@ class NativeStore(GraphStore):
         self.conn.close()
 
     # -- transactions and metadata ------------------------------------------------------------
-    @contextmanager
-    def transaction(self, bump: bool = True) -> Iterator[sqlite3.Connection]:
+    supports_writes = True
+    sql_dialect = "sqlite"
+
+    def transaction(self, bump: bool = True) -> AbstractContextManager[sqlite3.Connection]:
         """One atomic write: everything or nothing, and one version bump. ``bump=False`` is for writes
-        no snapshot reads (vectors of a model search does not use yet): no reader rebuilds for them."""
-        self.require_writable()
+        no snapshot reads (vectors of a model search does not use yet): no reader rebuilds for them.
+        Nests as a unit of work does (a savepoint inside an open one)."""
+        return _conn_of(self._unit(bump))
+
+    @contextmanager
+    def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:
+        with refused_writes(f"KG '{self.db_id}'"), sqlite_write(self.conn, self._lock, self._units(), nested,
+                                                                lambda: bump() and self._bump()) as conn:
+            yield conn
+
+    def _bump(self) -> None:
+        self.conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
+                          "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+
+    def _write_ops(self, conn: sqlite3.Connection) -> WriteOps:
+        from .native_writes import NativeOps
+        return NativeOps(conn)
+
+    def node_table(self) -> NodeTable:
+        return NodeTable("sqlite", "FROM nodes n WHERE 1", "n.id", "n.name", "n.type", "n.description",
+                         "n.properties", "n.rowid", self._select)
+
+    def _select(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """A pushed-down query of the methods layer, on this store's connection and under its lock."""
         with self._lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-                if bump:
-                    self.conn.execute(
-                        "INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
-                        "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+            return self.conn.execute(sql, args).fetchall()
+
+    def vector_models(self) -> dict[str, int]:
+        try:
+            return dict(self.conn.execute("SELECT model, count(*) FROM node_embeddings GROUP BY model"))
+        except sqlite3.OperationalError:  # a read-only file of a schema without the table
+            return {}
+
+    def row_reader(self) -> Any:
+        from .native_rows import RowReader
+        return RowReader(self.conn, self._lock)
+
+    def proposal_store(self) -> Any:
+        """The review queue in the KG file itself (``kg_predictions``): a promotion is one transaction."""
+        if self.read_only:
+            return None
+        from .proposals import SQLiteProposalStore
+        return SQLiteProposalStore(self.conn, self._lock, self, same_file=True)
+
+    def vector_table(self) -> Any:
+        from .vector_tables import SQLiteVectorTable
+        return SQLiteVectorTable(self.conn, native=True)
 
     def read_transaction(self) -> AbstractContextManager[None]:
         """Several reads as one: the version, graph arrays, nodes, rowids and vectors of one state
@@ -245,134 +254,62 @@ class NativeStore(GraphStore):
             raise self.not_found(node_id)
         return row[0]
 
-    # -- node writes ---------------------------------------------------------------------------
-    def add_node(self, name: str, type: str = "entity", description: str = "",
-                 properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
-        """Insert a new node; ``id`` defaults to ``<type>:<slug of name>`` made unique."""
-        check_node_fields(name, type, description, properties)
-        with self.transaction() as conn:
-            node_id = id if id is not None else self._fresh_id(type, name)
-            if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone():
-                raise InvalidArgument(f"a node with id '{node_id}' already exists; use update_node")
-            self._insert_node(conn, node_id, name, type, description, properties or {})
-        return self.get_node(node_id)  # type: ignore[return-value]
+def create_native(path: Path | str, db_id: str, name: str | None = None, description: str = "") -> GraphStore:
+    """A new native KG file at ``path`` (a scratch KG of a layer above, e.g. a memory rebuild): callers
+    outside ``store`` get a ``GraphStore``, never the class."""
+    return NativeStore.create(path, db_id, name, description)
 
-    def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
-                    properties: dict[str, Any] | None = None) -> Node:
-        """Insert, or update the node with this id (properties merged, created_at kept)."""
-        check_node_fields(name, type, description, properties)
-        with self.transaction() as conn:
-            self._upsert_by_id(conn, id, name, type, description, properties or {})
-        return self.get_node(id)  # type: ignore[return-value]
 
-    def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
-                      description: str = "", id: str | None = None) -> Node:
-        """Entity semantics of spec/002: unique by (normalised name, type); metadata merged."""
-        check_node_fields(name, type, description, properties)
-        with self.transaction() as conn:
-            row = conn.execute("SELECT id FROM nodes WHERE norm_name = ? AND type = ? ORDER BY rowid LIMIT 1",
-                               (normalize_name(name), type)).fetchone()
-            node_id = row[0] if row else (id or self._fresh_id(type, name))
-            self._upsert_by_id(conn, node_id, row and self.get_node(node_id).name or name,  # type: ignore[union-attr]
-                               type, description, properties or {})
-        return self.get_node(node_id)  # type: ignore[return-value]
+@contextmanager
+def _conn_of(unit: AbstractContextManager[tuple[Any, Any]]) -> Iterator[Any]:
+    with unit as (conn, _log):
+        yield conn
 
-    def update_node(self, id: str, name: str | None = None, type: str | None = None,
-                    description: str | None = None, properties: dict[str, Any] | None = None,
-                    replace_properties: bool = False) -> Node:
-        old = self.get_node(id)
-        if old is None:
-            raise self.not_found(id)
-        new = updated_fields(old, name, type, description, properties, replace_properties)
-        with self.transaction() as conn:
-            conn.execute("UPDATE nodes SET name=?, norm_name=?, type=?, description=?, properties=?, "
-                         "updated_at=? WHERE id=?",
-                         (new[0], normalize_name(new[0]), new[1], new[2], dumps(new[3]), now_iso(), id))
-        return self.get_node(id)  # type: ignore[return-value]
 
-    def delete_node(self, id: str) -> int:
-        """Delete a node and its edges; returns the number of edges removed with it."""
-        with self.transaction() as conn:
-            rowid = self.rowid(id)
-            n_edges = conn.execute("SELECT count(*) FROM edges WHERE source = ? OR target = ?",
-                                   (rowid, rowid)).fetchone()[0]
-            conn.execute("DELETE FROM nodes WHERE rowid = ?", (rowid,))
-        return n_edges
-
-    def _fresh_id(self, type: str, name: str) -> str:
-        base = f"{slugify(type)}:{slugify(name)}"
-        candidate, n = base, 1
-        while self.conn.execute("SELECT 1 FROM nodes WHERE id = ?", (candidate,)).fetchone():
-            n += 1
-            candidate = f"{base}_{n}"
-        return candidate
-
-    def _insert_node(self, conn: sqlite3.Connection, node_id: str, name: str, type: str,
-                     description: str, props: dict[str, Any]) -> None:
-        ts = now_iso()
-        conn.execute("INSERT INTO nodes (id, name, norm_name, type, description, properties, created_at, "
-                     "updated_at) VALUES (?,?,?,?,?,?,?,?)",
-                     (node_id, name, normalize_name(name), type, description, dumps(props), ts, ts))
-
-    def _upsert_by_id(self, conn: sqlite3.Connection, node_id: str, name: str, type: str,
-                      description: str, props: dict[str, Any]) -> None:
-        old = self.get_node(node_id)
-        if old is None:
-            self._insert_node(conn, node_id, name, type, description, props)
+@contextmanager
+def sqlite_write(conn: sqlite3.Connection, lock: Any, units: list[Any], nested: bool,
+                 before_commit: Callable[[], Any]) -> Iterator[sqlite3.Connection]:
+    """A unit of work's transaction on a SQLite connection: ``BEGIN IMMEDIATE`` ... ``COMMIT`` (after
+    ``before_commit``), or a SAVEPOINT when nested. The lock is held by the writing thread until its
+    outermost unit ends (the connection is shared by the threads of this process)."""
+    with lock:
+        if nested:
+            with savepoint(conn, units):
+                yield conn
             return
-        merged = merge_properties(old.properties, props)
-        conn.execute("UPDATE nodes SET name=?, norm_name=?, type=?, description=?, properties=?, updated_at=? "
-                     "WHERE id=?", (name, normalize_name(name), type, description or old.description,
-                                    dumps(merged), now_iso(), node_id))
-
-    # -- edge writes ---------------------------------------------------------------------------
-    def add_edge(self, source: str, target: str, type: str, weight: float = 1.0,
-                 properties: dict[str, Any] | None = None, id: str | None = None) -> Edge:
-        """Upsert by (source, target, type): weight = max(old, new), properties/evidence merged,
-        the original ``created_at`` kept (spec/002)."""
-        weight = check_weight(weight)
-        if not isinstance(type, str) or not type.strip():
-            raise InvalidArgument("edge type must be a non-empty string")
-        with self.transaction() as conn:
-            s, t = self.rowid(source), self.rowid(target)
-            old = self.get_edge(source, target, type)
-            if old is None:
-                conn.execute("INSERT INTO edges (source, target, type, weight, properties, created_at, id) "
-                             "VALUES (?,?,?,?,?,?,?)", (s, t, type, weight, dumps(properties or {}),
-                                                        now_iso(), id))
-            else:
-                merged = merge_properties(old.properties, properties or {})
-                conn.execute("UPDATE edges SET weight = ?, properties = ? WHERE source=? AND target=? AND type=?",
-                             (max(old.weight, weight), dumps(merged), s, t, type))
-        return self.get_edge(source, target, type)  # type: ignore[return-value]
-
-    def delete_edge(self, source: str, target: str, type: str) -> bool:
-        with self.transaction() as conn:
-            cur = conn.execute("DELETE FROM edges WHERE source = ? AND target = ? AND type = ?",
-                               (self.rowid(source), self.rowid(target), type))
-        return cur.rowcount > 0
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            before_commit()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
 
-def check_node_fields(name: Any, type: Any, description: Any, properties: Any) -> None:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidArgument("node name must be a non-empty string")
-    if not isinstance(type, str) or not type.strip():
-        raise InvalidArgument("node type must be a non-empty string")
-    if not isinstance(description, str):
-        raise InvalidArgument("node description must be a string")
-    if properties is not None and not isinstance(properties, dict):
-        raise InvalidArgument("node properties must be a JSON object (a dict)")
+@contextmanager
+def refused_writes(what: str) -> Iterator[None]:
+    """A constraint of the file that refused a write (a unique id taken meanwhile) as InvalidArgument,
+    naming the table: a clear 400, never a 500."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise InvalidArgument(f"{what} refused the write: {exc}") from None
 
 
-def updated_fields(old: Node, name: str | None, type: str | None, description: str | None,
-                   properties: dict[str, Any] | None, replace_properties: bool) -> tuple[str, str, str, dict[str, Any]]:
-    """(name, type, description, properties) of ``old`` after ``update_node``, checked: the given
-    fields replace the old ones; properties are merged into the old ones unless ``replace_properties``."""
-    props = properties if replace_properties else merge_properties(old.properties, properties or {})
-    new = (name if name is not None else old.name, type if type is not None else old.type,
-           description if description is not None else old.description)
-    check_node_fields(*new, props)
-    return (*new, props or {})
+@contextmanager
+def savepoint(conn: sqlite3.Connection, units: list[Any]) -> Iterator[None]:
+    """A SQLite SAVEPOINT: what runs inside is taken back alone if it fails."""
+    name = f"kgos_unit_{len(units)}"  # one per nesting depth; fixed text, never input
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+        raise
+    conn.execute(f"RELEASE {name}")
 
 
 def graph_arrays_of(rows: list[Any], edges: list[Any]) -> GraphArrays:

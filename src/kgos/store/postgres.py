@@ -12,27 +12,17 @@ SQL, the KG's schema, is quoted by psycopg and comes from ``kgos.kgs``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidArgument, KGNotFound
-from ..model import Edge, Neighbor, Node, normalize_name, slugify
+from ..model import Edge, Neighbor, Node, normalize_name
 from .arrays import GraphArrays
-from .base import GraphStore, load_json_object
-from .migrations import now_iso
-from .native import (
-    check_node_fields,
-    check_weight,
-    dumps,
-    edge_of_row,
-    graph_arrays_of,
-    merge_properties,
-    node_of_row,
-    updated_fields,
-)
+from .base import GraphStore
+from .native import _conn_of, edge_of_row, graph_arrays_of, node_of_row
 from .postgres_db import PgDatabase, database
 from .postgres_schema import apply_kg
 
@@ -91,25 +81,37 @@ class PostgresStore(GraphStore):
         rows = self._rows(sql, args)
         return rows[0] if rows else None
 
-    @contextmanager
-    def transaction(self, bump: bool = True) -> Iterator[Any]:
+    supports_writes = True
+    sql_dialect = "postgresql"
+
+    def transaction(self, bump: bool = True) -> AbstractContextManager[Any]:
         """One atomic write: everything or nothing. Node, edge and metadata writes bump the version by
-        trigger; ``bump`` also bumps it for writes to other tables (vectors search reads)."""
-        self.require_writable()
-        if getattr(self._local, "conn", None) is not None:  # nested: part of the outer one
-            yield self._local.conn
+        trigger; ``bump`` also bumps it for writes to other tables (vectors search reads). Nests as a
+        unit of work does (a savepoint inside an open one)."""
+        return _conn_of(self._unit(bump))
+
+    @contextmanager
+    def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[Any]:
+        if nested:
+            conn = self._local.conn
+            with _data_errors(self.db, self.db_id), conn.transaction():  # psycopg: a SAVEPOINT
+                yield conn
             return
         with self.db.connection() as conn, _data_errors(self.db, self.db_id):
             with conn.transaction():
                 self._local.conn = conn
                 try:
                     yield conn
-                    if bump:
+                    if bump():
                         self.db.bump(conn, self.s, self.schema)
                     version = self.db.version_of(conn, self.s)
                 finally:
                     self._local.conn = None
             self.db.remember(self.schema, version)
+
+    def _write_ops(self, conn: Any) -> Any:
+        from .postgres_writes import PgOps
+        return PgOps(self)
 
     @contextmanager
     def read_transaction(self) -> Iterator[None]:
@@ -254,120 +256,6 @@ class PostgresStore(GraphStore):
         """jsonb holds valid JSON only, and every write went through ``limits``."""
         return 0, []
 
-    # -- node writes (the semantics of NativeStore's) ------------------------------------------------------
-    def add_node(self, name: str, type: str = "entity", description: str = "",
-                 properties: dict[str, Any] | None = None, id: str | None = None) -> Node:
-        """Insert a new node; ``id`` defaults to ``<type>:<slug of name>`` made unique."""
-        check_node_fields(name, type, description, properties)
-        with self.transaction():
-            node_id = id if id is not None else self._fresh_id(type, name)
-            if self._one("SELECT 1 FROM {s}.nodes WHERE id = %s", (node_id,)):
-                raise InvalidArgument(f"a node with id '{node_id}' already exists; use update_node")
-            self._insert_node(node_id, name, type, description, properties or {})
-        return self.get_node(node_id)  # type: ignore[return-value]
-
-    def upsert_node(self, id: str, name: str, type: str = "entity", description: str = "",
-                    properties: dict[str, Any] | None = None) -> Node:
-        """Insert, or update the node with this id (properties merged, created_at kept)."""
-        check_node_fields(name, type, description, properties)
-        with self.transaction():
-            self._upsert_by_id(id, name, type, description, properties or {})
-        return self.get_node(id)  # type: ignore[return-value]
-
-    def upsert_entity(self, name: str, type: str, properties: dict[str, Any] | None = None,
-                      description: str = "", id: str | None = None) -> Node:
-        """Entity semantics of spec/002: unique by (normalised name, type); metadata merged."""
-        check_node_fields(name, type, description, properties)
-        with self.transaction():
-            row = self._one("SELECT id, name FROM {s}.nodes WHERE norm_name = %s AND type = %s ORDER BY rowid "
-                            "LIMIT 1 FOR UPDATE", (normalize_name(name), type))
-            node_id = row[0] if row else (id or self._fresh_id(type, name))
-            self._upsert_by_id(node_id, row[1] if row else name, type, description, properties or {})
-        return self.get_node(node_id)  # type: ignore[return-value]
-
-    def update_node(self, id: str, name: str | None = None, type: str | None = None,
-                    description: str | None = None, properties: dict[str, Any] | None = None,
-                    replace_properties: bool = False) -> Node:
-        with self.transaction():
-            old = self._locked(id)
-            if old is None:
-                raise self.not_found(id)
-            new = updated_fields(old, name, type, description, properties, replace_properties)
-            self._rows("UPDATE {s}.nodes SET name=%s, norm_name=%s, type=%s, description=%s, "
-                       "properties=%s::jsonb, updated_at=%s WHERE id=%s RETURNING 1",
-                       (new[0], normalize_name(new[0]), new[1], new[2], dumps(new[3]), now_iso(), id))
-        return self.get_node(id)  # type: ignore[return-value]
-
-    def delete_node(self, id: str) -> int:
-        """Delete a node and its edges; returns the number of edges removed with it."""
-        with self.transaction():
-            rowid = self.rowid(id)
-            n_edges = self._one("SELECT count(*) FROM {s}.edges WHERE source = %s OR target = %s", (rowid, rowid))
-            self._rows("DELETE FROM {s}.nodes WHERE rowid = %s RETURNING 1", (rowid,))
-        return int(n_edges[0])  # type: ignore[index]
-
-    def _locked(self, node_id: str) -> Node | None:
-        """The node, its row locked until the transaction ends (a concurrent merge waits, then sees it)."""
-        row = self._one(f"SELECT {NODE_COLS} FROM {{s}}.nodes WHERE id = %s FOR UPDATE", (node_id,))
-        return self._node(row) if row else None
-
-    def _fresh_id(self, type: str, name: str) -> str:
-        base = f"{slugify(type)}:{slugify(name)}"
-        taken = {r[0] for r in self._rows("SELECT id FROM {s}.nodes WHERE id = %s OR id LIKE %s",
-                                          (base, base.replace("\\", "\\\\").replace("%", "\\%")
-                                           .replace("_", "\\_") + "\\_%"))}
-        candidate, n = base, 1
-        while candidate in taken:
-            n += 1
-            candidate = f"{base}_{n}"
-        return candidate
-
-    def _insert_node(self, node_id: str, name: str, type: str, description: str, props: dict[str, Any]) -> None:
-        ts = now_iso()
-        self._rows("INSERT INTO {s}.nodes (id, name, norm_name, type, description, properties, created_at, "
-                   "updated_at) VALUES (%s,%s,%s,%s,%s,%s::jsonb,%s,%s) RETURNING 1",
-                   (node_id, name, normalize_name(name), type, description, dumps(props), ts, ts))
-
-    def _upsert_by_id(self, node_id: str, name: str, type: str, description: str, props: dict[str, Any]) -> None:
-        old = self._locked(node_id)
-        if old is None:
-            self._insert_node(node_id, name, type, description, props)
-            return
-        merged = merge_properties(old.properties, props)
-        self._rows("UPDATE {s}.nodes SET name=%s, norm_name=%s, type=%s, description=%s, properties=%s::jsonb, "
-                   "updated_at=%s WHERE id=%s RETURNING 1",
-                   (name, normalize_name(name), type, description or old.description, dumps(merged), now_iso(),
-                    node_id))
-
-    # -- edge writes --------------------------------------------------------------------------------------
-    def add_edge(self, source: str, target: str, type: str, weight: float = 1.0,
-                 properties: dict[str, Any] | None = None, id: str | None = None) -> Edge:
-        """Upsert by (source, target, type): weight = max(old, new), properties/evidence merged,
-        the original ``created_at`` kept (spec/002)."""
-        weight = check_weight(weight)
-        if not isinstance(type, str) or not type.strip():
-            raise InvalidArgument("edge type must be a non-empty string")
-        with self.transaction():
-            s, t = self.rowid(source), self.rowid(target)
-            old = self._one("SELECT weight, properties::text FROM {s}.edges WHERE source = %s AND target = %s "
-                            "AND type = %s FOR UPDATE", (s, t, type))
-            if old is None:
-                self._rows("INSERT INTO {s}.edges (source, target, type, weight, properties, created_at, id) "
-                           "VALUES (%s,%s,%s,%s,%s::jsonb,%s,%s) RETURNING 1",
-                           (s, t, type, weight, dumps(properties or {}), now_iso(), id))
-            else:
-                merged = merge_properties(load_json_object(old[1], "edge properties"), properties or {})
-                self._rows("UPDATE {s}.edges SET weight = %s, properties = %s::jsonb WHERE source = %s "
-                           "AND target = %s AND type = %s RETURNING 1",
-                           (max(old[0], weight), dumps(merged), s, t, type))
-        return self.get_edge(source, target, type)  # type: ignore[return-value]
-
-    def delete_edge(self, source: str, target: str, type: str) -> bool:
-        with self.transaction():
-            rows = self._rows("DELETE FROM {s}.edges WHERE source = %s AND target = %s AND type = %s RETURNING 1",
-                              (self.rowid(source), self.rowid(target), type))
-        return bool(rows)
-
     # -- vectors (kgos.index.vectors) ---------------------------------------------------------------------
     def vector_table(self) -> PgVectorTable:
         return PgVectorTable(self)
@@ -435,3 +323,5 @@ def _data_errors(db: PgDatabase, db_id: str) -> Iterator[None]:
     except db.psycopg.DataError as exc:
         raise InvalidArgument(f"PostgreSQL cannot store this value: {str(exc).splitlines()[0]} "
                               "(text and properties may not contain NUL characters)") from None
+    except db.psycopg.IntegrityError as exc:  # a unique id taken meanwhile by another server's write
+        raise InvalidArgument(f"KG '{db_id}' refused the write: {str(exc).splitlines()[0]}") from None

@@ -14,12 +14,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ImportFailed, InvalidArgument, KGExists
+from ..errors import ImportFailed, KGExists
 from .formats import Record, Source
 from .importer import ImportReport, Invalid, Progress, _batches, _edge_rows, _node_rows
-from .limits import check_properties, parse_json
 from .migrations import now_iso
-from .native import merge_properties
 from .postgres import PostgresStore
 from .postgres_db import PgDatabase, psycopg_modules, schema_name
 from .postgres_schema import BULK_INDEXES, KG_MIGRATIONS, lock, record
@@ -121,73 +119,7 @@ def _swap(db: PgDatabase, conn: Any, db_id: str, temp: str, old: str | None, cre
 # -- merge into an existing KG ---------------------------------------------------------------------
 def merge_into(store: PostgresStore, source: Source, skip_dangling: bool = False,
                progress: Progress | None = None, skip_invalid: bool = False) -> ImportReport:
-    """Upsert ``source`` into ``store`` in one transaction: nodes by id (properties merged), edges by
-    (source, target, type) with weight = max(old, new), as ``importer.merge_into``."""
-    t0, invalid = time.perf_counter(), Invalid(skip_invalid)
-    with store.transaction() as conn:
-        n_nodes = _merge_nodes(conn, store.s, source.nodes(), progress, invalid)
-        ids = dict(conn.execute(f"SELECT id, rowid FROM {store.s}.nodes").fetchall())
-        n_edges, skipped = _merge_edges(conn, store.s, source.edges(), ids, skip_dangling, progress, invalid)
-    return ImportReport(store.db_id, source.format, "merge", n_nodes, n_edges, skipped, 0,
-                        time.perf_counter() - t0, invalid.count, tuple(invalid.examples))
-
-
-def _merged(old: str | None, new: str) -> str:
-    if old is None:
-        return new
-    try:
-        return check_properties(merge_properties(parse_json(old), parse_json(new)))
-    except InvalidArgument as exc:
-        raise ImportFailed(f"{exc} (once merged with the properties already in the KG)") from None
-
-
-def _merge_nodes(conn: Any, s: str, records: Iterator[Record], progress: Progress | None, invalid: Invalid) -> int:
-    ts, count = now_iso(), 0
-    seen: dict[str, int] = {}  # ids of the file so far (a repeated one is invalid)
-    sql = (f"INSERT INTO {s}.nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
-           "VALUES (%s,%s,%s,%s,%s,%s::jsonb,%s,%s) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
-           "norm_name = excluded.norm_name, type = excluded.type, description = CASE WHEN excluded.description = '' "
-           "THEN nodes.description ELSE excluded.description END, properties = excluded.properties, updated_at = %s")
-    for batch in _batches(records):
-        rows = _node_rows(batch, seen, ts, invalid)
-        old = dict(conn.execute(f"SELECT id, properties::text FROM {s}.nodes WHERE id = ANY(%s) FOR UPDATE",
-                                ([r[0] for r in rows],)).fetchall())
-        conn.cursor().executemany(sql, [(*r[:5], _merged(old.get(r[0]), r[5]), *r[6:], ts) for r in rows])
-        count += len(rows)
-        if progress:
-            progress("nodes", count)
-    return count
-
-
-def _merge_edges(conn: Any, s: str, records: Iterator[Record], ids: dict[str, int], skip_dangling: bool,
-                 progress: Progress | None, invalid: Invalid) -> tuple[int, int]:
-    ts, count, skipped = now_iso(), 0, 0
-    sql = (f"INSERT INTO {s}.edges (source, target, type, weight, properties, created_at, id) "
-           "VALUES (%s,%s,%s,%s,%s::jsonb,%s,%s) ON CONFLICT (source, target, type) DO UPDATE SET "
-           "weight = GREATEST(edges.weight, excluded.weight), properties = excluded.properties")
-    for batch in _batches(records):
-        rows, dropped = _edge_rows(batch, ids, skip_dangling, ts, invalid)
-        skipped += dropped
-        current = _existing_edges(conn, s, rows)
-        for row in rows:  # several rows of one key in the file merge in order, as row-by-row upserts do
-            key = row[:3]
-            props = _merged(current[key][1], row[4]) if key in current else row[4]
-            weight = max(current[key][0], row[3]) if key in current else row[3]
-            current[key] = (weight, props, row)
-        final = [(k[0], k[1], k[2], w, p, r[5], r[6]) for k, (w, p, r) in current.items() if r is not None]
-        conn.cursor().executemany(sql, final)
-        count += len(rows)
-        if progress:
-            progress("edges", count)
-    return count, skipped
-
-
-def _existing_edges(conn: Any, s: str, rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], Any]:
-    """(source, target, type) -> (weight, properties text, None) of the edges already in the KG."""
-    if not rows:
-        return {}
-    found = conn.execute(
-        f"SELECT e.source, e.target, e.type, e.weight, e.properties::text FROM {s}.edges e JOIN "
-        "unnest(%s::bigint[], %s::bigint[], %s::text[]) AS k(s, t, y) ON e.source = k.s AND e.target = k.t "
-        "AND e.type = k.y FOR UPDATE OF e", ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]))
-    return {(r[0], r[1], r[2]): (r[3], r[4], None) for r in found.fetchall()}
+    """Upsert ``source`` into ``store`` in one unit of work (bulk mode): nodes by id (properties
+    merged), edges by (source, target, type) with weight = max(old, new), as ``importer.merge_into``."""
+    from .importer import merge_with
+    return merge_with(store, source, skip_dangling, progress, skip_invalid)

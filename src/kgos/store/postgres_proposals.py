@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ProposalConflict, ProposalNotFound
-from ..model import normalize_name
-from .limits import check_properties
 from .migrations import now_iso
 from .postgres import PostgresStore
 from .proposals import (
@@ -22,14 +20,12 @@ from .proposals import (
     Proposal,
     ProposalDraft,
     ProposalFilter,
+    Promotion,
     ProposalStore,
     ProposeReport,
-    _edge_fields,
     _json,
     _merged_scores,
-    _node_fields,
     _row,
-    _stale,
     all_pending,
 )
 
@@ -134,9 +130,9 @@ class PgProposalStore(ProposalStore):
 
     def promote(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> Proposals:
         self.graph.require_writable()
-        with self.graph.transaction(bump=False):  # the node/edge triggers bump the version
+        with self.graph.writing() as w:  # the node/edge triggers bump the version
             for p in self._pending(ids):
-                created = self._write(p)
+                created = Promotion(w).write(p)
                 ts = now_iso()
                 self._rows("UPDATE {s}.kg_predictions SET status = 'accepted', reviewer = %s, note = %s, "
                            "reviewed_at = %s, promoted_at = %s, promoted_rowid = %s WHERE prediction_id = %s "
@@ -150,50 +146,9 @@ class PgProposalStore(ProposalStore):
                 raise ProposalConflict(f"proposal {p.id} is pending: there is no review to undo")
             if p.status == "accepted" and p.promoted:
                 self.graph.require_writable()
-                self._remove(p)
+                with self.graph.writing() as w:
+                    Promotion(w).remove(p)
             self._rows("UPDATE {s}.kg_predictions SET status = 'pending', reviewer = NULL, note = NULL, "
                        "reviewed_at = NULL, promoted_at = NULL, promoted_rowid = NULL WHERE prediction_id = %s "
                        "RETURNING 1", (p.id,))
         return self.get(proposal_id)
-
-    # -- the graph side of a promotion -------------------------------------------------------------------
-    def _rowid(self, p: Proposal, node_id: str) -> int:
-        rows = self._rows("SELECT rowid FROM {s}.nodes WHERE id = %s", (node_id,))
-        if not rows:
-            raise _stale(p, node_id)
-        return int(rows[0][0])
-
-    def _write(self, p: Proposal) -> int | None:
-        """Insert the edge/node; its rowid, or None when it existed already (then nothing changes)."""
-        if p.kind == "node":
-            return self._write_node(p)
-        s, t = self._rowid(p, p.source), self._rowid(p, p.target)
-        if self._rows("SELECT 1 FROM {s}.edges WHERE source = %s AND target = %s AND type = %s", (s, t, p.type)):
-            return None
-        weight, props = _edge_fields(p)
-        return int(self._rows("INSERT INTO {s}.edges (source, target, type, weight, properties, created_at) VALUES "
-                              "(%s,%s,%s,%s,%s::jsonb,%s) RETURNING rowid",
-                              (s, t, p.type, weight, check_properties(props), now_iso()))[0][0])
-
-    def _write_node(self, p: Proposal) -> int | None:
-        if self._rows("SELECT 1 FROM {s}.nodes WHERE id = %s", (p.source,)):
-            return None
-        name, description, props = _node_fields(p)
-        ts = now_iso()
-        return int(self._rows(
-            "INSERT INTO {s}.nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
-            "VALUES (%s,%s,%s,%s,%s,%s::jsonb,%s,%s) RETURNING rowid",
-            (p.source, name, normalize_name(name), p.type, description, check_properties(props), ts, ts))[0][0])
-
-    def _remove(self, p: Proposal) -> None:
-        """Delete what the promotion created: its row, if that still carries this proposal's id."""
-        if p.kind == "node":
-            edges = self._rows("SELECT count(*) FROM {s}.edges e JOIN {s}.nodes n ON n.rowid IN (e.source, e.target) "
-                               "WHERE n.id = %s", (p.source,))[0][0]
-            if edges:
-                raise ProposalConflict(f"node '{p.source}' of proposal {p.id} has {edges} edge(s) now; delete "
-                                       "them first (undo removes only what the acceptance created)")
-        table = "nodes" if p.kind == "node" else "edges"  # one of two fixed names
-        rowid = self._rows("SELECT promoted_rowid FROM {s}.kg_predictions WHERE prediction_id = %s", (p.id,))[0][0]
-        self._rows(f"DELETE FROM {{s}}.{table} WHERE rowid = %s AND properties -> 'prediction_id' = to_jsonb(%s::bigint) "
-                   "RETURNING 1", (rowid, p.id))

@@ -26,6 +26,7 @@ from ..errors import InvalidArgument, ProposalConflict, ProposalNotFound, Propos
 from .base import GraphStore, load_json_object
 from .limits import check_properties
 from .migrations import M003_KG_PREDICTIONS, apply, now_iso
+from .writing import Writer
 
 STATUSES = ("pending", "accepted", "rejected")
 KINDS = ("edge", "node")
@@ -320,26 +321,22 @@ class SQLiteProposalStore(ProposalStore):
 
     def promote(self, ids: Sequence[int], reviewer: str | None, note: str | None) -> Proposals:
         self.graph.require_writable()
-        if self.same_file:
-            with self._tx(bump=True) as conn:
+        if self.same_file:  # graph and queue in one file: one unit of work over both
+            with self.graph.writing() as w, self._tx(bump=True) as conn:
                 for p in self._pending(ids):
-                    created = _NativeWriter(conn, self.graph).write(p)
-                    self._mark_accepted(conn, p.id, created, reviewer, note)
+                    self._mark_accepted(conn, p.id, Promotion(w).write(p), reviewer, note)
             return [self.get(i) for i in ids]
         return [self._promote_apart(i, reviewer, note) for i in ids]
 
     def _promote_apart(self, proposal_id: int, reviewer: str | None, note: str | None) -> Proposal:
-        """Graph and queue in different files: write the graph, then the queue; a failed queue write
-        takes the graph write back."""
+        """Graph and queue in different files: the graph's unit of work commits only once the queue's
+        row is written (a failure there takes the graph write back); a failure committing the queue
+        after it is undone by hand."""
         with self._tx() as conn:
             (p,) = self._pending([proposal_id])
-            created = _StoreWriter(self.graph).write(p)
-            try:
+            with self.graph.writing() as w:
+                created = Promotion(w).write(p)
                 self._mark_accepted(conn, p.id, created, reviewer, note)
-            except BaseException:
-                if created is not None:
-                    _StoreWriter(self.graph).remove(p)
-                raise
         return self.get(proposal_id)
 
     @staticmethod
@@ -360,13 +357,15 @@ class SQLiteProposalStore(ProposalStore):
             with self._tx(bump=p.promoted) as conn:
                 p = self._fetch(proposal_id)  # again, under the write lock
                 if p.status == "accepted" and p.promoted:
-                    _NativeWriter(conn, self.graph).remove(p)
+                    with self.graph.writing() as w:
+                        Promotion(w).remove(p)
                 self._mark_pending(conn, p.id)
         else:
             with self._tx() as conn:
                 p = self._fetch(proposal_id)
                 if p.status == "accepted" and p.promoted:
-                    _StoreWriter(self.graph).remove(p)
+                    with self.graph.writing() as w:
+                        Promotion(w).remove(p)
                 self._mark_pending(conn, p.id)
         return self.get(proposal_id)
 
@@ -400,103 +399,57 @@ def all_pending(found: Proposals) -> Proposals:
 
 def _stale(p: Proposal, missing: str) -> ProposalStale:
     return ProposalStale(f"proposal {p.id} cannot be accepted: node '{missing}' is no longer in the KG "
-                         f"(deleted since it was proposed); reject it instead")
+                         f"(deleted since it was proposed, or proposed with it and not accepted yet); accept "
+                         f"that node first or reject this")
 
 
-class _NativeWriter:
-    """Writes a promotion into the native schema on the caller's open transaction."""
+class Promotion:
+    """A proposal written into the KG, or taken back, through the store's unit of work (every backend
+    alike). Undo removes only what the acceptance created: the row must still carry the proposal's id."""
 
-    def __init__(self, conn: sqlite3.Connection, graph: GraphStore) -> None:
-        self.conn, self.graph = conn, graph
-
-    def _rowid(self, p: Proposal, node_id: str) -> int:
-        row = self.conn.execute("SELECT rowid FROM nodes WHERE id = ?", (node_id,)).fetchone()
-        if row is None:
-            raise _stale(p, node_id)
-        return int(row[0])
+    def __init__(self, w: Writer) -> None:
+        self.w = w
 
     def write(self, p: Proposal) -> int | None:
-        """Insert the edge/node; its rowid, or None when it existed already (then nothing changes)."""
+        """Write the edge/node: 1, or None when it existed already (then nothing changes)."""
         if p.kind == "node":
-            return self._write_node(p)
-        s, t = self._rowid(p, p.source), self._rowid(p, p.target)
-        if self.conn.execute("SELECT 1 FROM edges WHERE source = ? AND target = ? AND type = ?",
-                             (s, t, p.type)).fetchone():
+            if self.w.node(p.source) is not None:
+                return None
+            name, description, props = _node_fields(p)
+            self.w.add_node(name, p.type, description, props, id=p.source)
+            return 1
+        for node_id in (p.source, p.target):
+            if self.w.node(node_id) is None:
+                raise _stale(p, node_id)
+        if self.w.edge(p.source, p.target, p.type) is not None:
             return None
         weight, props = _edge_fields(p)
-        cur = self.conn.execute("INSERT INTO edges (source, target, type, weight, properties, created_at) "
-                                "VALUES (?,?,?,?,?,?)", (s, t, p.type, weight, check_properties(props), now_iso()))
-        return int(cur.lastrowid)  # type: ignore[arg-type]
-
-    def _write_node(self, p: Proposal) -> int | None:
-        from ..model import normalize_name
-        if self.conn.execute("SELECT 1 FROM nodes WHERE id = ?", (p.source,)).fetchone():
-            return None
-        name, description, props = _node_fields(p)
-        ts = now_iso()
-        cur = self.conn.execute(
-            "INSERT INTO nodes (id, name, norm_name, type, description, properties, created_at, updated_at) "
-            "VALUES (?,?,?,?,?,?,?,?)", (p.source, name, normalize_name(name), p.type, description,
-                                         check_properties(props), ts, ts))
-        return int(cur.lastrowid)  # type: ignore[arg-type]
+        self.w.add_edge(p.source, p.target, p.type, weight, props)
+        return 1
 
     def remove(self, p: Proposal) -> None:
-        """Delete what the promotion created: the row it inserted, if it still carries this proposal's id."""
-        table = "nodes" if p.kind == "node" else "edges"
         if p.kind == "node":
-            row = self.conn.execute("SELECT count(*) FROM edges e JOIN nodes n ON n.rowid IN (e.source, e.target) "
-                                    "WHERE n.id = ?", (p.source,)).fetchone()
-            if row[0]:
-                raise ProposalConflict(f"node '{p.source}' of proposal {p.id} has {row[0]} edge(s) now; delete "
-                                       "them first (undo removes only what the acceptance created)")
-        # `table` is one of two fixed names; the provenance check keeps a row reused since untouched.
-        self.conn.execute(f"DELETE FROM {table} WHERE rowid = ? AND json_extract(properties, '$.prediction_id') = ?",
-                          (self._promoted_rowid(p), p.id))
+            node = self.w.node(p.source)
+            if node is None or node.properties.get("prediction_id") != p.id:
+                return
+            self._refuse_if_linked(p)
+            self.w.delete_node(p.source)
+            return
+        edge = self.w.edge(p.source, p.target, p.type)
+        if edge is not None and edge.properties.get("prediction_id") == p.id:
+            self.w.delete_edge(p.source, p.target, p.type)
 
-    def _promoted_rowid(self, p: Proposal) -> int:
-        return int(self.conn.execute("SELECT promoted_rowid FROM kg_predictions WHERE prediction_id = ?",
-                                     (p.id,)).fetchone()[0])
+    def _refuse_if_linked(self, p: Proposal) -> None:
+        linked = self.w.ops.degree(p.source)
+        if linked:
+            raise ProposalConflict(f"node '{p.source}' of proposal {p.id} has {linked} edge(s) now; delete "
+                                   "them first (undo removes only what the acceptance created)")
 
 
 def _node_fields(p: Proposal) -> tuple[str, str, dict[str, Any]]:
     name = str(p.payload.get("name") or p.source)
     description = str(p.payload.get("description") or "")
     return name, description, {**(p.payload.get("properties") or {}), **provenance(p)}
-
-
-class _StoreWriter:
-    """Writes a promotion through a store's own write methods (attached writable KGs)."""
-
-    def __init__(self, graph: GraphStore) -> None:
-        self.graph = graph
-
-    def write(self, p: Proposal) -> int | None:
-        g: Any = self.graph
-        if p.kind == "node":
-            if g.get_node(p.source) is not None:
-                return None
-            name, description, props = _node_fields(p)
-            g.add_node(name, p.type, description, props, id=p.source)
-            return 1
-        for node_id in (p.source, p.target):
-            if g.get_node(node_id) is None:
-                raise _stale(p, node_id)
-        if g.get_edge(p.source, p.target, p.type) is not None:
-            return None
-        weight, props = _edge_fields(p)
-        g.add_edge(p.source, p.target, p.type, weight, props)
-        return 1
-
-    def remove(self, p: Proposal) -> None:
-        g: Any = self.graph
-        if p.kind == "node":
-            node = g.get_node(p.source)
-            if node is not None and node.properties.get("prediction_id") == p.id:
-                g.delete_node(p.source)
-            return
-        edge = g.get_edge(p.source, p.target, p.type)
-        if edge is not None and edge.properties.get("prediction_id") == p.id:
-            g.delete_edge(p.source, p.target, p.type)
 
 
 # -- the checked front ---------------------------------------------------------------------------------
@@ -539,7 +492,9 @@ class ProposalQueue:
 
     def propose(self, drafts: Iterable[ProposalDraft]) -> ProposeReport:
         """Stage drafts (checked) in one transaction."""
-        checked = [self._check(d) for d in drafts]
+        drafts = list(drafts)
+        proposed = {d.source for d in drafts if d.kind == "node"}  # an edge may point at a node proposed with it
+        checked = [self._check(d, proposed) for d in drafts]
         return self.store.add(checked)
 
     def propose_edge(self, source: str, target: str, type: str, origin: str = "manual", score: float = 0.0,
@@ -559,7 +514,7 @@ class ProposalQueue:
         return self.propose([ProposalDraft(id, "", type, origin, score, dict(scores or {}), dict(evidence or {}),
                                            payload, kind="node")])
 
-    def _check(self, d: ProposalDraft) -> ProposalDraft:
+    def _check(self, d: ProposalDraft, proposed: frozenset[str] | set[str] = frozenset()) -> ProposalDraft:
         if d.kind not in KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}, not {d.kind!r}")
         _text(d.source, "source"), _text(d.type, "type"), _text(d.origin, "origin")
@@ -570,7 +525,7 @@ class ProposalQueue:
             _text(d.target, "target")
             if d.source == d.target:
                 raise InvalidArgument("an edge proposal needs two different nodes")
-            missing = [n for n in (d.source, d.target) if self.graph.get_node(n) is None]
+            missing = [n for n in (d.source, d.target) if n not in proposed and self.graph.get_node(n) is None]
             if missing:
                 raise self.graph.not_found(missing[0])
             _number(d.payload.get("weight", 1.0), "weight")
@@ -640,10 +595,5 @@ class ProposalQueue:
 def open_proposal_store(graph: GraphStore, sidecar: Path) -> ProposalStore:
     """The queue of ``graph``: a store that brings its own (``graph.proposal_store()``, e.g. PostgreSQL),
     the native KG file's ``kg_predictions`` table, or else a sidecar SQLite file at ``sidecar``."""
-    from .native import NativeStore
-    own = getattr(graph, "proposal_store", None)
-    if callable(own):
-        return own()  # type: ignore[no-any-return]
-    if isinstance(graph, NativeStore) and not graph.read_only:
-        return SQLiteProposalStore(graph.conn, graph._lock, graph, same_file=True)
-    return SQLiteProposalStore.sidecar(sidecar, graph)
+    own = graph.proposal_store()
+    return own if own is not None else SQLiteProposalStore.sidecar(sidecar, graph)
