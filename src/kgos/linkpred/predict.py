@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from . import validation
 from .base import Predictor, predictor
 from .ensemble import Ensemble
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
+from .ranking import Candidate, Ranker
 from .results import Prediction, PredictionList, RunReport, Verdict
 from .triples import LinkGraph, Triples, read_split
 
@@ -34,17 +34,6 @@ if TYPE_CHECKING:
 MAX_K = 1000
 SIMILAR_POOL = 2048  # existing edges per relation searched for the "most similar edges" evidence
 RUN_NODES = 500  # nodes a run scans by default on a large KG (the best connected ones)
-
-
-@dataclass(frozen=True)
-class _Block:
-    """Scores of one side's queries: row i asks (ent[i], rels[i], ?) for "tail", (?, rels[i], ent[i]) for "head"."""
-
-    side: str
-    ent: np.ndarray
-    rels: np.ndarray
-    scores: np.ndarray
-    raw: dict[str, np.ndarray]
 
 
 def _check_k(k: Any, name: str = "k") -> int:
@@ -58,8 +47,7 @@ class Predict:
         self.kg = kg
         self._version: str | None = None
         self._graph: LinkGraph | None = None
-        self._known: KnownEdges | None = None
-        self._ends_seen: dict[str, np.ndarray] = {}
+        self._ranker: Ranker | None = None
         self._pools: dict[int, np.ndarray] = {}
         self._models: dict[tuple[str, str], Predictor] = {}
 
@@ -76,8 +64,7 @@ class Predict:
                               tuple(view.node_ids), tuple(view.graph.types))
             self._graph = LinkGraph(triples, np.asarray(view.node_types, np.int64), tuple(view.type_names),
                                     snap.vectors)
-            self._known = KnownEdges(triples)
-            self._ends_seen = {side: self._type_table(self._graph, side) for side in ("tail", "head")}
+            self._ranker = Ranker(self._graph, self._rejected)
             self._version, self._models, self._pools = snap.version, {}, {}
         return self._graph
 
@@ -110,20 +97,23 @@ class Predict:
                params: Mapping[str, Any]) -> PredictionList:
         return self._ranked(ref, [relation], (side,), k, name, explain, params)
 
+    def ranker(self) -> Ranker:
+        """The ranking state of the KG's current version (filters, relation model)."""
+        self.graph()
+        assert self._ranker is not None
+        return self._ranker
+
     def _ranked(self, ref: str, relations: list[str] | None, sides: tuple[str, ...], k: int, name: str,
                 explain: bool, params: Mapping[str, Any]) -> PredictionList:
         t0 = time.perf_counter()
         _check_k(k)
         m, g = self.model(name, **params), self.graph()
         row, rels = self._row(ref), self._relations(relations)
-        blocks = [self._block(m, np.full(rels.size, row, np.int64), rels, side) for side in sides]
-        scores = np.concatenate([b.scores for b in blocks])
-        preds = [self._prediction(g.triples, m, blocks, i, c, rank, explain)
-                 for rank, (i, c) in enumerate(self._top(scores, k), 1)]
+        found, scored = self.ranker().rank(m, row, rels, sides, k)
+        preds = [self._prediction(m, c, explain) for c in found]
         query: dict[str, Any] = {"node": g.triples.entities[row], "relations": [g.triples.relations[r] for r in rels],
                                  "predict": list(sides)}
-        return PredictionList(query, m.name, tuple(preds), int(np.isfinite(scores).sum()),
-                              round(time.perf_counter() - t0, 4))
+        return PredictionList(query, m.name, tuple(preds), scored, round(time.perf_counter() - t0, 4))
 
     def _row(self, ref: str) -> int:
         self.graph()
@@ -138,41 +128,6 @@ class Predict:
             known = ", ".join(t.relations) or "none (the KG has no edges)"
             raise InvalidArgument(f"unknown relation {unknown[0]!r} in KG '{self.kg.db_id}'; known: {known}")
         return np.array([t.relations.index(r) for r in names], np.int64)
-
-    def _block(self, m: Predictor, ent: np.ndarray, rels: np.ndarray, side: str) -> _Block:
-        """The (batch, n) scores of one side's queries, every filtered candidate at -inf."""
-        g = self.graph()
-        if isinstance(m, Ensemble):
-            raw = m.parts(ent, rels, side)
-            scores = m.combine(raw)
-        else:
-            scores = m.score_tails(ent, rels) if side == "tail" else m.score_heads(ent, rels)
-            raw = {m.name: scores}
-        scores = np.array(scores, np.float64)
-        assert self._known is not None
-        blocked = self._known.mask(ent, rels, side)
-        blocked[np.arange(ent.size), ent] = True
-        blocked |= self._type_block(rels, side, g)
-        blocked |= self._rejected(ent, rels, side)
-        flat = scores.max(axis=1, keepdims=True) == scores.min(axis=1, keepdims=True)
-        scores[blocked | flat] = -np.inf  # a constant row carries no signal: nothing to propose
-        return _Block(side, ent, rels, scores, raw)
-
-    def _type_block(self, rels: np.ndarray, side: str, g: LinkGraph) -> np.ndarray:
-        """(batch, n) True where the candidate's node type never occurs at this end of the relation."""
-        types = g.node_types
-        if types is None or len(g.type_names) < 2:
-            return np.zeros((rels.size, g.n_entities), bool)
-        return ~self._ends_seen[side][rels][:, types]
-
-    @staticmethod
-    def _type_table(g: LinkGraph, side: str) -> np.ndarray:
-        """(relations, node types) True where the type occurs at that end of the relation."""
-        t = g.triples
-        seen = np.zeros((t.n_relations, max(1, len(g.type_names))), bool)
-        if g.node_types is not None:
-            seen[t.relation, g.node_types[t.tail if side == "tail" else t.head]] = True
-        return seen
 
     def _rejected(self, ent: np.ndarray, rels: np.ndarray, side: str) -> np.ndarray:
         """(batch, n) True at the candidates a reviewer rejected for these queries."""
@@ -190,28 +145,11 @@ class Predict:
             out[i, rows] = True
         return out
 
-    @staticmethod
-    def _top(scores: np.ndarray, k: int) -> list[tuple[int, int]]:
-        flat = scores.ravel()
-        ok = np.argpartition(-flat, k - 1)[:k] if flat.size > k else np.arange(flat.size)
-        ok = ok[np.isfinite(flat[ok])]  # filtered candidates sit at -inf
-        ok = ok[np.lexsort((ok, -flat[ok]))]
-        n = scores.shape[1]
-        return [(int(i // n), int(i % n)) for i in ok]
-
-    def _prediction(self, g: Triples, m: Predictor, blocks: list[_Block], i: int, cand: int, rank: int,
-                    explain: bool) -> Prediction:
-        b = blocks[0]
-        for b in blocks:
-            if i < b.ent.size:
-                break
-            i -= b.ent.size
-        e, r = int(b.ent[i]), int(b.rels[i])
-        h, t = (e, cand) if b.side == "tail" else (cand, e)
-        member = {name: round(float(s[i, cand]), 6) for name, s in b.raw.items()}
+    def _prediction(self, m: Predictor, c: Candidate, explain: bool) -> Prediction:
+        g = self.graph().triples
+        h, r, t = c.head, c.relation, c.tail
         evidence = {**m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)} if explain else {}
-        return Prediction(g.entities[h], g.entities[t], g.relations[r], round(float(b.scores[i, cand]), 6), rank,
-                          member, evidence)
+        return Prediction(g.entities[h], g.entities[t], g.relations[r], c.score, c.rank, c.scores, evidence)
 
     def _similar(self, h: int, r: int, t: int, top: int = 3) -> list[dict[str, str | float]]:
         """The existing edges of relation r whose ends are most like (h, t): mean cosine of the two ends."""
@@ -253,11 +191,18 @@ class Predict:
                 key = (p.source, p.target, p.type)
                 if key not in found or found[key].score < p.score:
                     found[key] = p
-        best = sorted(found.values(), key=lambda p: -p.score)[:k]
+        best = self._compatible(sorted(found.values(), key=lambda p: -p.score))[:k]
         best = [self._explained(m, p, rank) for rank, p in enumerate(best, 1)]
         report = self.stage(best, origin or m.name) if queue else ProposeReport((), (), 0, 0)
         weights = m.weights if isinstance(m, Ensemble) else {m.name: 1.0}
         return RunReport(m.name, len(refs), tuple(best), report, dict(weights), round(time.perf_counter() - t0, 3))
+
+    def _compatible(self, ranked: list[Prediction]) -> list[Prediction]:
+        """``ranked`` without a prediction exclusive with a better one of its pair (two nodes' discoveries
+        can each type the same pair)."""
+        tr, index = self.graph().triples, self.kg.view().index
+        codes = [(index[p.source], tr.relations.index(p.type), index[p.target]) for p in ranked]
+        return [p for p, ok in zip(ranked, self.ranker().compatible(codes)) if ok]
 
     def _busiest(self) -> list[str]:
         g = self.graph().triples
@@ -342,7 +287,7 @@ class Predict:
         if not rows:
             raise InvalidArgument("no test edges given")
         a = np.array(rows, np.int64)
-        present = self._known.mask(a[:, 0], a[:, 1], "tail")[np.arange(len(a)), a[:, 2]]  # type: ignore[union-attr]
+        present = self.ranker().known.mask(a[:, 0], a[:, 1], "tail")[np.arange(len(a)), a[:, 2]]  # type: ignore[union-attr]
         if present.any():
             raise InvalidArgument(f"{int(present.sum())} test edge(s) are in the KG (e.g. line "
                                   f"{int(np.flatnonzero(present)[0]) + 1}): test edges must be absent from it")

@@ -1,0 +1,86 @@
+"""Proposals worth a person's time: typed relation-blind predictions, no mutually exclusive relations
+for one pair, calibrated confidence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kgos
+import kgos.linkpred
+from kgos.data import demo_file
+from kgos.linkpred.relations import RelationModel, exclusive_relations
+from kgos.linkpred.triples import LinkGraph, Triples
+
+
+@pytest.fixture
+def demo(ws: kgos.Workspace) -> kgos.KG:
+    ws.import_file("demo", demo_file("cookbook.json"))
+    return ws.kg("demo")
+
+
+def test_exclusive_relations_are_those_never_sharing_a_pair() -> None:
+    # a-likes->b and b-knows->a share the pair {a, b}; hates never shares one with either
+    t = Triples(np.array([0, 1, 2, 0]), np.array([0, 1, 2, 0]), np.array([1, 0, 3, 3]), ("a", "b", "c", "d"),
+                ("likes", "knows", "hates"))
+    ex = exclusive_relations(t)
+    assert not ex[0, 1] and not ex[1, 0] and ex[0, 2] and ex[2, 1] and not ex.diagonal().any()
+
+
+def _people_and_food() -> LinkGraph:
+    """People know people and like foods: the node types say which relation an edge carries."""
+    rng = np.random.default_rng(0)
+    people, foods = 30, 10
+    rows = [(p, 0, int(q)) for p in range(people) for q in rng.choice(people, 3, replace=False) if q != p]
+    rows += [(p, 1, people + int(f)) for p in range(people) for f in rng.choice(foods, 2, replace=False)]
+    a = np.array(rows)
+    types = np.array([0] * people + [1] * foods)
+    t = Triples(a[:, 0], a[:, 1], a[:, 2], tuple(f"e{i}" for i in range(people + foods)), ("knows", "likes"))
+    return LinkGraph(t, types, ("person", "food"))
+
+
+def test_relation_model_types_a_pair_and_its_direction() -> None:
+    rm = RelationModel.fit(_people_and_food())
+    p = rm.proba(np.array([0, 35, 1]), np.array([35, 0, 2]))  # person->food, food->person, person->person
+    nr = 2
+    assert p[0].argmax() == 1  # 0 -likes-> 35
+    assert p[1].argmax() == nr + 1  # 35 <-likes- 0 (the direction flips, not the relation)
+    assert p[2].argmax() in (0, nr + 0)  # knows, one way or the other
+    assert np.allclose(p.sum(axis=1), 1.0)
+
+
+def test_a_relation_blind_run_proposes_each_pair_once_and_never_over_an_existing_edge(demo: kgos.KG) -> None:
+    """The issue's example: adamic_adar staged retry_with_backoff -> reliability under six relations,
+    although the pair already has contributes_to."""
+    report = demo.predict.run(k=30, predictor="adamic_adar")
+    t = demo.predict.graph().triples
+    ex = demo.predict.ranker().exclusive()
+    pairs: dict[frozenset[str], list[int]] = {}
+    for p in report.predictions:
+        pairs.setdefault(frozenset((p.source, p.target)), []).append(t.relations.index(p.type))
+    # before: 30 proposals over 7 pairs; now a pair carries a second relation only when compatible and likely
+    assert len(report.predictions) == 30 and len(pairs) >= 25
+    assert all(not ex[a, b] for rs in pairs.values() for a in rs for b in rs)
+    assert all(0 < p.scores["relation_p"] <= 1 for p in report.predictions)
+    assert all(p.scores["relation_p"] >= 0.35 for p in report.predictions
+               if len(pairs[frozenset((p.source, p.target))]) > 1)
+    for p in report.predictions:  # no proposal contradicts an edge its pair already has
+        for nb in demo.neighbors(p.source, limit=500):
+            if nb.node.id == p.target:
+                assert not ex[t.relations.index(p.type), t.relations.index(nb.edge.type)]
+    assert ("technique:retry_with_backoff", "goal:reliability") not in {(p.source, p.target) for p in report.predictions}
+    _, pending = demo.proposals.list(limit=100)
+    assert len(pending) == 30 and len({frozenset((p.source, p.target)) for p in pending}) == len(pairs)
+
+
+def test_discovery_keeps_mutually_exclusive_relations_apart(demo: kgos.KG) -> None:
+    """Relation-aware predictors rank one pair under several relations: only compatible ones survive."""
+    res = demo.predict.discover("technique:retry_with_backoff", k=20, predictor="metapath")
+    ex = demo.predict.ranker().exclusive()
+    rels = demo.predict.graph().triples.relations
+    by_pair: dict[frozenset[str], list[str]] = {}
+    for p in res.predictions:
+        by_pair.setdefault(frozenset((p.source, p.target)), []).append(p.type)
+    for types in by_pair.values():
+        codes = [rels.index(x) for x in types]
+        assert not any(ex[a, b] for a in codes for b in codes)
