@@ -9,6 +9,7 @@ import pytest
 import kgos
 import kgos.linkpred
 from kgos.data import demo_file
+from kgos.linkpred.calibration import platt, reliability
 from kgos.linkpred.relations import RelationModel, exclusive_relations
 from kgos.linkpred.triples import LinkGraph, Triples
 
@@ -84,3 +85,38 @@ def test_discovery_keeps_mutually_exclusive_relations_apart(demo: kgos.KG) -> No
     for types in by_pair.values():
         codes = [rels.index(x) for x in types]
         assert not any(ex[a, b] for a in codes for b in codes)
+
+
+# -- calibrated confidence ---------------------------------------------------------------------------------
+def test_platt_recovers_a_known_logistic_and_reliability_measures_the_gap() -> None:
+    rng = np.random.default_rng(0)
+    score = rng.normal(size=4000)
+    y = (rng.random(4000) < 1 / (1 + np.exp(-(2 * score - 1)))).astype(float)
+    x = np.column_stack([np.ones_like(score), score])
+    coef = platt(x, y)
+    assert abs(coef[0] + 1) < 0.2 and abs(coef[1] - 2) < 0.25
+    ece, _, bins = reliability(1 / (1 + np.exp(-(x @ coef))), y)
+    assert ece < 0.03 and sum(b.count for b in bins) == 4000
+    overconfident, _, _ = reliability(np.full(1000, 0.9), (np.arange(1000) < 100).astype(float))
+    assert overconfident == pytest.approx(0.8)  # 1/rank-style confidences of 0.9 with 10% hits
+
+
+@pytest.mark.parametrize("name", ["adamic_adar", "metapath"])
+def test_calibration_on_withheld_demo_edges_is_within_five_points(demo: kgos.KG, name: str) -> None:
+    cal = demo.predict.calibration(name)
+    assert cal is not None and cal.withheld == 78 and cal.hits >= 10 and cal.candidates > 500
+    assert cal.ece <= 0.05
+    assert sum(b.count for b in cal.bins) == cal.candidates
+    assert demo.predict.calibration(name) is cal  # kept for the KG version
+
+
+def test_a_run_stages_calibrated_confidences(demo: kgos.KG) -> None:
+    report = demo.predict.run(k=10, predictor="adamic_adar")
+    assert report.calibration is not None and report.calibration["ece"] <= 0.05
+    confidences = [p.confidence for p in report.predictions]
+    assert all(c is not None and 0 < c < 1 for c in confidences)
+    _, pending = demo.proposals.list(limit=20)
+    by_edge = {(p.source, p.target, p.type): p for p in pending}
+    for p in report.predictions:
+        staged = by_edge[(p.source, p.target, p.type)]
+        assert staged.score == staged.confidence == p.confidence and staged.evidence["calibrated"] is True

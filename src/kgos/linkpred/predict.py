@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from ..errors import InvalidArgument
 from ..store.proposals import ProposalDraft, ProposeReport
 from . import validation
 from .base import Predictor, predictor
+from .calibration import Calibration, calibrate
 from .ensemble import Ensemble
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
 from .ranking import Candidate, Ranker
@@ -50,6 +52,7 @@ class Predict:
         self._ranker: Ranker | None = None
         self._pools: dict[int, np.ndarray] = {}
         self._models: dict[tuple[str, str], Predictor] = {}
+        self._calibrations: dict[tuple[str, str], Calibration | None] = {}
 
     # -- the training graph --------------------------------------------------------------------------
     def graph(self) -> LinkGraph:
@@ -65,7 +68,7 @@ class Predict:
             self._graph = LinkGraph(triples, np.asarray(view.node_types, np.int64), tuple(view.type_names),
                                     snap.vectors)
             self._ranker = Ranker(self._graph, self._rejected)
-            self._version, self._models, self._pools = snap.version, {}, {}
+            self._version, self._models, self._pools, self._calibrations = snap.version, {}, {}, {}
         return self._graph
 
     def model(self, name: str = "ensemble", **params: Any) -> Predictor:
@@ -172,9 +175,10 @@ class Predict:
 
     # -- runs into the review queue ---------------------------------------------------------------------
     def run(self, nodes: Iterable[str] | None = None, k: int = 50, per_node: int = 5, predictor: str = "ensemble",
-            origin: str | None = None, queue: bool = True, **params: Any) -> RunReport:
+            origin: str | None = None, queue: bool = True, calibrated: bool = True, **params: Any) -> RunReport:
         """Discover the missing edges of ``nodes`` (default: every node of a small KG, else the
-        ``RUN_NODES`` best connected), keep the ``k`` best overall and stage them in the review queue."""
+        ``RUN_NODES`` best connected), keep the ``k`` best overall and stage them in the review queue,
+        each with its calibrated confidence (``calibration``; ``calibrated=False`` skips fitting it)."""
         t0 = time.perf_counter()
         _check_k(k)
         _check_k(per_node, "per_node")
@@ -184,10 +188,12 @@ class Predict:
         if len(refs) > RUN_NODES:
             raise InvalidArgument(f"{len(refs):,} nodes in one run; at most {RUN_NODES:,} (split the list, or "
                                   "leave it out to run on the best-connected nodes)")
+        cal = self.calibration(predictor, **params) if calibrated else None
         found: dict[tuple[str, str, str], Prediction] = {}
         # a node can place at most k predictions in the overall top k: more per node changes nothing
         for ref in refs:
-            for p in self.discover(ref, min(per_node, k), predictor=predictor, explain=False, **params).predictions:
+            for p in self._calibrated(cal, self.discover(ref, min(per_node, k), predictor=predictor, explain=False,
+                                                         **params).predictions):
                 key = (p.source, p.target, p.type)
                 if key not in found or found[key].score < p.score:
                     found[key] = p
@@ -195,7 +201,30 @@ class Predict:
         best = [self._explained(m, p, rank) for rank, p in enumerate(best, 1)]
         report = self.stage(best, origin or m.name) if queue else ProposeReport((), (), 0, 0)
         weights = m.weights if isinstance(m, Ensemble) else {m.name: 1.0}
-        return RunReport(m.name, len(refs), tuple(best), report, dict(weights), round(time.perf_counter() - t0, 3))
+        summary = None if cal is None else {k_: v for k_, v in cal.to_dict().items() if k_ != "bins"}
+        return RunReport(m.name, len(refs), tuple(best), report, dict(weights), round(time.perf_counter() - t0, 3),
+                         summary)
+
+    def calibration(self, predictor: str = "ensemble", **params: Any) -> Calibration | None:
+        """The Platt calibrator of ``predictor`` on this KG version, fitted on withheld edges
+        (``kgos.linkpred.calibration``); None when the KG has too few edges to withhold any."""
+        self.graph()
+        key = ("calibration:" + predictor, json.dumps(params, sort_keys=True, default=str))
+        if key not in self._calibrations:
+            try:
+                self._calibrations[key] = calibrate(self.graph(), lambda g: self._fresh(predictor, params).fit(g))
+            except InvalidArgument:
+                self._calibrations[key] = None
+        return self._calibrations[key]
+
+    @staticmethod
+    def _calibrated(cal: Calibration | None, preds: Sequence[Prediction]) -> list[Prediction]:
+        """``preds`` (ranks within their query) with their calibrated confidence."""
+        if cal is None or not preds:
+            return list(preds)
+        probs = cal.probability([p.score for p in preds], [p.rank for p in preds],
+                                [p.scores.get("relation_p") for p in preds])
+        return [replace(p, confidence=round(float(c), 6)) for p, c in zip(preds, probs.tolist())]
 
     def _compatible(self, ranked: list[Prediction]) -> list[Prediction]:
         """``ranked`` without a prediction exclusive with a better one of its pair (two nodes' discoveries
@@ -216,12 +245,16 @@ class Predict:
         index = self.kg.view().index
         h, t, r = index[p.source], index[p.target], tr.relations.index(p.type)
         evidence = {**m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)}
-        return Prediction(p.source, p.target, p.type, p.score, rank, p.scores, evidence)
+        return Prediction(p.source, p.target, p.type, p.score, rank, p.scores, evidence, p.confidence)
 
     def stage(self, predictions: Iterable[Prediction], origin: str) -> ProposeReport:
-        """Put predictions in the review queue (rank and scores kept; the confidence is the rank's 1/rank)."""
-        drafts = [ProposalDraft(p.source, p.target, p.type, origin, round(1.0 / p.rank, 6),
-                                {**p.scores, "score": p.score}, {**p.evidence, "rank": p.rank})
+        """Put predictions in the review queue (rank and scores kept). The confidence is the calibrated
+        probability of a run's predictions; a prediction without one (a single query's) keeps 1/rank,
+        marked ``"calibrated": false`` in its evidence."""
+        drafts = [ProposalDraft(p.source, p.target, p.type, origin,
+                                round(1.0 / p.rank, 6) if p.confidence is None else p.confidence,
+                                {**p.scores, "score": p.score},
+                                {**p.evidence, "rank": p.rank, "calibrated": p.confidence is not None})
                   for p in predictions]
         return self.kg.proposals.propose(drafts)
 
