@@ -11,6 +11,8 @@ import kgos.linkpred
 from kgos.data import demo_file
 from kgos.linkpred.calibration import platt, reliability
 from kgos.linkpred.relations import RelationModel, exclusive_relations
+from kgos.linkpred.results import Prediction
+from kgos.linkpred.triage import merge_near_duplicates, symmetric_relations
 from kgos.linkpred.triples import LinkGraph, Triples
 
 
@@ -120,3 +122,49 @@ def test_a_run_stages_calibrated_confidences(demo: kgos.KG) -> None:
     for p in report.predictions:
         staged = by_edge[(p.source, p.target, p.type)]
         assert staged.score == staged.confidence == p.confidence and staged.evidence["calibrated"] is True
+
+
+# -- the queue's order and near-duplicates -----------------------------------------------------------------
+def test_the_queue_orders_by_confidence_times_priority(ws: kgos.Workspace) -> None:
+    kg = ws.create("q")
+    for n in "abcd":
+        kg.add_node(n, id=n)
+    sure_but_dull = kg.proposals.propose_edge("a", "b", "r", origin="x", score=0.8, scores={"priority": 0.25}).added[0]
+    plain = kg.proposals.propose_edge("a", "c", "r", origin="y", score=0.5).added[0]  # no priority: 1
+    valuable = kg.proposals.propose_edge("a", "d", "r", origin="x", score=0.6, scores={"priority": 0.9}).added[0]
+    _, page = kg.proposals.list()
+    assert [p.id for p in page] == [valuable, plain, sure_but_dull]  # 0.54, 0.5, 0.2
+
+
+def _pred(s: str, t: str, typ: str, score: float) -> Prediction:
+    return Prediction(s, t, typ, score, 1, {}, {}, score)
+
+
+def test_near_duplicates_are_merged_into_the_better_proposal() -> None:
+    vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0.999, 0.04], [0, 0, 1]], np.float32)  # b and b2 near-identical
+    index = {"a": 0, "b": 1, "b2": 2, "c": 3}
+    ranked = [_pred("a", "b", "uses", 0.9), _pred("a", "b2", "uses", 0.8), _pred("a", "c", "uses", 0.7),
+              _pred("a", "b2", "likes", 0.6), _pred("b", "a", "uses", 0.5), _pred("c", "a", "similar_to", 0.4),
+              _pred("a", "c", "similar_to", 0.3)]
+    out = merge_near_duplicates(ranked, vectors, index, {"similar_to"})
+    assert [(p.source, p.target, p.type) for p in out] == [("a", "b", "uses"), ("a", "c", "uses"),
+                                                          ("a", "b2", "likes"), ("b", "a", "uses"),
+                                                          ("c", "a", "similar_to")]
+    assert out[0].evidence["merged"] == [{"source": "a", "target": "b2", "type": "uses", "score": 0.8, "confidence": 0.8}]
+    assert out[4].evidence["merged"][0]["source"] == "a"  # the reverse of a symmetric relation's edge
+    assert "merged" not in out[1].evidence
+
+
+def test_symmetric_relations_are_found_from_reverse_edges() -> None:
+    t = Triples(np.array([0, 1, 2, 3, 0, 1, 2]), np.array([0, 0, 0, 0, 1, 1, 1]), np.array([1, 0, 3, 2, 2, 3, 1]),
+                ("a", "b", "c", "d"), ("similar_to", "uses"))
+    assert symmetric_relations(t) == {"similar_to"}
+
+
+def test_a_run_scores_priority_and_stages_in_value_order(demo: kgos.KG) -> None:
+    report = demo.predict.run(k=15, predictor="adamic_adar")
+    values = [p.confidence * p.scores["priority"] for p in report.predictions]
+    assert values == sorted(values, reverse=True) and [p.rank for p in report.predictions] == list(range(1, 16))
+    assert all(0.25 <= p.scores["priority"] <= 1 and 0 <= p.scores["novelty"] <= 1 for p in report.predictions)
+    _, page = demo.proposals.list(limit=15)
+    assert [(p.source, p.target, p.type) for p in page] == [(p.source, p.target, p.type) for p in report.predictions]

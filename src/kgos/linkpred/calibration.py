@@ -61,6 +61,7 @@ class Calibration:
     brier: float
     bins: tuple[ReliabilityBin, ...]
     seconds: float
+    ece_rank: float  # ECE of the same candidates' old confidence, 1/rank (the "before")
 
     def probability(self, score: Sequence[float], rank: Sequence[int], relation_p: Sequence[float | None]) -> np.ndarray:
         return _sigmoid(_design(score, rank, relation_p) @ np.asarray(self.coef))
@@ -160,8 +161,9 @@ def calibrate(graph: LinkGraph, fit: Callable[[LinkGraph], Predictor], fraction:
         fitted_on = ~test if (~test).any() else test
         p[test] = _sigmoid(x[test] @ platt(x[fitted_on], y[fitted_on]))
     ece, brier, bins = reliability(p, y)
+    before, _, _ = reliability(np.exp(-x[:, 2]), y)  # x[:, 2] is log rank
     return Calibration(model.name, tuple(round(float(c), 6) for c in platt(x, y)), int(y.size), int(y.sum()),
-                       len(held), int(nodes.size), ece, brier, bins, round(time.perf_counter() - t0, 2))
+                       len(held), int(nodes.size), ece, brier, bins, round(time.perf_counter() - t0, 2), before)
 
 
 def _candidates(ranker: Ranker, model: Predictor, nodes: np.ndarray, held: Triples,

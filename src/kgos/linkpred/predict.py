@@ -27,6 +27,7 @@ from .ensemble import Ensemble
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
 from .ranking import Candidate, Ranker
 from .results import Prediction, PredictionList, RunReport, Verdict
+from .triage import merge_near_duplicates, priority, symmetric_relations
 from .triples import LinkGraph, Triples, read_split
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ class Predict:
         self._pools: dict[int, np.ndarray] = {}
         self._models: dict[tuple[str, str], Predictor] = {}
         self._calibrations: dict[tuple[str, str], Calibration | None] = {}
+        self._symmetric_relations: set[str] | None = None
+        self._degree: tuple[dict[str, int], int] | None = None
 
     # -- the training graph --------------------------------------------------------------------------
     def graph(self) -> LinkGraph:
@@ -69,6 +72,7 @@ class Predict:
                                     snap.vectors)
             self._ranker = Ranker(self._graph, self._rejected)
             self._version, self._models, self._pools, self._calibrations = snap.version, {}, {}, {}
+            self._symmetric_relations, self._degree = None, None
         return self._graph
 
     def model(self, name: str = "ensemble", **params: Any) -> Predictor:
@@ -197,8 +201,14 @@ class Predict:
                 key = (p.source, p.target, p.type)
                 if key not in found or found[key].score < p.score:
                     found[key] = p
-        best = self._compatible(sorted(found.values(), key=lambda p: -p.score))[:k]
-        best = [self._explained(m, p, rank) for rank, p in enumerate(best, 1)]
+        # calibrated confidences compare across nodes; raw scores only within one query
+        ordered = sorted(found.values(), key=lambda p: -(p.score if cal is None else p.confidence or 0.0))
+        g, index = self.graph(), self.kg.view().index
+        best = merge_near_duplicates(self._compatible(ordered), g.vectors, index, self._symmetric())[:k]
+        best = [self._valued(self._explained(m, p, 0)) for p in best]
+        if cal is not None:  # the run's order is the queue's: expected value, confidence x priority
+            best.sort(key=lambda p: -(p.confidence or 0.0) * p.scores["priority"])
+        best = [replace(p, rank=rank) for rank, p in enumerate(best, 1)]
         report = self.stage(best, origin or m.name) if queue else ProposeReport((), (), 0, 0)
         weights = m.weights if isinstance(m, Ensemble) else {m.name: 1.0}
         summary = None if cal is None else {k_: v for k_, v in cal.to_dict().items() if k_ != "bins"}
@@ -239,6 +249,20 @@ class Predict:
             return list(g.entities)
         degree = np.bincount(np.concatenate([g.head, g.tail]), minlength=g.n_entities)
         return [g.entities[i] for i in np.argsort(-degree, kind="stable")[:RUN_NODES].tolist()]
+
+    def _symmetric(self) -> set[str]:
+        if self._symmetric_relations is None:
+            self._symmetric_relations = symmetric_relations(self.graph().triples)
+        return self._symmetric_relations
+
+    def _valued(self, p: Prediction) -> Prediction:
+        """``p`` with its priority, novelty and centrality (``kgos.linkpred.triage``) in its scores."""
+        if self._degree is None:
+            t = self.graph().triples
+            counts = np.bincount(np.concatenate([t.head, t.tail]), minlength=t.n_entities)
+            self._degree = (dict(zip(t.entities, counts.tolist())), int(counts.max()) if counts.size else 0)
+        value, novelty, centrality = priority(p, *self._degree)
+        return replace(p, scores={**p.scores, "priority": value, "novelty": novelty, "centrality": centrality})
 
     def _explained(self, m: Predictor, p: Prediction, rank: int) -> Prediction:
         tr = self.graph().triples
