@@ -125,17 +125,6 @@ def test_a_run_stages_calibrated_confidences(demo: kgos.KG) -> None:
 
 
 # -- the queue's order and near-duplicates -----------------------------------------------------------------
-def test_the_queue_orders_by_confidence_times_priority(ws: kgos.Workspace) -> None:
-    kg = ws.create("q")
-    for n in "abcd":
-        kg.add_node(n, id=n)
-    sure_but_dull = kg.proposals.propose_edge("a", "b", "r", origin="x", score=0.8, scores={"priority": 0.25}).added[0]
-    plain = kg.proposals.propose_edge("a", "c", "r", origin="y", score=0.5).added[0]  # no priority: 1
-    valuable = kg.proposals.propose_edge("a", "d", "r", origin="x", score=0.6, scores={"priority": 0.9}).added[0]
-    _, page = kg.proposals.list()
-    assert [p.id for p in page] == [valuable, plain, sure_but_dull]  # 0.54, 0.5, 0.2
-
-
 def _pred(s: str, t: str, typ: str, score: float) -> Prediction:
     return Prediction(s, t, typ, score, 1, {}, {}, score)
 
