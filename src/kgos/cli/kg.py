@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from ..kg.embedding import embed_after_import
 from . import cli, out, output_options, workspace
-from .output import table
+from .output import table, to_jsonable
 
 
 @cli.group("kg")
@@ -130,9 +130,17 @@ def attach(ctx: click.Context, db_id: str, path: str, profile: str | None, writa
                           profile=profile, writable=writable)
     info = workspace(ctx).info(db_id)
     mode = "read-only" if info.read_only else "writable"
-    out(ctx, json_, plain_).emit(info, lambda c: c.print(
-        f"Attached [bold]{db_id}[/] ({info.profile} profile, {mode}): {info.nodes:,} nodes, {info.edges:,} edges"),
-        lambda: [(db_id, info.profile, info.nodes, info.edges)], columns=("db_id", "profile", "nodes", "edges"))
+    store = workspace(ctx).kg(db_id).store
+    detection = store.detection() if hasattr(store, "detection") else []  # how a foreign file was read
+
+    def human(c: Any) -> None:
+        c.print(f"Attached [bold]{db_id}[/] ({info.profile} profile, {mode}): {info.nodes:,} nodes, {info.edges:,} edges")
+        for line in detection:
+            c.print(f"  {escape(line)}")
+
+    out(ctx, json_, plain_).emit({**to_jsonable(info), "detection": detection}, human,
+                                 lambda: [(db_id, info.profile, info.nodes, info.edges)],
+                                 columns=("db_id", "profile", "nodes", "edges"))
 
 
 @kg_group.command("copy")
