@@ -571,9 +571,46 @@ def test_kg_attach_prints_how_it_read_the_file(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from kgos.cli import cli
-    path = _concepts_file(tmp_path / "c.db", {"minilm": [("c0", [1.0, 0.0])]})
+    path = _concepts_file(tmp_path / "c.db", {"their-model": [("c0", [1.0, 0.0])]})
     r = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "kg", "attach", "c", str(path)])
     assert r.exit_code == 0, r.output
     assert "nodes: concepts (id concept_id" in r.output and "vectors: node_embeddings" in r.output
     r = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "kg", "attach", "c2", str(path), "--json"])
     assert json.loads(r.output)["detection"][2] == "edges: links (head -> tail, type relation)"
+
+
+def test_attach_reads_the_files_vectors_and_search_uses_them(tmp_path: Path) -> None:
+    """The file's vector of c2 is the hash embedding of an unrelated phrase: search by meaning finds c2
+    by that phrase only if the file's vector was read instead of embedding c2's own text."""
+    from click.testing import CliRunner
+
+    import kgos
+    from kgos.cli import cli
+    from kgos.embed.registry import get_embedder
+    phrase = "zebra quokka saxophone"
+    emb = get_embedder("hash")
+    rng = np.random.default_rng(0)
+    rows = [(f"c{i}", (emb.embed([phrase])[0] * 3.0 if i == 2 else rng.normal(size=emb.dims)).tolist())
+            for i in range(3)] + [("ghost", rng.normal(size=emb.dims).tolist())]
+    path = _concepts_file(tmp_path / "c.db", {"hash": rows})
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "kg", "attach", "c", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "vectors read as hash:512: 3 nodes (1 ids not in the KG skipped), 1 embedded" in r.output  # c3 had none
+    ws = kgos.Workspace(tmp_path / "home")
+    hits = ws.kg("c").search(phrase, k=2, mode="embedding").results
+    assert hits[0].node.id == "c2" and hits[0].score > 0.99
+    ws.close()
+
+
+def test_vectors_of_another_size_than_the_named_model_are_refused(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    import kgos
+    from kgos.cli import cli
+    path = _concepts_file(tmp_path / "c.db", {"mystery": [("c0", [1.0, 0.0, 0.0])]})
+    home = ["--home", str(tmp_path / "home")]
+    r = CliRunner().invoke(cli, [*home, "kg", "attach", "c", str(path)])
+    assert r.exit_code == 0 and "vectors not read: KG-OS does not know the file's model" in r.output
+    r = CliRunner().invoke(cli, [*home, "kg", "attach", "d", str(path), "--vectors-model", "hash"])
+    assert r.exit_code != 0 and "3 dimensions and hash-512's 512" in r.output
+    assert "d" not in [k.db_id for k in kgos.Workspace(tmp_path / "home").list()]  # not left half attached
