@@ -157,3 +157,19 @@ def test_a_run_scores_priority_and_stages_in_value_order(demo: kgos.KG) -> None:
     assert all(0.25 <= p.scores["priority"] <= 1 and 0 <= p.scores["novelty"] <= 1 for p in report.predictions)
     _, page = demo.proposals.list(limit=15)
     assert [(p.source, p.target, p.type) for p in page] == [(p.source, p.target, p.type) for p in report.predictions]
+
+
+def test_relation_prior_scores_are_the_relation_models_log_probabilities() -> None:
+    g = _people_and_food()
+    m = kgos.linkpred.predictor("relation_prior").fit(g)
+    p = m.model.proba(np.full(40, 3), np.arange(40))
+    assert np.allclose(m.score_tails(np.array([3]), np.array([1]))[0], np.log(p[:, 1]), atol=1e-4)
+    assert np.allclose(m.score_heads(np.array([3]), np.array([0]))[0], np.log(p[:, 2]), atol=1e-4)  # c -knows-> 3
+    assert "relation_prior" in kgos.linkpred.ensemble.LIGHT_MEMBERS
+
+
+def test_the_relation_prior_types_adamic_adar_in_the_ensemble(demo: kgos.KG) -> None:
+    """Filtered MRR on 10% of the demo's edges withheld: the blind predictor alone, then typed."""
+    blind = demo.predict.evaluate("ensemble", holdout=0.1, seed=0, members=["adamic_adar"])
+    typed = demo.predict.evaluate("ensemble", holdout=0.1, seed=0, members=["adamic_adar", "relation_prior"])
+    assert typed.mrr > 1.5 * blind.mrr  # measured with hash vectors: 0.14 -> 0.24

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..index.nearest import single_thread_blas
+from .base import Predictor, register
 from .complex import _Adam
 from .features import node_features
 from .triples import LinkGraph, Triples
@@ -76,6 +77,7 @@ class RelationModel:
         self._type_table(a, b, y)
         d = 3 * self.X.shape[1]
         self.W = np.zeros((d, 2 * nr), np.float32)
+        self._xwb: np.ndarray | None = None
         self.b = np.zeros(2 * nr, np.float32)
         with single_thread_blas():
             self._descend(a, b, y, rng)
@@ -130,6 +132,22 @@ class RelationModel:
                 opt_w.step(self.W, (f.T @ p + self.reg * self.W).astype(np.float32))
                 opt_b.step(self.b, p.sum(axis=0).astype(np.float32))
 
+    def log_proba_from(self, a: int) -> np.ndarray:
+        """(n, 2R) log probabilities of node ``a`` paired with every node, without building the (n, 3d)
+        pair features: [x_a, X, x_a * X] @ W = x_a W_a + X W_b + X (x_a * W_c)."""
+        d = self.X.shape[1]
+        if self._xwb is None:
+            with single_thread_blas():
+                self._xwb = self.X @ self.W[d:2 * d]
+        xa = self.X[a]
+        n = self.X.shape[0]
+        with single_thread_blas():
+            logits = self._xwb + xa @ self.W[:d] + self.X @ (xa[:, None] * self.W[2 * d:]) + self.b
+        logits = logits + self._offset(int(self.types[a]), self.types[np.arange(n)])
+        logits = logits.astype(np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+
     def proba(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
         with single_thread_blas():
@@ -142,3 +160,32 @@ def _softmax(s: np.ndarray) -> np.ndarray:
     np.exp(s, out=s)
     s /= s.sum(axis=1, keepdims=True)
     return s
+
+
+@register("relation_prior")
+class RelationPrior(Predictor):
+    """``log P(r, direction | h, t)`` of the relation model as a score: which relation a pair would
+    carry, blind to whether it is linked at all. Alone it ranks poorly; in the ensemble it types the
+    relation-blind members' votes (their z-scores plus its own)."""
+
+    name = "relation_prior"
+    light = True
+
+    def _fit(self, graph: LinkGraph, valid: Triples | None) -> None:
+        self.model = RelationModel.fit(graph)
+        self.nr = graph.triples.n_relations
+
+    def _rows(self, e: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        out = np.empty((e.size, self.fitted().n_entities), np.float32)
+        cache: dict[int, np.ndarray] = {}
+        for i, (x, c) in enumerate(zip(e.tolist(), cols.tolist())):
+            if x not in cache:
+                cache[x] = self.model.log_proba_from(x)
+            out[i] = cache[x][:, c]
+        return out
+
+    def score_tails(self, head: np.ndarray, relation: np.ndarray) -> np.ndarray:
+        return self._rows(np.asarray(head, np.int64), np.asarray(relation, np.int64))  # head -r-> candidate
+
+    def score_heads(self, tail: np.ndarray, relation: np.ndarray) -> np.ndarray:
+        return self._rows(np.asarray(tail, np.int64), np.asarray(relation, np.int64) + self.nr)  # candidate -r-> tail
