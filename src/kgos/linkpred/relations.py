@@ -24,7 +24,7 @@ import numpy as np
 
 from ..index.nearest import single_thread_blas
 from .base import Predictor, register
-from .complex import _Adam
+from .complex import _Adam, _softmax
 from .features import node_features
 from .triples import LinkGraph, Triples
 
@@ -154,12 +154,6 @@ class RelationModel:
             logits = self._features(a, b) @ self.W + self.b + self._offsets(a, b)
         return _softmax(logits.astype(np.float64))
 
-
-def _softmax(s: np.ndarray) -> np.ndarray:
-    s = s - s.max(axis=1, keepdims=True)
-    np.exp(s, out=s)
-    s /= s.sum(axis=1, keepdims=True)
-    return s
 
 
 @register("relation_prior")
