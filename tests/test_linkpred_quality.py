@@ -173,3 +173,18 @@ def test_the_relation_prior_types_adamic_adar_in_the_ensemble(demo: kgos.KG) -> 
     blind = demo.predict.evaluate("ensemble", holdout=0.1, seed=0, members=["adamic_adar"])
     typed = demo.predict.evaluate("ensemble", holdout=0.1, seed=0, members=["adamic_adar", "relation_prior"])
     assert typed.mrr > 1.5 * blind.mrr  # measured with hash vectors: 0.14 -> 0.24
+
+
+def test_a_run_never_contradicts_a_proposal_already_pending(demo: kgos.KG) -> None:
+    first = demo.predict.run(k=10, predictor="adamic_adar", calibrated=False)
+    ex = demo.predict.ranker().exclusive()
+    rels = demo.predict.graph().triples.relations
+    # a second source stages, for the first run's best pair, a relation exclusive with the one proposed
+    top = first.predictions[0]
+    other = next(r for r in rels if ex[rels.index(top.type), rels.index(r)])
+    demo.proposals.reject(first.queued.added[0])  # the first proposal is decided; the pair is free again
+    demo.proposals.propose_edge(top.source, top.target, other, origin="manual", score=0.9)
+    second = demo.predict.run(k=30, predictor="adamic_adar", calibrated=False)
+    pair = {top.source, top.target}
+    assert all(not ex[rels.index(p.type), rels.index(other)] for p in second.predictions
+               if {p.source, p.target} == pair)

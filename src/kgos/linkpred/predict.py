@@ -238,10 +238,12 @@ class Predict:
 
     def _compatible(self, ranked: list[Prediction]) -> list[Prediction]:
         """``ranked`` without a prediction exclusive with a better one of its pair (two nodes' discoveries
-        can each type the same pair)."""
+        can each type the same pair) or with a proposal of the pair already pending review."""
         tr, index = self.graph().triples, self.kg.view().index
         codes = [(index[p.source], tr.relations.index(p.type), index[p.target]) for p in ranked]
-        return [p for p, ok in zip(ranked, self.ranker().compatible(codes)) if ok]
+        pending = [(index[s], tr.relations.index(r), index[t]) for s, t, r in self.kg.proposals.pending_edges()
+                   if s in index and t in index and r in tr.relations]
+        return [p for p, ok in zip(ranked, self.ranker().compatible(codes, pending)) if ok]
 
     def _busiest(self) -> list[str]:
         g = self.graph().triples

@@ -165,12 +165,17 @@ class Ranker:
         keep = self.compatible([(c.head, c.relation, c.tail) for c in ranked])
         return [c for c, ok in zip(ranked, keep) if ok]
 
-    def compatible(self, ranked: Iterable[tuple[int, int, int]]) -> list[bool]:
+    def compatible(self, ranked: Iterable[tuple[int, int, int]],
+                   staged: Iterable[tuple[int, int, int]] = ()) -> list[bool]:
         """For (head, relation, tail) codes best first: False where the relation is exclusive with a
-        better one of the same node pair or with an edge the pair already has."""
+        better one of the same node pair, with an edge the pair already has, or with one ``staged``
+        (proposals already pending review)."""
         exclusive = self.exclusive()
         pairs = self.pair_relations()
         kept: dict[tuple[int, int], set[int]] = {}
+        for h, r, t in staged:
+            pair = (min(h, t), max(h, t))
+            kept.setdefault(pair, set(pairs.get(pair, ()))).add(r)
         out = []
         for h, r, t in ranked:
             pair = (min(h, t), max(h, t))

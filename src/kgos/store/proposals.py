@@ -601,6 +601,11 @@ class ProposalQueue:
     def rejected_edges(self) -> set[tuple[str, str, str]]:
         return self.store.decided_edges("rejected")
 
+    def pending_edges(self) -> set[tuple[str, str, str]]:
+        """(source, target, type) of the edge proposals waiting for review (a source staging more can
+        keep clear of contradicting them)."""
+        return self.store.decided_edges("pending")
+
     def accept(self, proposal_id: int, reviewer: str | None = None, note: str | None = None) -> Proposal:
         """Promote one proposal into the KG (``ReadOnlyKG`` on a read-only KG: the queue stays as it was)."""
         return self.store.promote(_ids([proposal_id]), reviewer, note)[0]
