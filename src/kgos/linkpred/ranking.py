@@ -132,7 +132,7 @@ class Ranker:
         """A relation-blind predictor's blocks with each candidate kept only under the relation(s)
         the relation model picks for the pair; ``relation_p`` added to the scores."""
         rm, n, nr = self.relation_model(), self.graph.n_entities, self.graph.triples.n_relations
-        p = rm.proba(np.full(n, row, np.int64), np.arange(n, dtype=np.int64))  # (n, 2R): row -r-> c, c -r-> row
+        p = np.exp(rm.log_proba_from(row))  # (n, 2R): row -r-> c, c -r-> row
         probs = [np.where(np.isfinite(b.scores), p[:, b.rels + (0 if b.side == "tail" else nr)].T, 0.0) for b in blocks]
         stacked = np.concatenate(probs)
         rels = np.concatenate([b.rels for b in blocks])
