@@ -15,6 +15,12 @@ fast static tier; then the light ensemble's training time, discovery latency for
 p95 over random nodes, scoring every candidate; anchor: one brute-force float32 cosine scan of the
 node vectors in the same run) and filtered MRR on a 5% holdout of the edges (a random sample of
 ``--go-test`` of them ranked).
+
+calibration: for each dataset, the Platt calibrator of a relation-blind predictor (adamic_adar, its
+candidates typed by the relation model) and of the strongest one, fitted on 10% of the training
+edges withheld (``kgos.linkpred.calibration``): ECE and Brier score cross-fitted over the withheld
+nodes' candidates, the ECE of the old 1/rank confidence on the same candidates, and the reliability
+tables.
 """
 
 from __future__ import annotations
@@ -36,7 +42,9 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 import kgos
 import kgos.linkpred as lp
+from kgos.errors import InvalidArgument
 from kgos.index.nearest import single_thread_blas
+from kgos.linkpred.calibration import calibrate
 from kgos.linkpred.ensemble import Ensemble
 from kgos.linkpred.protocol import KnownEdges, filtered_ranks, metrics
 from kgos.linkpred.triples import LinkGraph
@@ -46,7 +54,10 @@ PUBLISHED = {  # filtered MRR on these splits (issue 15): ComplEx, ConvE, best r
 # ComplEx settings chosen on valid.tsv (sweep in docs/linkpred.md); the rest use their defaults.
 COMPLEX = {"umls": {"epochs": 30, "reg": 0.01}, "kinships": {"epochs": 30, "reg": 0.01},
            "nations": {"epochs": 10, "reg": 0.01}}
-SPLIT_PREDICTORS = ("adamic_adar", "metapath", "seed", "complex")
+SPLIT_PREDICTORS = ("adamic_adar", "metapath", "seed", "complex", "relation_prior")
+SEED_LONG = {"epochs": 50, "hidden": 128}  # the seed scorer trained 10x longer and twice as wide
+CALIBRATED_SPLITS = ("adamic_adar", "complex")  # a relation-blind predictor (typed) and the strongest one
+CALIBRATED_GO = ("adamic_adar", "ensemble")
 
 
 def split_rows(name: str) -> list[dict[str, Any]]:
@@ -59,10 +70,32 @@ def split_rows(name: str) -> list[dict[str, Any]]:
         fitted[pname] = m
         rows.append(_rank(name, pname, m, time.perf_counter() - t0, s.test, known))
     t0 = time.perf_counter()
+    typed = Ensemble.of({n: fitted[n] for n in ("adamic_adar", "relation_prior")}, graph, s.valid)
+    train = rows[0]["train_s"] + rows[-1]["train_s"] + time.perf_counter() - t0
+    rows.append(_rank(name, "adamic_adar + relation_prior", typed, train, s.test, known))
+    t0 = time.perf_counter()
+    m = lp.predictor("seed", **SEED_LONG).fit(graph)
+    rows.append(_rank(name, "seed (50 epochs, 128 hidden)", m, time.perf_counter() - t0, s.test, known))
+    t0 = time.perf_counter()
     ens = Ensemble.of(fitted, graph, s.valid)
     train = sum(r["train_s"] for r in rows) + time.perf_counter() - t0
     rows.append({**_rank(name, "ensemble", ens, train, s.test, known), "weights": ens.weights})
     return rows
+
+
+def split_calibration(name: str) -> list[dict[str, Any]]:
+    """Platt calibration of each CALIBRATED_SPLITS predictor on 10% of train.tsv withheld."""
+    s = lp.read_split(BENCH / "linkpred" / name)
+    out = []
+    for pname in CALIBRATED_SPLITS:
+        params = COMPLEX[name] if pname == "complex" else {}
+        try:
+            cal = calibrate(LinkGraph(s.train), lambda g, p=pname, kw=params: lp.predictor(p, **kw).fit(g))
+        except InvalidArgument as exc:  # e.g. adamic_adar on Nations: every pair shares every neighbour
+            print(f"{name} {pname}: not calibrated: {exc}", file=sys.stderr)
+            continue
+        out.append({"dataset": name, **cal.to_dict()})
+    return out
 
 
 def _rank(dataset: str, pname: str, m: Any, train_s: float, test: Any, known: KnownEdges) -> dict[str, Any]:
@@ -89,6 +122,7 @@ def go_rows(test_edges: int, nodes: int) -> dict[str, Any]:
         out["train"] = _go_train(kg)
         out["discover"] = _go_discover(kg, nodes)
         out["holdout"] = _go_holdout(kg, test_edges) if test_edges else []
+        out["calibration"] = [{"dataset": "go", **kg.predict.calibration(p).to_dict()} for p in CALIBRATED_GO]
         ws.close()
     return out
 
@@ -149,6 +183,20 @@ def show_splits(rows: list[dict[str, Any]]) -> None:
               f"{r['hits@10']:.3f} | {r['train_s']:.1f} | {r['vs_complex']:.2f} | {r['vs_best']:.2f} |")
 
 
+def show_calibration(rows: list[dict[str, Any]]) -> None:
+    print("\n| dataset | predictor | withheld | nodes | candidates | hits | ECE | Brier | ECE of 1/rank | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['dataset']} | {r['predictor']} | {r['withheld']} | {r['nodes']} | {r['candidates']} | {r['hits']} | "
+              f"{r['ece']:.4f} | {r['brier']:.4f} | {r['ece_rank']:.4f} | {r['seconds']} |")
+    for r in rows:
+        print(f"\nreliability, {r['dataset']} {r['predictor']} (cross-fitted on withheld edges):")
+        print("| confidence | candidates | mean predicted | observed |\n|---|---|---|---|")
+        for b in r["bins"]:
+            if b["count"]:
+                print(f"| {b['low']:.1f}-{b['high']:.1f} | {b['count']} | {b['predicted']:.3f} | {b['observed']:.3f} |")
+
+
 def show_go(go: dict[str, Any]) -> None:
     print(f"\ngo: {go['nodes']:,} nodes, {go['edges']:,} edges; import {go['import_s']} s, fast embedding {go['embed_s']} s")
     print("training s:", go["train"])
@@ -167,19 +215,24 @@ def show_go(go: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=("splits", "go"), action="append")
+    ap.add_argument("--only", choices=("splits", "calibration", "go"), action="append",
+                    help="splits: ranking and calibration on the three splits; calibration: only the latter")
     ap.add_argument("--go-test", type=int, default=1000, help="holdout edges of go ranked (a random sample; 0: no holdout)")
     ap.add_argument("--go-nodes", type=int, default=30, help="random nodes timed for discovery")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
-    only = set(args.only or ("splits", "go"))
+    only = set(args.only or ("splits", "calibration", "go"))
     result: dict[str, Any] = {}
     if "splits" in only:
         result["splits"] = [r for name in PUBLISHED for r in split_rows(name)]
         show_splits(result["splits"])
+    if only & {"splits", "calibration"}:
+        result["splits_calibration"] = [r for name in PUBLISHED for r in split_calibration(name)]
+        show_calibration(result["splits_calibration"])
     if "go" in only:
         result["go"] = go_rows(args.go_test, args.go_nodes)
         show_go(result["go"])
+        show_calibration(result["go"]["calibration"])
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=1))
 

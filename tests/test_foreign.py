@@ -495,3 +495,122 @@ def test_wal_mode_file_version_follows_writes(tmp_path: Path) -> None:
         s.add_node("Walrus")
         assert s.version() != before and s.node_count() == 5
     conn.close()
+
+
+# -- common shapes and the vectors a file already has ---------------------------------------------------
+def _concepts_file(path: Path, vectors: dict[str, list[tuple[str, list[float]]]] | None = None) -> Path:
+    """concepts(concept_id, label) + links(head, tail, relation), optionally node_embeddings(node_id, model, vector)."""
+    c = sqlite3.connect(path)
+    c.execute("CREATE TABLE concepts (concept_id TEXT PRIMARY KEY, label TEXT, definition TEXT)")
+    c.execute("CREATE TABLE links (head TEXT, tail TEXT, relation TEXT)")
+    c.executemany("INSERT INTO concepts VALUES (?,?,?)", [(f"c{i}", f"Concept {i}", f"about {i}") for i in range(4)])
+    c.executemany("INSERT INTO links VALUES (?,?,?)", [("c0", "c1", "is_a"), ("c1", "c2", "part_of")])
+    if vectors is not None:
+        c.execute("CREATE TABLE node_embeddings (node_id TEXT, model TEXT, vector BLOB)")
+        for model, rows in vectors.items():
+            c.executemany("INSERT INTO node_embeddings VALUES (?,?,?)",
+                          [(nid, model, np.asarray(v, "<f4").tobytes()) for nid, v in rows])
+    c.commit()
+    c.close()
+    return path
+
+
+def test_heuristic_reads_concepts_and_links_and_explains_itself(tmp_path: Path) -> None:
+    with ForeignStore(_concepts_file(tmp_path / "c.db"), "c") as s:
+        p = s.profile
+        assert (p.name, p.node_table, p.node_id, p.node_name, p.edge_table, p.edge_source, p.edge_target,
+                p.edge_type) == ("heuristic", "concepts", "concept_id", "label", "links", "head", "tail", "relation")
+        assert s.node_count() == 4 and s.get_node("c1").name == "Concept 1"
+        assert s.get_edge("c0", "c1", "is_a") is not None
+        lines = s.detection()
+    assert lines[0].startswith("profile: heuristic (no named profile fits")
+    assert lines[1] == "nodes: concepts (id concept_id, the <table>_id column, name label; description definition)"
+    assert lines[2] == "edges: links (head -> tail, type relation)" and len(lines) == 3  # no vector table
+
+
+def test_primary_key_is_the_node_id_when_no_usual_name_fits(tmp_path: Path) -> None:
+    c = sqlite3.connect(tmp_path / "k.db")
+    c.execute("CREATE TABLE terms (code TEXT PRIMARY KEY, title TEXT)")
+    c.execute("CREATE TABLE triples (subject TEXT, object TEXT, predicate TEXT)")
+    c.execute("INSERT INTO terms VALUES ('a', 'A'), ('b', 'B')")
+    c.execute("INSERT INTO triples VALUES ('a', 'b', 'sees')")
+    c.commit()
+    c.close()
+    with ForeignStore(tmp_path / "k.db", "k") as s:
+        assert (s.profile.node_id, s.profile.node_name) == ("code", "title") and s.edge_count() == 1
+        assert "id code, the primary key" in s.detection()[1]
+
+
+def test_stored_vectors_are_read_per_model(tmp_path: Path) -> None:
+    rows = {"minilm": [("c0", [1.0, 0.0, 0.5]), ("c1", [0.0, 2.0, 0.25])], "other": [("c0", [9.0, 9.0, 9.0])]}
+    with ForeignStore(_concepts_file(tmp_path / "v.db", rows), "v") as s:
+        assert "vectors: node_embeddings (node_id -> vector, 3-d float32; minilm: 2, other: 1)" in s.detection()
+        got = [(ids, v) for ids, v in s.stored_vectors("minilm")]
+        assert got[0][0] == ["c0", "c1"] and got[0][1].dtype == np.float32
+        assert np.array_equal(got[0][1], np.array([[1.0, 0.0, 0.5], [0.0, 2.0, 0.25]], np.float32))
+        with pytest.raises(InvalidArgument, match="name the model.*minilm, other"):
+            next(s.stored_vectors())
+        with pytest.raises(InvalidArgument, match="no vectors of model 'bert'"):
+            next(s.stored_vectors("bert"))
+
+
+def test_a_vector_of_the_wrong_length_names_its_node(tmp_path: Path) -> None:
+    path = _concepts_file(tmp_path / "w.db", {"m": [("c0", [1.0, 2.0]), ("c1", [1.0, 2.0, 3.0])]})
+    with ForeignStore(path, "w") as s, pytest.raises(InvalidArgument, match="vector of node 'c1' in node_embeddings"):
+        list(s.stored_vectors("m"))
+
+
+def test_a_file_without_vector_tables_has_none_to_read(tmp_path: Path) -> None:
+    with ForeignStore(_concepts_file(tmp_path / "n.db"), "n") as s:
+        assert s.vector_tables() == []
+        with pytest.raises(InvalidArgument, match="no vector table"):
+            next(s.stored_vectors())
+
+
+def test_kg_attach_prints_how_it_read_the_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kgos.cli import cli
+    path = _concepts_file(tmp_path / "c.db", {"their-model": [("c0", [1.0, 0.0])]})
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "kg", "attach", "c", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "nodes: concepts (id concept_id" in r.output and "vectors: node_embeddings" in r.output
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "kg", "attach", "c2", str(path), "--json"])
+    assert json.loads(r.output)["detection"][2] == "edges: links (head -> tail, type relation)"
+
+
+def test_attach_reads_the_files_vectors_and_search_uses_them(tmp_path: Path) -> None:
+    """The file's vector of c2 is the hash embedding of an unrelated phrase: search by meaning finds c2
+    by that phrase only if the file's vector was read instead of embedding c2's own text."""
+    from click.testing import CliRunner
+
+    import kgos
+    from kgos.cli import cli
+    from kgos.embed.registry import get_embedder
+    phrase = "zebra quokka saxophone"
+    emb = get_embedder("hash")
+    rng = np.random.default_rng(0)
+    rows = [(f"c{i}", (emb.embed([phrase])[0] * 3.0 if i == 2 else rng.normal(size=emb.dims)).tolist())
+            for i in range(3)] + [("ghost", rng.normal(size=emb.dims).tolist())]
+    path = _concepts_file(tmp_path / "c.db", {"hash": rows})
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path / "home"), "kg", "attach", "c", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "vectors read as hash:512: 3 nodes (1 ids not in the KG skipped), 1 embedded" in r.output  # c3 had none
+    ws = kgos.Workspace(tmp_path / "home")
+    hits = ws.kg("c").search(phrase, k=2, mode="embedding").results
+    assert hits[0].node.id == "c2" and hits[0].score > 0.99
+    ws.close()
+
+
+def test_vectors_of_another_size_than_the_named_model_are_refused(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    import kgos
+    from kgos.cli import cli
+    path = _concepts_file(tmp_path / "c.db", {"mystery": [("c0", [1.0, 0.0, 0.0])]})
+    home = ["--home", str(tmp_path / "home")]
+    r = CliRunner().invoke(cli, [*home, "kg", "attach", "c", str(path)])
+    assert r.exit_code == 0 and "vectors not read: KG-OS does not know the file's model" in r.output
+    r = CliRunner().invoke(cli, [*home, "kg", "attach", "d", str(path), "--vectors-model", "hash"])
+    assert r.exit_code != 0 and "3 dimensions and hash-512's 512" in r.output
+    assert "d" not in [k.db_id for k in kgos.Workspace(tmp_path / "home").list()]  # not left half attached

@@ -42,6 +42,11 @@ def test_http_round_trip(ws: kgos.Workspace) -> None:
     assert top["evidence"]["rules"][0]["path"] == ["parent", "parent"]
     run = c.post("/api/kg/fam/predictions/run", json={"k": 4, "per_node": 2, **PARAMS}).json()
     assert len(run["queued"]["added"]) == 4
+    assert run["calibration"]["withheld"] >= 1 and 0 <= run["calibration"]["ece"] <= 1
+    assert all(0 < p["confidence"] < 1 and "priority" in p["scores"] for p in run["predictions"])
+    plain = c.post("/api/kg/fam/predictions/run", json={"k": 4, "per_node": 2, "queue": False, "calibrated": False,
+                                                        **PARAMS}).json()
+    assert plain["calibration"] is None and all(p["confidence"] is None for p in plain["predictions"])
     page = c.get("/api/kg/fam/predictions", params={"limit": 2}).json()
     assert page["total"] == 4 and page["counts"]["pending"] == 4 and len(page["proposals"]) == 2
     pid = page["proposals"][0]["id"]

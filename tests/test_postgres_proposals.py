@@ -16,6 +16,7 @@ from test_review_queue import (  # noqa: F401  (collected here again, with the k
     test_proposals_are_checked,
     test_rejection_is_remembered,
     test_reviewing_twice_is_a_conflict_and_changes_nothing,
+    test_the_queue_lists_by_expected_value,
     test_two_clients_reviewing_the_same_proposal,
     test_undo_of_a_rejection_and_of_nothing,
 )

@@ -189,3 +189,12 @@ def test_docstring_example() -> None:
     import kgos.store.proposals
     result = doctest.testmod(kgos.store.proposals)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_queue_lists_by_expected_value(kg: kgos.KG) -> None:
+    """Default order: confidence x the source's ``priority`` score (1 when it gives none)."""
+    dull = kg.proposals.propose_edge("bash", "edit", "uses", origin="x", score=0.8, scores={"priority": 0.25}).added[0]
+    plain = kg.proposals.propose_edge("bash", "grep", "uses", origin="y", score=0.5).added[0]
+    valuable = kg.proposals.propose_edge("read", "edit", "uses", origin="x", score=0.6, scores={"priority": 0.9}).added[0]
+    _, page = kg.proposals.list()
+    assert [p.id for p in page] == [valuable, plain, dull]  # 0.54, 0.5, 0.2

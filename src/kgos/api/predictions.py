@@ -73,6 +73,7 @@ class Run(Strict):
     predictor: str = "ensemble"
     params: dict[str, Any] = Params
     queue: bool = True
+    calibrated: bool = True  # fit the confidence on withheld edges (False: stage 1/rank, uncalibrated)
 
 
 class Review(Strict):
@@ -163,7 +164,8 @@ def discover(db_id: DbId, body: Discover, rt: Rt) -> Any:
 def run(db_id: DbId, body: Run, rt: Rt) -> Any:
     """Predict missing edges and stage the best ones for review."""
     return on_kg(rt, db_id, lambda kg: kg.predict.run(body.nodes, body.k, body.per_node, body.predictor,
-                                                      queue=body.queue, **body.params).to_dict())
+                                                      queue=body.queue, calibrated=body.calibrated,
+                                                      **body.params).to_dict())
 
 
 @router.post("/kg/{db_id}/predictions/review", response_model=list_of(ProposalOut))

@@ -9,9 +9,10 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from ..errors import InvalidArgument, KGOSError
 from ..kg.embedding import embed_after_import
 from . import cli, out, output_options, workspace
-from .output import table
+from .output import table, to_jsonable
 
 
 @cli.group("kg")
@@ -120,19 +121,54 @@ def export(ctx: click.Context, db_id: str, path: Path, fmt: str | None, json_: b
 @click.option("--profile", help="Schema profile (default: detected): unified, standard, claude, hal, "
                                 "from_node, entities, memory or heuristic.")
 @click.option("--writable", is_flag=True, help="Allow KG-OS to write to the file (read-only by default).")
+@click.option("--vectors-model", metavar="MODEL",
+              help="The KG-OS embedder the file's own vectors were made with (default: the model the file "
+                   "names, when KG-OS knows it): they are read instead of embedding the KG again.")
 @output_options
 @click.pass_context
 def attach(ctx: click.Context, db_id: str, path: str, profile: str | None, writable: bool,
-           json_: bool, plain_: bool) -> None:
+           vectors_model: str | None, json_: bool, plain_: bool) -> None:
     """Attach an existing SQLite KG file of another schema as DB_ID (the file stays where it is), or a
     KG of a PostgreSQL database: PATH = postgresql://user@host/db#name (name defaults to DB_ID)."""
-    workspace(ctx).attach(db_id, path if path.startswith(("postgresql://", "postgres://")) else Path(path),
-                          profile=profile, writable=writable)
-    info = workspace(ctx).info(db_id)
+    ws = workspace(ctx)
+    ws.attach(db_id, path if path.startswith(("postgresql://", "postgres://")) else Path(path),
+              profile=profile, writable=writable)
+    info = ws.info(db_id)
     mode = "read-only" if info.read_only else "writable"
-    out(ctx, json_, plain_).emit(info, lambda c: c.print(
-        f"Attached [bold]{db_id}[/] ({info.profile} profile, {mode}): {info.nodes:,} nodes, {info.edges:,} edges"),
-        lambda: [(db_id, info.profile, info.nodes, info.edges)], columns=("db_id", "profile", "nodes", "edges"))
+    kg = ws.kg(db_id)
+    detection = kg.store.detection() if hasattr(kg.store, "detection") else []  # how a foreign file was read
+    try:
+        detection += _adopted(kg, vectors_model, ws.cache_dir)
+    except KGOSError:
+        ws.delete(db_id)  # detaches (the file is left alone): a failed attach leaves nothing behind
+        raise
+
+    def human(c: Any) -> None:
+        c.print(f"Attached [bold]{db_id}[/] ({info.profile} profile, {mode}): {info.nodes:,} nodes, {info.edges:,} edges")
+        for line in detection:
+            c.print(f"  {escape(line)}")
+
+    out(ctx, json_, plain_).emit({**to_jsonable(info), "detection": detection}, human,
+                                 lambda: [(db_id, info.profile, info.nodes, info.edges)],
+                                 columns=("db_id", "profile", "nodes", "edges"))
+
+
+def _adopted(kg: Any, vectors_model: str | None, cache_dir: Path) -> list[str]:
+    """Read the file's own vectors when their model is known or named; the line saying what happened."""
+    from ..embed.adopt import adopt_vectors, known_model
+    tables = kg.store.vector_tables() if hasattr(kg.store, "vector_tables") else []
+    if not tables:
+        if vectors_model:
+            raise InvalidArgument(f"--vectors-model {vectors_model}: the file has no vector table to read")
+        return []
+    model = vectors_model or known_model(kg.store)
+    if model is None:
+        return ["vectors not read: KG-OS does not know the file's model; name it with --vectors-model MODEL"]
+    stored = {m for t in tables for m in t.models}
+    r = adopt_vectors(kg.store, model, model if model in stored else None, cache_dir)
+    embedded = kg.embed(r.model).embedded  # the nodes the file had no vector for; then search uses the model
+    return [(f"vectors read as {r.model}: {r.adopted:,} nodes ({r.skipped:,} ids not in the KG skipped), "
+            f"{embedded:,} embedded")]
 
 
 @kg_group.command("copy")

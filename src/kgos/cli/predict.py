@@ -50,9 +50,9 @@ def predict_group() -> None:
 
 
 def _predictions(c: Console, r: Any, title: str) -> None:
-    rows = [(p.rank, f"{p.score:.4f}", p.source, p.type, p.target,
-             ", ".join(f"{k}={v:.3g}" for k, v in p.scores.items())) for p in r.predictions]
-    c.print(table(title, ["#", "score", "source", "relation", "target", "scores"], rows))
+    rows = [(p.rank, f"{p.score:.4f}", "" if p.confidence is None else f"{p.confidence:.3f}", p.source, p.type,
+             p.target, ", ".join(f"{k}={v:.3g}" for k, v in p.scores.items())) for p in r.predictions]
+    c.print(table(title, ["#", "score", "confidence", "source", "relation", "target", "scores"], rows))
     if not r.predictions:
         c.print("[dim]no candidate: the predictors found nothing that supports a new edge[/]")
 
@@ -106,7 +106,11 @@ def run(ctx: click.Context, db_id: str, k: int, per_node: int, nodes: tuple[str,
 
     def human(c: Console) -> None:
         _predictions(c, r, f"Predictions ({r.predictor}, {r.nodes} nodes scanned, {r.seconds:.1f} s)")
-        q = r.queued
+        q, cal = r.queued, r.calibration
+        if cal:
+            c.print(f"confidence: calibrated on {cal['withheld']} withheld edges ({cal['hits']} of {cal['candidates']} "
+                    f"candidates were one): ECE {cal['ece']:.3f} (1/rank: {cal['ece_rank']:.3f}); ordered by "
+                    "confidence x priority")
         c.print(f"queued: {len(q.added)} new, {len(q.merged)} merged into pending, {q.skipped_rejected} "
                 f"skipped (rejected before); review with: kgos predict list {db_id}")
     out(ctx, json_, plain_).emit(r, human, lambda: _prediction_rows(r.predictions),

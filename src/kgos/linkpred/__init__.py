@@ -5,7 +5,7 @@ queue itself is ``kg.proposals`` (``kgos.store.proposals``), shared with every o
 """
 
 from ..kg.facade import KG
-from . import complex, ensemble, features, structural  # noqa: F401  (importing registers the predictors)
+from . import complex, ensemble, features, relations, structural  # noqa: F401  (importing registers the predictors)
 from .base import Predictor, predictor, predictors
 from .predict import Predict, evaluate_split
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics

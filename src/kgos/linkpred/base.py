@@ -21,6 +21,7 @@ from .triples import LinkGraph, Triples
 class Predictor(ABC):
     name: str = "predictor"
     light = False  # True: fitting is counting or a closed form, cheap enough for any KG
+    relation_blind = False  # True: scores ignore the relation (proposals are typed by linkpred.relations)
 
     def __init__(self) -> None:
         self.graph: LinkGraph | None = None

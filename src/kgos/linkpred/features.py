@@ -48,6 +48,7 @@ def node_features(graph: LinkGraph, dims: int = PROJECTED_DIMS) -> np.ndarray:
 class TextCosine(Predictor):
     name = "text"
     light = True
+    relation_blind = True  # the same score under every relation: typed by the relation model
 
     def _fit(self, graph: LinkGraph, valid: Triples | None) -> None:
         if graph.vectors is None:
@@ -68,6 +69,7 @@ class TextCosine(Predictor):
 class SeedScorer(Predictor):
     name = "seed"
     light = True
+    relation_blind = True  # the same score under every relation: typed by the relation model
 
     def __init__(self, hidden: int = 64, epochs: int = 5, batch: int = 512, lr: float = 0.01, margin: float = 0.5,
                  max_edges: int = 200_000, seed: int = 0) -> None:

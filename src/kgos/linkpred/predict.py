@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +22,12 @@ from ..errors import InvalidArgument
 from ..store.proposals import ProposalDraft, ProposeReport
 from . import validation
 from .base import Predictor, predictor
+from .calibration import Calibration, calibrate
 from .ensemble import Ensemble
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
+from .ranking import Candidate, Ranker
 from .results import Prediction, PredictionList, RunReport, Verdict
+from .triage import merge_near_duplicates, priority, symmetric_relations
 from .triples import LinkGraph, Triples, read_split
 
 if TYPE_CHECKING:
@@ -34,17 +37,6 @@ if TYPE_CHECKING:
 MAX_K = 1000
 SIMILAR_POOL = 2048  # existing edges per relation searched for the "most similar edges" evidence
 RUN_NODES = 500  # nodes a run scans by default on a large KG (the best connected ones)
-
-
-@dataclass(frozen=True)
-class _Block:
-    """Scores of one side's queries: row i asks (ent[i], rels[i], ?) for "tail", (?, rels[i], ent[i]) for "head"."""
-
-    side: str
-    ent: np.ndarray
-    rels: np.ndarray
-    scores: np.ndarray
-    raw: dict[str, np.ndarray]
 
 
 def _check_k(k: Any, name: str = "k") -> int:
@@ -58,10 +50,12 @@ class Predict:
         self.kg = kg
         self._version: str | None = None
         self._graph: LinkGraph | None = None
-        self._known: KnownEdges | None = None
-        self._ends_seen: dict[str, np.ndarray] = {}
+        self._ranker: Ranker | None = None
         self._pools: dict[int, np.ndarray] = {}
         self._models: dict[tuple[str, str], Predictor] = {}
+        self._calibrations: dict[tuple[str, str], Calibration | None] = {}
+        self._symmetric_relations: set[str] | None = None
+        self._degree: tuple[dict[str, int], int] | None = None
 
     # -- the training graph --------------------------------------------------------------------------
     def graph(self) -> LinkGraph:
@@ -76,9 +70,9 @@ class Predict:
                               tuple(view.node_ids), tuple(view.graph.types))
             self._graph = LinkGraph(triples, np.asarray(view.node_types, np.int64), tuple(view.type_names),
                                     snap.vectors)
-            self._known = KnownEdges(triples)
-            self._ends_seen = {side: self._type_table(self._graph, side) for side in ("tail", "head")}
-            self._version, self._models, self._pools = snap.version, {}, {}
+            self._ranker = Ranker(self._graph, self._rejected)
+            self._version, self._models, self._pools, self._calibrations = snap.version, {}, {}, {}
+            self._symmetric_relations, self._degree = None, None
         return self._graph
 
     def model(self, name: str = "ensemble", **params: Any) -> Predictor:
@@ -110,20 +104,23 @@ class Predict:
                params: Mapping[str, Any]) -> PredictionList:
         return self._ranked(ref, [relation], (side,), k, name, explain, params)
 
+    def ranker(self) -> Ranker:
+        """The ranking state of the KG's current version (filters, relation model)."""
+        self.graph()
+        assert self._ranker is not None
+        return self._ranker
+
     def _ranked(self, ref: str, relations: list[str] | None, sides: tuple[str, ...], k: int, name: str,
                 explain: bool, params: Mapping[str, Any]) -> PredictionList:
         t0 = time.perf_counter()
         _check_k(k)
         m, g = self.model(name, **params), self.graph()
         row, rels = self._row(ref), self._relations(relations)
-        blocks = [self._block(m, np.full(rels.size, row, np.int64), rels, side) for side in sides]
-        scores = np.concatenate([b.scores for b in blocks])
-        preds = [self._prediction(g.triples, m, blocks, i, c, rank, explain)
-                 for rank, (i, c) in enumerate(self._top(scores, k), 1)]
+        found, scored = self.ranker().rank(m, row, rels, sides, k)
+        preds = [self._prediction(m, c, explain) for c in found]
         query: dict[str, Any] = {"node": g.triples.entities[row], "relations": [g.triples.relations[r] for r in rels],
                                  "predict": list(sides)}
-        return PredictionList(query, m.name, tuple(preds), int(np.isfinite(scores).sum()),
-                              round(time.perf_counter() - t0, 4))
+        return PredictionList(query, m.name, tuple(preds), scored, round(time.perf_counter() - t0, 4))
 
     def _row(self, ref: str) -> int:
         self.graph()
@@ -138,41 +135,6 @@ class Predict:
             known = ", ".join(t.relations) or "none (the KG has no edges)"
             raise InvalidArgument(f"unknown relation {unknown[0]!r} in KG '{self.kg.db_id}'; known: {known}")
         return np.array([t.relations.index(r) for r in names], np.int64)
-
-    def _block(self, m: Predictor, ent: np.ndarray, rels: np.ndarray, side: str) -> _Block:
-        """The (batch, n) scores of one side's queries, every filtered candidate at -inf."""
-        g = self.graph()
-        if isinstance(m, Ensemble):
-            raw = m.parts(ent, rels, side)
-            scores = m.combine(raw)
-        else:
-            scores = m.score_tails(ent, rels) if side == "tail" else m.score_heads(ent, rels)
-            raw = {m.name: scores}
-        scores = np.array(scores, np.float64)
-        assert self._known is not None
-        blocked = self._known.mask(ent, rels, side)
-        blocked[np.arange(ent.size), ent] = True
-        blocked |= self._type_block(rels, side, g)
-        blocked |= self._rejected(ent, rels, side)
-        flat = scores.max(axis=1, keepdims=True) == scores.min(axis=1, keepdims=True)
-        scores[blocked | flat] = -np.inf  # a constant row carries no signal: nothing to propose
-        return _Block(side, ent, rels, scores, raw)
-
-    def _type_block(self, rels: np.ndarray, side: str, g: LinkGraph) -> np.ndarray:
-        """(batch, n) True where the candidate's node type never occurs at this end of the relation."""
-        types = g.node_types
-        if types is None or len(g.type_names) < 2:
-            return np.zeros((rels.size, g.n_entities), bool)
-        return ~self._ends_seen[side][rels][:, types]
-
-    @staticmethod
-    def _type_table(g: LinkGraph, side: str) -> np.ndarray:
-        """(relations, node types) True where the type occurs at that end of the relation."""
-        t = g.triples
-        seen = np.zeros((t.n_relations, max(1, len(g.type_names))), bool)
-        if g.node_types is not None:
-            seen[t.relation, g.node_types[t.tail if side == "tail" else t.head]] = True
-        return seen
 
     def _rejected(self, ent: np.ndarray, rels: np.ndarray, side: str) -> np.ndarray:
         """(batch, n) True at the candidates a reviewer rejected for these queries."""
@@ -190,28 +152,11 @@ class Predict:
             out[i, rows] = True
         return out
 
-    @staticmethod
-    def _top(scores: np.ndarray, k: int) -> list[tuple[int, int]]:
-        flat = scores.ravel()
-        ok = np.argpartition(-flat, k - 1)[:k] if flat.size > k else np.arange(flat.size)
-        ok = ok[np.isfinite(flat[ok])]  # filtered candidates sit at -inf
-        ok = ok[np.lexsort((ok, -flat[ok]))]
-        n = scores.shape[1]
-        return [(int(i // n), int(i % n)) for i in ok]
-
-    def _prediction(self, g: Triples, m: Predictor, blocks: list[_Block], i: int, cand: int, rank: int,
-                    explain: bool) -> Prediction:
-        b = blocks[0]
-        for b in blocks:
-            if i < b.ent.size:
-                break
-            i -= b.ent.size
-        e, r = int(b.ent[i]), int(b.rels[i])
-        h, t = (e, cand) if b.side == "tail" else (cand, e)
-        member = {name: round(float(s[i, cand]), 6) for name, s in b.raw.items()}
+    def _prediction(self, m: Predictor, c: Candidate, explain: bool) -> Prediction:
+        g = self.graph().triples
+        h, r, t = c.head, c.relation, c.tail
         evidence = {**m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)} if explain else {}
-        return Prediction(g.entities[h], g.entities[t], g.relations[r], round(float(b.scores[i, cand]), 6), rank,
-                          member, evidence)
+        return Prediction(g.entities[h], g.entities[t], g.relations[r], c.score, c.rank, c.scores, evidence)
 
     def _similar(self, h: int, r: int, t: int, top: int = 3) -> list[dict[str, str | float]]:
         """The existing edges of relation r whose ends are most like (h, t): mean cosine of the two ends."""
@@ -234,9 +179,10 @@ class Predict:
 
     # -- runs into the review queue ---------------------------------------------------------------------
     def run(self, nodes: Iterable[str] | None = None, k: int = 50, per_node: int = 5, predictor: str = "ensemble",
-            origin: str | None = None, queue: bool = True, **params: Any) -> RunReport:
+            origin: str | None = None, queue: bool = True, calibrated: bool = True, **params: Any) -> RunReport:
         """Discover the missing edges of ``nodes`` (default: every node of a small KG, else the
-        ``RUN_NODES`` best connected), keep the ``k`` best overall and stage them in the review queue."""
+        ``RUN_NODES`` best connected), keep the ``k`` best overall and stage them in the review queue,
+        each with its calibrated confidence (``calibration``; ``calibrated=False`` skips fitting it)."""
         t0 = time.perf_counter()
         _check_k(k)
         _check_k(per_node, "per_node")
@@ -246,18 +192,58 @@ class Predict:
         if len(refs) > RUN_NODES:
             raise InvalidArgument(f"{len(refs):,} nodes in one run; at most {RUN_NODES:,} (split the list, or "
                                   "leave it out to run on the best-connected nodes)")
+        cal = self.calibration(predictor, **params) if calibrated else None
         found: dict[tuple[str, str, str], Prediction] = {}
         # a node can place at most k predictions in the overall top k: more per node changes nothing
         for ref in refs:
-            for p in self.discover(ref, min(per_node, k), predictor=predictor, explain=False, **params).predictions:
+            for p in self._calibrated(cal, self.discover(ref, min(per_node, k), predictor=predictor, explain=False,
+                                                         **params).predictions):
                 key = (p.source, p.target, p.type)
                 if key not in found or found[key].score < p.score:
                     found[key] = p
-        best = sorted(found.values(), key=lambda p: -p.score)[:k]
-        best = [self._explained(m, p, rank) for rank, p in enumerate(best, 1)]
+        # calibrated confidences compare across nodes; raw scores only within one query
+        ordered = sorted(found.values(), key=lambda p: -(p.score if cal is None else p.confidence or 0.0))
+        g, index = self.graph(), self.kg.view().index
+        best = merge_near_duplicates(self._compatible(ordered), g.vectors, index, self._symmetric())[:k]
+        best = [self._valued(self._explained(m, p, 0)) for p in best]
+        if cal is not None:  # the run's order is the queue's: expected value, confidence x priority
+            best.sort(key=lambda p: -(p.confidence or 0.0) * p.scores["priority"])
+        best = [replace(p, rank=rank) for rank, p in enumerate(best, 1)]
         report = self.stage(best, origin or m.name) if queue else ProposeReport((), (), 0, 0)
         weights = m.weights if isinstance(m, Ensemble) else {m.name: 1.0}
-        return RunReport(m.name, len(refs), tuple(best), report, dict(weights), round(time.perf_counter() - t0, 3))
+        summary = None if cal is None else {k_: v for k_, v in cal.to_dict().items() if k_ != "bins"}
+        return RunReport(m.name, len(refs), tuple(best), report, dict(weights), round(time.perf_counter() - t0, 3),
+                         summary)
+
+    def calibration(self, predictor: str = "ensemble", **params: Any) -> Calibration | None:
+        """The Platt calibrator of ``predictor`` on this KG version, fitted on withheld edges
+        (``kgos.linkpred.calibration``); None when the KG has too few edges to withhold any."""
+        self.graph()
+        key = ("calibration:" + predictor, json.dumps(params, sort_keys=True, default=str))
+        if key not in self._calibrations:
+            try:
+                self._calibrations[key] = calibrate(self.graph(), lambda g: self._fresh(predictor, params).fit(g))
+            except InvalidArgument:
+                self._calibrations[key] = None
+        return self._calibrations[key]
+
+    @staticmethod
+    def _calibrated(cal: Calibration | None, preds: Sequence[Prediction]) -> list[Prediction]:
+        """``preds`` (ranks within their query) with their calibrated confidence."""
+        if cal is None or not preds:
+            return list(preds)
+        probs = cal.probability([p.score for p in preds], [p.rank for p in preds],
+                                [p.scores.get("relation_p") for p in preds])
+        return [replace(p, confidence=round(float(c), 6)) for p, c in zip(preds, probs.tolist())]
+
+    def _compatible(self, ranked: list[Prediction]) -> list[Prediction]:
+        """``ranked`` without a prediction exclusive with a better one of its pair (two nodes' discoveries
+        can each type the same pair) or with a proposal of the pair already pending review."""
+        tr, index = self.graph().triples, self.kg.view().index
+        codes = [(index[p.source], tr.relations.index(p.type), index[p.target]) for p in ranked]
+        pending = [(index[s], tr.relations.index(r), index[t]) for s, t, r in self.kg.proposals.pending_edges()
+                   if s in index and t in index and r in tr.relations]
+        return [p for p, ok in zip(ranked, self.ranker().compatible(codes, pending)) if ok]
 
     def _busiest(self) -> list[str]:
         g = self.graph().triples
@@ -266,17 +252,35 @@ class Predict:
         degree = np.bincount(np.concatenate([g.head, g.tail]), minlength=g.n_entities)
         return [g.entities[i] for i in np.argsort(-degree, kind="stable")[:RUN_NODES].tolist()]
 
+    def _symmetric(self) -> set[str]:
+        if self._symmetric_relations is None:
+            self._symmetric_relations = symmetric_relations(self.graph().triples)
+        return self._symmetric_relations
+
+    def _valued(self, p: Prediction) -> Prediction:
+        """``p`` with its priority, novelty and centrality (``kgos.linkpred.triage``) in its scores."""
+        if self._degree is None:
+            t = self.graph().triples
+            counts = np.bincount(np.concatenate([t.head, t.tail]), minlength=t.n_entities)
+            self._degree = (dict(zip(t.entities, counts.tolist())), int(counts.max()) if counts.size else 0)
+        value, novelty, centrality = priority(p, *self._degree)
+        return replace(p, scores={**p.scores, "priority": value, "novelty": novelty, "centrality": centrality})
+
     def _explained(self, m: Predictor, p: Prediction, rank: int) -> Prediction:
         tr = self.graph().triples
         index = self.kg.view().index
         h, t, r = index[p.source], index[p.target], tr.relations.index(p.type)
         evidence = {**m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)}
-        return Prediction(p.source, p.target, p.type, p.score, rank, p.scores, evidence)
+        return Prediction(p.source, p.target, p.type, p.score, rank, p.scores, evidence, p.confidence)
 
     def stage(self, predictions: Iterable[Prediction], origin: str) -> ProposeReport:
-        """Put predictions in the review queue (rank and scores kept; the confidence is the rank's 1/rank)."""
-        drafts = [ProposalDraft(p.source, p.target, p.type, origin, round(1.0 / p.rank, 6),
-                                {**p.scores, "score": p.score}, {**p.evidence, "rank": p.rank})
+        """Put predictions in the review queue (rank and scores kept). The confidence is the calibrated
+        probability of a run's predictions; a prediction without one (a single query's) keeps 1/rank,
+        marked ``"calibrated": false`` in its evidence."""
+        drafts = [ProposalDraft(p.source, p.target, p.type, origin,
+                                round(1.0 / p.rank, 6) if p.confidence is None else p.confidence,
+                                {**p.scores, "score": p.score},
+                                {**p.evidence, "rank": p.rank, "calibrated": p.confidence is not None})
                   for p in predictions]
         return self.kg.proposals.propose(drafts)
 
@@ -342,7 +346,7 @@ class Predict:
         if not rows:
             raise InvalidArgument("no test edges given")
         a = np.array(rows, np.int64)
-        present = self._known.mask(a[:, 0], a[:, 1], "tail")[np.arange(len(a)), a[:, 2]]  # type: ignore[union-attr]
+        present = self.ranker().known.mask(a[:, 0], a[:, 1], "tail")[np.arange(len(a)), a[:, 2]]  # type: ignore[union-attr]
         if present.any():
             raise InvalidArgument(f"{int(present.sum())} test edge(s) are in the KG (e.g. line "
                                   f"{int(np.flatnonzero(present)[0]) + 1}): test edges must be absent from it")

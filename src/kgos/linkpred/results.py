@@ -20,6 +20,7 @@ class Prediction:
     rank: int
     scores: dict[str, float]
     evidence: dict[str, Any]
+    confidence: float | None = None  # calibrated probability that the edge is true (runs; None: not calibrated)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,10 +51,12 @@ class RunReport:
     queued: ProposeReport
     weights: dict[str, float]
     seconds: float
+    calibration: dict[str, Any] | None = None  # how the confidences were fitted (ECE on withheld edges...)
 
     def to_dict(self) -> dict[str, Any]:
         return {"predictor": self.predictor, "nodes": self.nodes, "predictions": [p.to_dict() for p in self.predictions],
-                "queued": self.queued.to_dict(), "weights": self.weights, "seconds": self.seconds}
+                "queued": self.queued.to_dict(), "weights": self.weights, "seconds": self.seconds,
+                "calibration": self.calibration}
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ def _undirected(t: Triples) -> sp.csr_array:
 
 class _Neighbourhood(Predictor):
     light = True
+    relation_blind = True  # the same score under every relation: typed by the relation model
 
     def _weights(self, degree: np.ndarray) -> np.ndarray:
         raise NotImplementedError

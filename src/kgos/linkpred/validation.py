@@ -6,8 +6,8 @@ combined confidence are stored on the proposal; nothing is accepted unless the c
 so (``auto_accept``: a minimum combined confidence). A provider that fails or answers outside the
 schema leaves a verdict of None with the error as its reasoning, and never blocks the queue.
 
-Combined confidence: ``(prior + p_llm) / 2`` with ``prior`` the proposal's own confidence (1/rank
-for predictions) and ``p_llm = c`` for a "valid" answer of confidence c, ``1 - c`` for "invalid".
+Combined confidence: ``(prior + p_llm) / 2`` with ``prior`` the proposal's own confidence (the
+calibrated probability of a run's predictions) and ``p_llm = c`` for a "valid" answer of confidence c, ``1 - c`` for "invalid".
 """
 
 from __future__ import annotations

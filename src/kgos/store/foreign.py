@@ -31,8 +31,17 @@ from .migrations import now_iso
 
 from .native import refused_writes, sqlite_uri, sqlite_write
 from .node_table import NodeTable
+from .profiles import (
+    VECTOR_TABLES,
+    Profile,
+    Schema,
+    VectorTable,
+    explain,
+    profile_for,
+    quote_ident,
+    vector_tables,
+)
 from .writing import WriteOps, dumps
-from .profiles import Profile, profile_for, quote_ident
 
 DEFAULT_EDGE_TYPE = "relates_to"  # for rows whose type cell is NULL
 # Python's str.strip() removes these ASCII characters too; SQLite's trim() needs them spelled out.
@@ -220,6 +229,50 @@ class ForeignStore(GraphStore):
 
     def close(self) -> None:
         self.conn.close()
+
+    # -- how the file was read, and the vectors it already has ---------------------------------
+    def detection(self) -> list[str]:
+        """The mapping of tables and columns, why it was chosen, and the vector tables found."""
+        with self._lock:
+            return explain(self.profile, Schema(self.conn))
+
+    def vector_tables(self) -> list[VectorTable]:
+        with self._lock:
+            return vector_tables(Schema(self.conn))
+
+    def stored_vectors(self, model: str | None = None, batch: int = 4096) -> Iterator[tuple[list[str], np.ndarray]]:
+        """The file's own vectors (spec/001 1.5's float32 BLOBs) in batches of (node ids, (m, dims)
+        float32); ``model`` picks the rows of that model in a table with a model column (required when
+        it holds several). A row of another length than the table's first is a clear error naming it."""
+        table = self._vector_table(model)
+        q = quote_ident
+        where = f" AND {q(table.model)} = ?" if table.model and model is not None else ""
+        sql = (f"SELECT {q(table.node_id)}, {q(table.vector)} FROM {q(table.table)} "
+               f"WHERE {q(table.vector)} IS NOT NULL{where}")
+        with self._lock:
+            cur = self.conn.execute(sql, (model,) if where else ())
+            while rows := cur.fetchmany(batch):
+                yield [str(r[0]) for r in rows], self._vectors(rows, table)
+
+    def _vector_table(self, model: str | None) -> VectorTable:
+        found = self.vector_tables()
+        if not found:
+            raise InvalidArgument(f"'{self.path.name}' has no vector table ({', '.join(VECTOR_TABLES)}) "
+                                  "of node ids and float32 BLOBs")
+        for t in found:
+            if model is None and len(t.models) == 1 or model in t.models:
+                return t
+        have = sorted({m for t in found for m in t.models})
+        raise InvalidArgument(f"name the model of the vectors to read: the file has {', '.join(have)}"
+                              if model is None else f"no vectors of model {model!r}; the file has {', '.join(have)}")
+
+    @staticmethod
+    def _vectors(rows: list[tuple[Any, ...]], table: VectorTable) -> np.ndarray:
+        size = 4 * table.dims
+        bad = next((r[0] for r in rows if not isinstance(r[1], bytes) or len(r[1]) != size), None)
+        if bad is not None:
+            raise InvalidArgument(f"the vector of node {bad!r} in {table.table} is not {table.dims} float32 values")
+        return np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), table.dims)
 
     # -- metadata ------------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:

@@ -59,7 +59,8 @@ class PgProposalStore(ProposalStore):
         sql = sql.replace("?", "%s")  # the filter's own placeholders; columns are fixed names
         total = self._rows(f"SELECT count(*) FROM {{s}}.kg_predictions{sql}", args)[0][0]
         rows = self._rows(f"SELECT {COLS} FROM {{s}}.kg_predictions{sql} ORDER BY coalesce(combined_confidence, "
-                          "score) DESC, prediction_id LIMIT %s OFFSET %s", (*args, int(limit), int(offset)))
+                          "score) * greatest(coalesce((scores->>'priority')::float8, 1.0), 0.0) DESC, "
+                          "prediction_id LIMIT %s OFFSET %s", (*args, int(limit), int(offset)))
         return int(total), [_row(r) for r in rows]
 
     def counts(self) -> dict[str, int]:

@@ -108,7 +108,8 @@ NODE_TABLE_HINTS = ("node", "entit", "concept", "vert", "item", "object")
 EDGE_TABLE_HINTS = ("edge", "relation", "link", "triple", "rel", "connection")
 JOIN_SAMPLE = 20
 
-LOOKS_FOR = ("KG-OS looks for a node table with an id and a name column and an edge table with two "
+LOOKS_FOR = ("KG-OS looks for a node table with an id (id, node_id, <table>_id or the primary key) and a "
+             "name column (name, label, title...) and an edge table with two "
              "endpoint columns (source/target, from/to, subject/object, head/tail, src/dst or their _id "
              "forms) and a type column (type, edge_type, relation, predicate, label, kind); named profiles: "
              + ", ".join(DETECTION_ORDER))
@@ -211,11 +212,39 @@ def endpoint_pairs() -> list[tuple[str, str]]:
     return [(a + sfx, b + sfx) for a, b in ENDPOINT_BASES for sfx in ENDPOINT_SUFFIXES]
 
 
+def _singular(table: str) -> list[str]:
+    """``concepts`` -> [concepts, concept]; ``entities`` -> [entities, entity]; ``classes`` -> [.., class]."""
+    t = table.lower()
+    out = [t]
+    if t.endswith("ies"):
+        out.append(t[:-3] + "y")
+    if t.endswith(("ses", "xes", "ches", "shes")):
+        out.append(t[:-2])
+    if t.endswith("s"):
+        out.append(t[:-1])
+    return out
+
+
+def primary_key(schema: Schema, table: str) -> str | None:
+    """The table's single-column declared primary key, if it has one."""
+    rows = schema.conn.execute("SELECT name, pk FROM pragma_table_info(?)", (table,)).fetchall()
+    keys = [r[0] for r in rows if r[1]]
+    return keys[0] if len(keys) == 1 else None
+
+
+def id_column(schema: Schema, table: str) -> str | None:
+    """A table's node-id column: a usual id name, else ``<table, singular>_id`` (``concepts.concept_id``),
+    else its declared single-column primary key."""
+    return (schema.column(table, *ID_NAMES)
+            or schema.column(table, *(f"{stem}_id" for stem in _singular(table)))
+            or primary_key(schema, table))
+
+
 def node_candidates(schema: Schema) -> list[tuple[str, str, str]]:
     """(table, id column, name column) for every table that could hold nodes."""
     out = []
     for table in schema.tables.values():
-        id_col = schema.column(table, *ID_NAMES)
+        id_col = id_column(schema, table)
         name_col = schema.column(table, *NAME_NAMES, exclude=(id_col,) if id_col else ())
         if id_col is not None and name_col is not None:
             out.append((table, id_col, name_col))
@@ -264,10 +293,90 @@ def heuristic_profile(conn: sqlite3.Connection, schema: Schema | None = None) ->
                 continue
             # Joining endpoints beat names; then table-name hints; then the earlier (likelier) pair.
             hints = _hint(node[0], NODE_TABLE_HINTS) + _hint(edge[0], EDGE_TABLE_HINTS)
-            score = (join_rate(conn, node, edge), hints, -edge[4], -ID_NAMES.index(node[1].lower()))
+            usual_id = ID_NAMES.index(node[1].lower()) if node[1].lower() in ID_NAMES else len(ID_NAMES)
+            score = (join_rate(conn, node, edge), hints, -edge[4], -usual_id)
             if best is None or score > best[0]:
                 best = (score, Profile("heuristic", *node, *edge[:4]))
     return fill_optional(best[1], schema) if best else None
+
+
+# -- vectors the file already has (spec/001 1.5) -------------------------------------------------------
+VECTOR_TABLES = ("embeddings", "node_embeddings", "vec_embeddings")
+VECTOR_COLUMNS = ("embedding", "vector", "vec", "emb", "embedding_blob", "data", "blob")
+VECTOR_IDS = ("node_id", "entity_id", "concept_id", "id", "node", "key")
+MODEL_COLUMNS = ("model", "model_name", "embedder", "embedding_model")
+
+
+@dataclass(frozen=True)
+class VectorTable:
+    """A table of float32 BLOB vectors keyed by node id, per model when it has a model column."""
+
+    table: str
+    node_id: str
+    vector: str
+    model: str | None  # the model column
+    models: dict[str, int]  # model name ("" without a model column) -> vectors
+    dims: int
+
+
+def vector_tables(schema: Schema) -> list[VectorTable]:
+    """The vector tables spec/001 1.5 names, when their columns and first BLOB read as float32 vectors
+    (a sqlite-vec virtual table the connection cannot read is left out)."""
+    out = []
+    for name in VECTOR_TABLES:
+        table = schema.table(name)
+        if table is None:
+            continue
+        try:
+            found = _vector_table(schema, table)
+        except sqlite3.Error:
+            continue
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _vector_table(schema: Schema, table: str) -> VectorTable | None:
+    node_id, vector = schema.column(table, *VECTOR_IDS), schema.column(table, *VECTOR_COLUMNS)
+    if node_id is None or vector is None:
+        return None
+    model = schema.column(table, *MODEL_COLUMNS)
+    q = quote_ident
+    sample = schema.conn.execute(f"SELECT {q(vector)} FROM {q(table)} WHERE {q(vector)} IS NOT NULL LIMIT 1").fetchone()
+    if sample is None or not isinstance(sample[0], bytes) or not sample[0] or len(sample[0]) % 4:
+        return None
+    group = q(model) if model else "''"
+    models = {str(m or ""): int(n) for m, n in schema.conn.execute(
+        f"SELECT {group}, count(*) FROM {q(table)} WHERE {q(vector)} IS NOT NULL GROUP BY 1")}
+    return VectorTable(table, node_id, vector, model, models, len(sample[0]) // 4)
+
+
+def explain(profile: Profile, schema: Schema) -> list[str]:
+    """How the file was read, for people: which tables and columns hold what, why this mapping, and
+    the vectors it already has."""
+    how = (f"matched the named profile '{profile.name}'" if profile.name in NAMED else
+           "no named profile fits; the heuristic picked the tables whose edge endpoints join the node ids")
+    node_extra = ", ".join(f"{label} {col}" for label, col in (
+        ("type", profile.node_type), ("description", profile.node_description),
+        ("properties", profile.node_properties)) if col) or "no type, description or properties columns"
+    lines = [f"profile: {profile.name} ({how})",
+             (f"nodes: {profile.node_table} (id {profile.node_id}{_why_id(profile, schema)}, name {profile.node_name}; "
+             f"{node_extra})"),
+             f"edges: {profile.edge_table} ({profile.edge_source} -> {profile.edge_target}, type {profile.edge_type}"
+             + (f", weight {profile.edge_weight})" if profile.edge_weight else ")")]
+    for v in vector_tables(schema):
+        models = ", ".join(f"{m or 'unnamed model'}: {n:,}" for m, n in v.models.items())
+        lines.append(f"vectors: {v.table} ({v.node_id} -> {v.vector}, {v.dims}-d float32; {models})")
+    return lines
+
+
+def _why_id(profile: Profile, schema: Schema) -> str:
+    col = profile.node_id.lower()
+    if profile.name in NAMED or col in ID_NAMES:
+        return ""
+    if col in (f"{stem}_id" for stem in _singular(profile.node_table)):
+        return ", the <table>_id column"
+    return ", the primary key"
 
 
 # -- entry points --------------------------------------------------------------------------------
@@ -330,8 +439,11 @@ __all__ = [
     "NAMED",
     "Profile",
     "Schema",
+    "VectorTable",
     "detect_profile",
+    "explain",
     "heuristic_profile",
     "profile_for",
     "quote_ident",
+    "vector_tables",
 ]

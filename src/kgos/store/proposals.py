@@ -32,6 +32,9 @@ STATUSES = ("pending", "accepted", "rejected")
 KINDS = ("edge", "node")
 PROVENANCE_KEYS = ("source", "confidence", "prediction_id")
 MAX_BATCH = 10_000
+# The queue's default order: expected value of a review = confidence x the source's priority (a number
+# in scores, e.g. link prediction's novelty and centrality, kgos.linkpred.triage); 1 when it gives none.
+VALUE_ORDER = "coalesce(combined_confidence, score) * max(coalesce(json_extract(scores, '$.priority'), 1.0), 0.0)"
 
 # The native migration 003, also run on the sidecar queue of attached KGs.
 PREDICTIONS_SCHEMA = M003_KG_PREDICTIONS
@@ -155,7 +158,7 @@ class ProposalStore(ABC):
 
     @abstractmethod
     def list(self, where: ProposalFilter, limit: int = 50, offset: int = 0) -> tuple[int, Proposals]:
-        """(how many match, one page ordered by confidence then id)."""
+        """(how many match, one page ordered by expected value (``VALUE_ORDER``) then id)."""
 
     @abstractmethod
     def counts(self) -> dict[str, int]:
@@ -249,8 +252,7 @@ class SQLiteProposalStore(ProposalStore):
         with self._lock:
             total = self.conn.execute(f"SELECT count(*) FROM kg_predictions{sql}", args).fetchone()[0]
             rows = self.conn.execute(
-                f"SELECT {_COLS} FROM kg_predictions{sql} ORDER BY coalesce(combined_confidence, score) DESC, "
-                "prediction_id LIMIT ? OFFSET ?", (*args, int(limit), int(offset))).fetchall()
+                f"SELECT {_COLS} FROM kg_predictions{sql} ORDER BY {VALUE_ORDER} DESC, prediction_id LIMIT ? OFFSET ?", (*args, int(limit), int(offset))).fetchall()
         return total, [_row(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
@@ -540,7 +542,8 @@ class ProposalQueue:
     def list(self, status: str | None = "pending", origin: str | None = None, type: str | None = None,
              node: str | None = None, min_confidence: float | None = None, limit: int = 50,
              offset: int = 0) -> tuple[int, Proposals]:
-        """(how many match, a page of them, most confident first); ``status=None`` lists every status."""
+        """(how many match, a page of them, highest expected value first: confidence x the source's
+        ``priority`` score); ``status=None`` lists every status."""
         if status is not None and status not in STATUSES:
             raise InvalidArgument(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
         if not 1 <= limit <= MAX_BATCH or offset < 0:
@@ -552,6 +555,11 @@ class ProposalQueue:
 
     def rejected_edges(self) -> set[tuple[str, str, str]]:
         return self.store.decided_edges("rejected")
+
+    def pending_edges(self) -> set[tuple[str, str, str]]:
+        """(source, target, type) of the edge proposals waiting for review (a source staging more can
+        keep clear of contradicting them)."""
+        return self.store.decided_edges("pending")
 
     def accept(self, proposal_id: int, reviewer: str | None = None, note: str | None = None) -> Proposal:
         """Promote one proposal into the KG (``ReadOnlyKG`` on a read-only KG: the queue stays as it was)."""
