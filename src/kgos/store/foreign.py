@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KGNotFound
+from ..errors import InvalidArgument, KGNotFound
 from ..model import Edge, Neighbor, Node, normalize_name
 from .arrays import GraphArrays, codes
 from .base import GraphStore, sqlite_read
 from .migrations import now_iso
-
 from .native import refused_writes, sqlite_uri, sqlite_write
 from .node_table import NodeTable
 from .profiles import (
