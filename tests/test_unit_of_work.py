@@ -268,3 +268,16 @@ def test_a_process_killed_inside_a_unit_leaves_nothing(ws: kgos.Workspace, tmp_p
     assert _nodes(ws.kg("killed").store) == {"before"} and ws.kg("killed").store.edge_count() == 0
     ws.kg("killed").add_node("After", "thing", id="after")  # the file is not left locked
     assert _nodes(ws.kg("killed").store) == {"before", "after"}
+
+
+def test_written_nodes_are_found_by_meaning_on_every_backend(backend_ws):  # noqa: F811
+    _, ws, db_id = backend_ws
+    kg = ws.kg(db_id)
+    kg.add_node("placeholder", "thing", "Nothing to see.", id="thing:placeholder")
+    kg.embed("hash")
+    kg.add_node("quokka pouch marsupial", "animal", id="animal:quokka")
+    with kg.writing() as w:
+        w.upsert_node("animal:numbat", "numbat termite eater", "animal")
+        w.add_edge("animal:numbat", "animal:quokka", "relates_to")
+    assert _top(kg, "quokka pouch marsupial") == "animal:quokka"
+    assert _top(kg, "numbat termite eater") == "animal:numbat"
