@@ -18,7 +18,7 @@ from pydantic import Field
 import kgos
 from kgos.api.kg import method_route
 from kgos.api.mcp import Tools, create_server, method_tool
-from kgos.cli import cli
+from kgos.cli import cli, load_all
 from kgos.cli.methods import VIEWS, method_command
 from kgos.data import load_demo
 from kgos.experts.tools import TOOLS, method_spec
@@ -61,6 +61,7 @@ def mcp_call(ws: kgos.Workspace, name: str, args: dict[str, Any]) -> Any:
 
 
 def cli_params(method: Method) -> set[str]:
+    load_all()
     group: Any = cli
     for name in method.cli:
         group = group.commands[name]

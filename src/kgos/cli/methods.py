@@ -14,6 +14,7 @@ unknown one suggests close matches (the library's errors, printed by the ``kgos`
 from __future__ import annotations
 
 import json
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,8 +75,14 @@ def method_command(method: Method, view: View) -> click.Command:
         r = method.run(workspace(ctx).kg(db_id), method.params.model_construct(**_values(method, values)))
         columns = view.columns(r) if callable(view.columns) else view.columns
         out(ctx, json_, plain_).emit(r, lambda c: view.human(c, r), lambda: view.rows(r), columns=columns)
-    command = click.Command(method.cli[-1], callback=run, params=params, help=method.summary)
+    command = click.Command(method.cli[-1], callback=run, params=params, help=cli_help(method.summary))
     return output_options(command)
+
+
+def cli_help(summary: str) -> str:
+    """The summary without its spec number ("Method 2: nodes ..." -> "Nodes ...")."""
+    text = re.sub(r"^Method \d+: ", "", summary)
+    return text[:1].upper() + text[1:]
 
 
 def _argument(method: Method, name: str, annotation: Any) -> click.Argument:
