@@ -53,6 +53,25 @@ def test_import_embeds_by_default_fast_tier_then_default_model(tmp_path, tiers):
     assert hits.results[0].node.name.startswith("tar archive") and not hits.warnings
 
 
+def test_an_import_that_must_build_the_fast_tier_first_shows_its_progress(tmp_path, tiers, monkeypatch):
+    """The once-per-home distillation runs before the first import's embedding, with a meter and ETA
+    (lines on stderr without a terminal), not silently inside it."""
+    import kgos.kg.embedding as tiers_module
+    built: list[int] = []
+
+    def build(progress):
+        for done in (40, 80, 100):
+            progress(done, 100)
+        built.append(1)
+        return "fast"
+    monkeypatch.setattr(tiers_module, "fast_tier_unbuilt", lambda model="default": not built)
+    monkeypatch.setattr(tiers_module, "build_fast_tier", build)
+    first = _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)), "--plain")
+    assert "Building the fast embedding tier" in first.stderr and "fast tier: 100/100 tokens (100%)" in first.stderr
+    again = _cli(tmp_path / "home", "kg", "import", "u", str(_graph(tmp_path)), "--plain")
+    assert built == [1] and "Building the fast embedding tier" not in again.stderr
+
+
 def test_no_embed_skips_embedding(tmp_path, tiers):
     _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)), "--no-embed")
     kg = kgos.Workspace(tmp_path / "home").kg("t")

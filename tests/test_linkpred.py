@@ -220,6 +220,14 @@ def test_run_stages_the_best_predictions_for_review(fam: kgos.KG) -> None:
     assert fam.predict.run(k=3, per_node=2, **FAST).queued.skipped_accepted == 0  # the accepted edge now exists
 
 
+def test_a_run_reports_its_progress_node_by_node(fam: kgos.KG) -> None:
+    """What the CLI's bar and ETA are drawn from: the node count once, then one step per node."""
+    totals: list[int] = []
+    steps: list[int] = []
+    report = fam.predict.run(k=3, per_node=2, queue=False, progress=steps.append, total=totals.append, **FAST)
+    assert totals == [report.nodes] and steps == [1] * report.nodes
+
+
 def test_a_run_asks_each_node_for_no_more_than_k(fam: kgos.KG) -> None:
     """A node can place at most k predictions in the overall top k, so per_node above k is cut to k."""
     wide, narrow = (fam.predict.run(k=3, per_node=n, queue=False, **FAST) for n in (50, 3))

@@ -127,7 +127,7 @@ def test_cli(run_cli: Any, tmp_path: Path) -> None:
     r = run_cli("predict", "discover", "fam", "g0", "--relation", "grandparent", "--side", "out", "--json", *fast)
     assert json.loads(r.output)["predictions"][0]["target"] == "c0b"
     r = run_cli("predict", "run", "fam", "-k", "3", "--per-node", "2", "--plain", *fast)
-    assert len(r.output.strip().splitlines()) == 3
+    assert len(r.stdout.strip().splitlines()) == 3  # progress and ETA lines go to stderr
     listed = json.loads(run_cli("predict", "list", "fam", "--json").output)
     assert listed["total"] == 3
     run_cli("predict", "accept", "fam", "1", "--reviewer", "ana")

@@ -101,15 +101,19 @@ def discover(ctx: click.Context, db_id: str, node: str, k: int, relations: tuple
 def run(ctx: click.Context, db_id: str, k: int, per_node: int, nodes: tuple[str, ...], no_queue: bool,
         predictor: str, param: tuple[str, ...], json_: bool, plain_: bool) -> None:
     """Predict missing edges and stage the best ones in the review queue."""
-    r = _kg(ctx, db_id).predict.run(nodes=list(nodes) or None, k=k, per_node=per_node, predictor=predictor,
-                                    queue=not no_queue, **_params(param))
+    o = out(ctx, json_, plain_)
+    o.note(f"Predicting with {predictor}: its first run on a KG version trains it, then each node is scanned")
+    with o.meter(f"predict {db_id}", "nodes") as meter:
+        r = _kg(ctx, db_id).predict.run(nodes=list(nodes) or None, k=k, per_node=per_node, predictor=predictor,
+                                        queue=not no_queue, progress=meter.advance, total=meter.total,
+                                        **_params(param))
 
     def human(c: Console) -> None:
         _predictions(c, r, f"Predictions ({r.predictor}, {r.nodes} nodes scanned, {r.seconds:.1f} s)")
         q = r.queued
         c.print(f"queued: {len(q.added)} new, {len(q.merged)} merged into pending, {q.skipped_rejected} "
                 f"skipped (rejected before); review with: kgos predict list {db_id}")
-    out(ctx, json_, plain_).emit(r, human, lambda: _prediction_rows(r.predictions),
+    o.emit(r, human, lambda: _prediction_rows(r.predictions),
                                  columns=("rank", "score", "source", "relation", "target"))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -234,9 +234,12 @@ class Predict:
 
     # -- runs into the review queue ---------------------------------------------------------------------
     def run(self, nodes: Iterable[str] | None = None, k: int = 50, per_node: int = 5, predictor: str = "ensemble",
-            origin: str | None = None, queue: bool = True, **params: Any) -> RunReport:
+            origin: str | None = None, queue: bool = True, progress: Callable[[int], None] | None = None,
+            total: Callable[[int], None] | None = None, **params: Any) -> RunReport:
         """Discover the missing edges of ``nodes`` (default: every node of a small KG, else the
-        ``RUN_NODES`` best connected), keep the ``k`` best overall and stage them in the review queue."""
+        ``RUN_NODES`` best connected), keep the ``k`` best overall and stage them in the review queue.
+        ``total(n)``: the nodes to scan, once the model is trained; ``progress(1)`` after each (a first
+        run trains the model, then scans: minutes on a few thousand nodes, so a CLI shows an ETA)."""
         t0 = time.perf_counter()
         _check_k(k)
         _check_k(per_node, "per_node")
@@ -247,12 +250,16 @@ class Predict:
             raise InvalidArgument(f"{len(refs):,} nodes in one run; at most {RUN_NODES:,} (split the list, or "
                                   "leave it out to run on the best-connected nodes)")
         found: dict[tuple[str, str, str], Prediction] = {}
+        if total is not None:
+            total(len(refs))
         # a node can place at most k predictions in the overall top k: more per node changes nothing
         for ref in refs:
             for p in self.discover(ref, min(per_node, k), predictor=predictor, explain=False, **params).predictions:
                 key = (p.source, p.target, p.type)
                 if key not in found or found[key].score < p.score:
                     found[key] = p
+            if progress is not None:
+                progress(1)
         best = sorted(found.values(), key=lambda p: -p.score)[:k]
         best = [self._explained(m, p, rank) for rank, p in enumerate(best, 1)]
         report = self.stage(best, origin or m.name) if queue else ProposeReport((), (), 0, 0)
