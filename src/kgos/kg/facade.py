@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..embed import get_embedder, resolve_spec
 from ..embed.nodes import (
@@ -92,16 +91,6 @@ def _model_name(spec: str | None) -> str | None:
 
 
 
-def load_extension(name: str) -> bool:
-    """Import the package that provides ``name`` (entry point group ``kgos.extensions``), which
-    registers it: how ``kg.predict`` and ``ws.ingest`` work without the caller importing the layer
-    above this one. False when no installed package provides it."""
-    found = entry_points(group="kgos.extensions", name=name)
-    for ep in found:
-        ep.load()
-    return bool(found)
-
-
 class KGHome(Protocol):
     """What a KG uses of the workspace that opened it (``kgos.Workspace`` is one): the cache folder,
     and per-KG settings for KGs whose own file KG-OS does not write (attached KGs)."""
@@ -114,7 +103,7 @@ class KGHome(Protocol):
 
 
 class KG:
-    extensions: ClassVar[dict[str, Callable[[KG], Any]]] = {}
+    """One knowledge graph: reading, writing, search, the query methods and the review queue."""
 
     def __init__(self, workspace: KGHome, db_id: str, store: GraphStore) -> None:
         self.workspace = workspace
@@ -124,7 +113,6 @@ class KG:
         self._views = ViewCache()
         self._proposals: ProposalQueue | None = None
         self._model_engines: dict[str, SearchEngine] = {}  # other models' vectors: search(..., model=...)
-        self._extensions: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"<KG {self.db_id!r} nodes={self.store.node_count()} edges={self.store.edge_count()}>"
@@ -222,7 +210,7 @@ class KG:
     def delete_edge(self, source: str, target: str, type: str) -> bool:
         return self._writer().delete_edge(source, target, type)
 
-    # -- the review queue and the layers that extend a KG ----------------------------------------
+    # -- the review queue (link prediction is ``kgos.linkpred.link_predictor(kg)``) ---------------
     @property
     def proposals(self) -> ProposalQueue:
         """The review queue of proposed edges and nodes (link prediction, research, ...)."""
@@ -230,28 +218,6 @@ class KG:
             sidecar = self.workspace.cache_dir.parent / "proposals" / f"{self.db_id}.db"
             self._proposals = ProposalQueue(open_proposal_store(self.store, sidecar), self.store)
         return self._proposals
-
-    @property
-    def predict(self) -> Any:
-        """Link prediction on this KG (``kgos.linkpred.Predict``): discover, run, evaluate."""
-        return self.extension("predict")
-
-    def extension(self, name: str) -> Any:
-        """The accessor a higher layer registered under ``name`` (``KG.register_extension``), made once
-        per KG: the kg layer cannot import the layers above it."""
-        if name not in self._extensions:
-            if name not in KG.extensions:
-                load_extension(name)
-            factory = KG.extensions.get(name)
-            if factory is None:
-                raise KGOSError(f"'{name}' is not available: no installed package provides it "
-                                "(entry point group 'kgos.extensions')")
-            self._extensions[name] = factory(self)
-        return self._extensions[name]
-
-    @classmethod
-    def register_extension(cls, name: str, factory: Callable[[KG], Any]) -> None:
-        cls.extensions[name] = factory
 
     # -- search ------------------------------------------------------------------------------------
     @property

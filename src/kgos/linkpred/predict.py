@@ -1,4 +1,4 @@
-"""``kg.predict``: link prediction on one KG: queries, discovery, runs into the review queue, evaluation.
+"""``link_predictor(kg)`` (``Predict``): link prediction on one KG: queries, discovery, runs into the review queue, evaluation.
 
 The KG's current version is read once into a ``LinkGraph`` (the snapshot's CSR out-adjacency as
 triples, node types, the search vectors); fitted predictors are kept per KG version, so a second
