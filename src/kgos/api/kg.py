@@ -387,22 +387,22 @@ def infer_dimensions(db_id: DbId, body: m.DimensionsInfer, rt: Rt) -> Any:
 def centrality(db_id: DbId, rt: Rt, metric: Literal["combined", "degree", "betweenness", "pagerank"] = "combined",
                k: Limit = 20) -> Any:
     """Critical components: the top k by degree, betweenness, PageRank or their combination."""
-    return on_kg(rt, db_id, lambda kg: kg.centrality(metric, k=k).to_dict())
+    return on_kg(rt, db_id, lambda kg: kg.analytics.centrality(metric, k=k).to_dict())
 
 
 @router.get("/kg/{db_id}/analyze/bottlenecks", tags=["analytics"], response_model=m.CentralityOut)
 def bottlenecks(db_id: DbId, rt: Rt, k: Limit = 20) -> Any:
     """Articulation points ranked by betweenness."""
-    return on_kg(rt, db_id, lambda kg: kg.bottlenecks(k=k).to_dict())
+    return on_kg(rt, db_id, lambda kg: kg.analytics.bottlenecks(k=k).to_dict())
 
 
 @router.get("/kg/{db_id}/analyze/communities", tags=["analytics"], response_model=m.CommunitiesOut)
 def communities(db_id: DbId, rt: Rt, k: Limit = 20) -> Any:
     """Communities (Leiden), largest first, with their top members and node types."""
-    return on_kg(rt, db_id, lambda kg: kg.communities(k=k).to_dict())
+    return on_kg(rt, db_id, lambda kg: kg.analytics.communities(k=k).to_dict())
 
 
 @router.get("/kg/{db_id}/analyze/gaps", tags=["analytics"], response_model=m.GapsOut)
 def gaps(db_id: DbId, rt: Rt, limit: Limit = 20) -> Any:
     """Orphans, cut-off components, unmitigated limitations, nodes without dimensions."""
-    return on_kg(rt, db_id, lambda kg: kg.gaps(limit=limit).to_dict())
+    return on_kg(rt, db_id, lambda kg: kg.analytics.gaps(limit=limit).to_dict())

@@ -282,58 +282,58 @@ def _filters(exprs: Any) -> Any:
 METHODS: tuple[Method, ...] = (
     Method("intent_search", "intent-search", "Method 1: classify the query into the 14 intent categories, route it "
            "to the query methods they call for (want_to, can_it, compose_for...) and merge with hybrid search.",
-           IntentSearchParams, R.IntentSearchResult, lambda kg, p: kg.intent_search(p.query, p.config.library()),
+           IntentSearchParams, R.IntentSearchResult, lambda kg, p: kg.methods.intent_search(p.query, p.config.library()),
            cli=("intent-search",), cli_args=("query",)),
     Method("want_to", "want-to", "Method 2: nodes that help reach a goal (\"reduce my API costs\"): goal keywords, "
            "then nodes linked to the goal by enables / optimizes / solves / contributes_to edges.",
-           WantToParams, R.WantToResult, lambda kg, p: kg.want_to(p.goal, k=p.k),
+           WantToParams, R.WantToResult, lambda kg, p: kg.methods.want_to(p.goal, k=p.k),
            cli=("want-to",), cli_args=("goal",), cli_flags={"k": "-k"}),
     Method("can_it", "can-it", "Method 3: can the KG's subject do a capability? yes / yes_with_limitations / no / "
            "unknown, with the limitations, workarounds and prerequisites.",
-           CanItParams, R.CapabilityResult, lambda kg, p: kg.can_it(p.capability),
+           CanItParams, R.CapabilityResult, lambda kg, p: kg.methods.can_it(p.capability),
            cli=("can-it",), cli_args=("capability",)),
     Method("compose_for", "compose", "Method 4: plan a multi-step goal: steps validated by feeds_into / requires "
            "edges, missing prerequisites, conflicts (conflicts_with) and alternatives.",
-           ComposeParams, R.CompositionPlan, lambda kg, p: kg.compose_for(p.goal, max_tools=p.max_tools),
+           ComposeParams, R.CompositionPlan, lambda kg, p: kg.methods.compose_for(p.goal, max_tools=p.max_tools),
            cli=("compose",), cli_args=("goal",)),
     Method("similar_to", "similar", "Method 5: nodes structurally similar to a node (0.70 neighbour Jaccard + "
            "0.20 same type + 0.10 name overlap).",
-           NodeK, R.SimilarResult, lambda kg, p: kg.similar_to(p.node, k=p.k),
+           NodeK, R.SimilarResult, lambda kg, p: kg.methods.similar_to(p.node, k=p.k),
            cli=("similar",), cli_args=("node",), cli_flags={"k": "-k"}),
     Method("alternatives", "alternatives", "Alternatives to a node: declared ones (alternative_to, similar_to "
            "edges), then structurally similar nodes, and what conflicts with it.",
-           NodeK, R.AlternativesResult, lambda kg, p: kg.alternatives(p.node, k=p.k),
+           NodeK, R.AlternativesResult, lambda kg, p: kg.methods.alternatives(p.node, k=p.k),
            cli=("alternatives",), cli_args=("node",), cli_flags={"k": "-k"}),
     Method("why_not", "why-not", "What blocks a node: limitations without workarounds, blocked prerequisites, "
-           "conflicts.", NodeOnly, R.BlockerReport, lambda kg, p: kg.why_not(p.node),
+           "conflicts.", NodeOnly, R.BlockerReport, lambda kg, p: kg.methods.why_not(p.node),
            cli=("why-not",), cli_args=("node",)),
     Method("impact_analysis", "impact", "Method 6: what changing a node touches: breadth-first over its edges "
            "(forward = what it points to, backward = what points to it), each reached node with its depth and "
            "risk = 1/depth x edge weight x criticality.",
            ImpactParams, R.ImpactResult,
-           lambda kg, p: kg.impact_analysis(p.node, direction=p.direction, max_depth=p.max_depth,
+           lambda kg, p: kg.methods.impact_analysis(p.node, direction=p.direction, max_depth=p.max_depth,
                                             per_depth=p.per_depth),
            cli=("impact",), cli_args=("node",)),
     Method("trace_path", "trace", "Method 9: the shortest path between two nodes, each step with its edge type "
            "and direction; found is false when none exists within max_depth.",
-           TraceParams, R.PathResult, lambda kg, p: kg.trace_path(p.source, p.target, max_depth=p.max_depth),
+           TraceParams, R.PathResult, lambda kg, p: kg.methods.trace_path(p.source, p.target, max_depth=p.max_depth),
            cli=("trace",), cli_args=("source", "target")),
     Method("explore_smart", "explore", "Method 10: a node's neighbourhood level by level (BFS), each level ranked "
            "by centrality and edge diversity, hubs marked.",
            ExploreParams, R.ExplorationTree,
-           lambda kg, p: kg.explore_smart(p.node, depth=p.depth, per_level=p.per_level),
+           lambda kg, p: kg.methods.explore_smart(p.node, depth=p.depth, per_level=p.per_level),
            cli=("explore",), cli_args=("node",)),
     Method("keyword_match", "keyword", "Method 11: nodes whose name, type or properties contain the query's terms.",
-           KeywordParams, R.KeywordMatchResult, lambda kg, p: kg.keyword_match(p.query, limit=p.limit),
+           KeywordParams, R.KeywordMatchResult, lambda kg, p: kg.methods.keyword_match(p.query, limit=p.limit),
            cli=("keyword",), cli_args=("query",)),
     Method("edge_type_boost", "boost", "Method 12: neighbours of seed nodes scored +0.5 along outgoing and +0.3 "
            "along incoming edges of the given types.",
-           BoostParams, R.BoostResult, lambda kg, p: kg.edge_type_boost(p.seeds, p.boost_types, limit=p.limit),
+           BoostParams, R.BoostResult, lambda kg, p: kg.methods.edge_type_boost(p.seeds, p.boost_types, limit=p.limit),
            cli=("boost",), cli_args=("seeds",)),
     Method("dimension_filter", "dimension-filter", "Method 7: nodes whose semantic dimensions (cost, complexity, "
            "maturity...) meet every {dimension: {min, max, exact, gt, lt}} constraint.",
            DimensionFilterParams, R.DimensionFilterResult,
-           lambda kg, p: kg.dimension_filter(p.filters, limit=p.limit), tag="dimensions",
+           lambda kg, p: kg.methods.dimension_filter(p.filters, limit=p.limit), tag="dimensions",
            cli=("dims", "filter"), cli_args=("filters",), cli_parse={"filters": _filters}),
 )
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}

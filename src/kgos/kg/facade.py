@@ -29,10 +29,7 @@ from ..embed.nodes import (
 from ..embed.registry import fast_spec
 from ..errors import InvalidArgument, KGOSError
 from ..index.vectors import models as vector_models
-from ..methods import analytics, autodims, compose, dimensions, keyword, orchestrator, structure
-from ..methods import capability as capabilities
-from ..methods import goal as goals
-from ..methods.intent import classify_intent
+from ..methods import autodims, dimensions
 from ..methods.nodesql import nodes_page
 from ..methods.orchestrator import RetrievalConfig
 from ..methods.results import (
@@ -41,12 +38,9 @@ from ..methods.results import (
     BlockerReport,
     BoostResult,
     CapabilityResult,
-    CentralityReport,
-    CommunityReport,
     CompositionPlan,
     DimensionFilterResult,
     ExplorationTree,
-    GapReport,
     ImpactResult,
     IntentClassification,
     IntentSearchResult,
@@ -61,10 +55,6 @@ from ..methods.view import (
     PER_LEVEL_DEFAULT,
     GraphView,
     ViewCache,
-    check_depth,
-    check_direction,
-    check_k,
-    check_text,
     find_node,
     resolve,
 )
@@ -75,6 +65,8 @@ from ..store.base import GraphStore
 from ..store.proposals import ProposalQueue, open_proposal_store
 from ..store.stats import KGStats, kg_stats
 from ..store.validation import ValidationReport, validate
+from .analytics import Analytics
+from .queries import QueryMethods
 
 if TYPE_CHECKING:
     from ..embed.adapter import AdapterReport, AdapterStatus
@@ -112,6 +104,8 @@ class KG:
         self._engine: SearchEngine | None = None
         self._views = ViewCache()
         self._proposals: ProposalQueue | None = None
+        self._methods: QueryMethods | None = None
+        self._analytics: Analytics | None = None
         self._model_engines: dict[str, SearchEngine] = {}  # other models' vectors: search(..., model=...)
 
     def __repr__(self) -> str:
@@ -234,7 +228,8 @@ class KG:
         acquisitions could straddle another process's write and pair arrays of different lengths."""
         return self._views.view(self.store, snap if snap is not None else self.engine.snapshot())
 
-    def _view_and_snapshot(self) -> tuple[GraphView, Snapshot]:
+    def view_and_snapshot(self) -> tuple[GraphView, Snapshot]:
+        """The current snapshot and its view, taken once (a method reading both needs the pair)."""
         snap = self.engine.snapshot()
         return self.view(snap), snap
 
@@ -409,86 +404,67 @@ class KG:
     def validate(self, max_examples: int = 20) -> ValidationReport:
         return validate(self.store, max_examples=max_examples)
 
-    # -- the twelve query methods (spec/000 section 6; table in kgos.methods) ---------------------------
+    # -- the query methods: ``kg.methods`` (kgos.kg.queries); these names call it -----------------------
+    @property
+    def methods(self) -> QueryMethods:
+        """The twelve query methods of spec/000 section 6, plus why_not and alternatives."""
+        if self._methods is None:
+            self._methods = QueryMethods(self)
+        return self._methods
+
+    @property
+    def analytics(self) -> Analytics:
+        """Graph analytics: centrality, bottlenecks, communities, gaps (kgos.kg.analytics)."""
+        if self._analytics is None:
+            self._analytics = Analytics(self)
+        return self._analytics
+
     def _ref(self, node: str) -> NodeRef:
         return resolve(self.store, node)
 
     def intent_search(self, query: str, config: RetrievalConfig | Mapping[str, Any] | None = None) -> IntentSearchResult:
-        """Classify, route to the query methods, merge with hybrid search (method 1)."""
-        return orchestrator.intent_search(self, check_text(query, "query"), config)
+        return self.methods.intent_search(query, config)
 
     def want_to(self, goal: str, k: int = 10) -> WantToResult:
-        """Nodes that serve a goal: keywords (intent verbs x5), then goal edges (method 2)."""
-        return goals.want_to(*self._view_and_snapshot(), self.store, check_text(goal, "goal"), check_k(k))
+        return self.methods.want_to(goal, k)
 
     def can_it(self, capability: str) -> CapabilityResult:
-        """yes / yes_with_limitations / no / unknown, with limitations and workarounds (method 3)."""
-        return capabilities.can_it(*self._view_and_snapshot(), self.store,
-                                   check_text(capability, "capability"))
+        return self.methods.can_it(capability)
 
     def compose_for(self, goal: str, max_tools: int = 5) -> CompositionPlan:
-        """A plan of steps validated by feeds_into / requires / conflicts_with edges (method 4)."""
-        return compose.compose(*self._view_and_snapshot(), self.store, check_text(goal, "goal"),
-                               check_k(max_tools, "max_tools", compose.MAX_TOOLS_CAP))
+        return self.methods.compose_for(goal, max_tools)
 
     def why_not(self, node: str) -> BlockerReport:
-        """What blocks a node: limitations, prerequisites that are blocked, conflicts."""
-        view = self.view()
-        return capabilities.why_not(view, self.store, view.row(self._ref(node).id))
+        return self.methods.why_not(node)
 
     def similar_to(self, node: str, k: int = 10) -> SimilarResult:
-        """0.70 Jaccard + 0.20 type match + 0.10 name overlap against all nodes (method 5)."""
-        view, ref = self.view(), self._ref(node)
-        return SimilarResult(ref, structure.similar_rows(view, view.row(ref.id), check_k(k)))
+        return self.methods.similar_to(node, k)
 
     def alternatives(self, node: str, k: int = 10) -> AlternativesResult:
-        """Declared alternatives (alternative_to / similar_to edges) then structural twins."""
-        view = self.view()
-        return structure.alternatives(view, view.row(self._ref(node).id), check_k(k))
+        return self.methods.alternatives(node, k)
 
     def impact_analysis(self, node: str, direction: str = "both", max_depth: int = 3,
                         per_depth: int = PER_LEVEL_DEFAULT) -> ImpactResult:
-        """BFS forward / backward / both with risk = 1/depth x weight x criticality (method 6)."""
-        direction = check_direction(direction)
-        depth, notes = check_depth(max_depth)
-        view = self.view()
-        return structure.impact(view, view.row(self._ref(node).id), direction, depth,
-                                check_k(per_depth, "per_depth"), notes)
+        return self.methods.impact_analysis(node, direction, max_depth, per_depth)
 
     def trace_path(self, node_a: str, node_b: str, max_depth: int = 5) -> PathResult:
-        """Shortest path with each edge's type and direction; found False when none (method 9)."""
-        depth, notes = check_depth(max_depth)
-        view = self.view()
-        a, b = self._ref(node_a), self._ref(node_b)
-        return structure.trace(view, view.row(a.id), view.row(b.id), depth, notes)
+        return self.methods.trace_path(node_a, node_b, max_depth)
 
     def explore_smart(self, node: str, depth: int = 2, per_level: int = PER_LEVEL_DEFAULT) -> ExplorationTree:
-        """BFS levels ranked by degree centrality and edge diversity, hubs marked (method 10)."""
-        d, notes = check_depth(depth, "depth")
-        view = self.view()
-        return structure.explore(view, view.row(self._ref(node).id), d, check_k(per_level, "per_level"), notes)
+        return self.methods.explore_smart(node, depth, per_level)
 
     def edge_type_boost(self, seeds: Iterable[str] | str, boost_types: Iterable[str] | None = None,
                         limit: int = 50) -> BoostResult:
-        """+0.5 out / +0.3 in over ``boost_types`` from the seeds, normalised (method 12)."""
-        view = self.view()
-        refs = [self._ref(s) for s in ([seeds] if isinstance(seeds, str) else list(seeds))]
-        if not refs:
-            raise InvalidArgument("give at least one seed node")
-        types = [boost_types] if isinstance(boost_types, str) else boost_types
-        return structure.boost(view, [view.row(r.id) for r in refs], types, check_k(limit, "limit"))
+        return self.methods.edge_type_boost(seeds, boost_types, limit)
 
     def dimension_filter(self, filters: Mapping[str, Any], limit: int = 20) -> DimensionFilterResult:
-        """Nodes meeting {dimension: {min, max, exact, gt, lt}} constraints, in SQL (method 7)."""
-        return dimensions.dimension_filter(self.store, filters, limit)
+        return self.methods.dimension_filter(filters, limit)
 
     def classify_intent(self, query: str) -> IntentClassification:
-        """The 14 KG-OS categories, top 3 scoring >= 0.3 (method 8); needs no graph."""
-        return classify_intent(query)
+        return self.methods.classify_intent(query)
 
     def keyword_match(self, query: str, limit: int = 20) -> KeywordMatchResult:
-        """SQL LIKE of the query's terms on name, type and properties (method 11)."""
-        return keyword.keyword_match(self.store, check_text(query, "query"), check_k(limit, "limit"))
+        return self.methods.keyword_match(query, limit)
 
     # -- semantic dimensions ----------------------------------------------------------------------------
     def dimensions(self, node: str) -> NodeDimensions:
@@ -502,20 +478,3 @@ class KG:
     def infer_dimensions(self, dims: Iterable[str] | None = None, dry_run: bool = False) -> AutoDimensionsReport:
         """The roadmap's automatic extraction; never overwrites a value a person set."""
         return autodims.infer(self, dims, dry_run)
-
-    # -- analytics ------------------------------------------------------------------------------------
-    def centrality(self, metric: str = "combined", k: int = 20) -> CentralityReport:
-        """Critical components: top k by degree, betweenness, pagerank or combined."""
-        return analytics.centrality(self.view(), metric, check_k(k))
-
-    def bottlenecks(self, k: int = 20) -> CentralityReport:
-        """Articulation points ranked by betweenness."""
-        return analytics.bottlenecks(self.view(), check_k(k))
-
-    def communities(self, k: int = 20) -> CommunityReport:
-        """Communities (Leiden), largest first, with top members and node types."""
-        return analytics.communities(self.view(), check_k(k))
-
-    def gaps(self, limit: int = 20) -> GapReport:
-        """Orphans, cut-off components, unmitigated limitations, nodes without dimensions."""
-        return analytics.gaps(self.view(), self.store, check_k(limit, "limit"))
