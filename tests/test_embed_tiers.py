@@ -113,15 +113,15 @@ def test_an_interrupted_fill_in_keeps_its_work_and_resumes_where_it_stopped(ws, 
     kg.embed_fast()
     monkeypatch.setattr(embed_nodes, "FILL_CHUNK", 10)
     stopper = _Interrupting(get_embedder("hash:64"), calls=3)
-    from kgos.kg import facade
-    monkeypatch.setattr(facade, "get_embedder", lambda spec: stopper if spec == "hash:64" else get_embedder(spec))
+    from kgos.kg import vectors  # kg.embedding's module, where kg.embed runs
+    monkeypatch.setattr(vectors, "get_embedder", lambda spec: stopper if spec == "hash:64" else get_embedder(spec))
     with pytest.raises(KeyboardInterrupt):
         kg.embed()
     status = kg.embed_status()
     assert (status.search_model, status.target, status.target_vectors) == ("hash:32", "hash:64", 20)
     snap = kg.engine.snapshot()  # search goes on with the fast tier: one model, every row
     assert snap.embedder == fast and snap.vectors.shape == (50, 32) and snap.vectorless.size == 0
-    monkeypatch.setattr(facade, "get_embedder", get_embedder)
+    monkeypatch.setattr(vectors, "get_embedder", get_embedder)
     report = kg.embed()  # resumed: only the 30 nodes the interrupted run did not commit
     assert (report.model, report.embedded, report.unchanged) == (target, 30, 20)
     assert models(kg.store) == {target: 50} and kg.engine.snapshot().vectors.shape == (50, 64)

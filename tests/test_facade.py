@@ -35,3 +35,14 @@ def test_analytics_left_the_facade(demo: kgos.KG) -> None:
     for name in ("centrality", "bottlenecks", "communities", "gaps"):
         assert not hasattr(kgos.KG, name)
     assert demo.analytics.centrality("degree", k=1).results
+
+
+def test_embedding_is_a_sub_object_the_kg_names_call(tmp_path) -> None:
+    from kgos.kg.vectors import Embedding
+    ws = kgos.Workspace(tmp_path / "home")
+    kg = ws.create("e")
+    kg.add_node("Prompt caching", type="feature")
+    assert isinstance(kg.embedding, Embedding) and kg.embedding is kg.embedding
+    report = kg.embed("hash:16")
+    assert report.embedded == 1 and kg.embedding.embed_status().search_model == "hash:16"
+    assert kg.embedding_models() == kg.embedding.embedding_models() == {"hash-16": 1}

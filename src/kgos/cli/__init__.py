@@ -46,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "(safe to run again; conversations are kept)."
     )),
     "dims": ("methods", "Semantic dimensions: the 56-dimension catalog, node values, filters and auto-extraction."),
-    "embed": ("embed", (
+    "embed": ("search", (  # search.py adds `embed run` to the group embed.py makes
         "Embed a KG's nodes (`kgos embed KG`, short for `kgos embed run KG`), keep several models side by "
         "side (add, models), benchmark models and projections (bench) and compare models on probes (compare)."
     )),

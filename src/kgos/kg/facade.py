@@ -10,25 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..embed import get_embedder, resolve_spec
+from ..embed import get_embedder
 from ..embed.nodes import (
     EmbedReport,
     EmbedStatus,
     NamesStatus,
-    disable_kg_names,
-    drop_vectors,
-    embed_store,
-    enable_kg_names,
-    names_status,
-    vector_count,
 )
-from ..embed.registry import fast_spec
 from ..errors import InvalidArgument, KGOSError
-from ..index.vectors import models as vector_models
 from ..methods import autodims, dimensions
 from ..methods.nodesql import nodes_page
 from ..methods.orchestrator import RetrievalConfig
@@ -67,20 +58,11 @@ from ..store.stats import KGStats, kg_stats
 from ..store.validation import ValidationReport, validate
 from .analytics import Analytics
 from .queries import QueryMethods
+from .vectors import Embedding, model_name
 
 if TYPE_CHECKING:
     from ..embed.adapter import AdapterReport, AdapterStatus
     from ..index.snapshot import Snapshot
-
-
-def _model_name(spec: str | None) -> str | None:
-    """The vector name ``spec`` stores, or None if it cannot be built here (its vectors are then not
-    the ones being written)."""
-    try:
-        return get_embedder(spec).name if spec else None
-    except KGOSError:
-        return None
-
 
 
 class KGHome(Protocol):
@@ -105,6 +87,7 @@ class KG:
         self._views = ViewCache()
         self._proposals: ProposalQueue | None = None
         self._methods: QueryMethods | None = None
+        self._embedding: Embedding | None = None
         self._analytics: Analytics | None = None
         self._model_engines: dict[str, SearchEngine] = {}  # other models' vectors: search(..., model=...)
 
@@ -255,7 +238,7 @@ class KG:
         if model is None:
             return self.engine
         embedder = get_embedder(model)
-        if _model_name(self._setting("embedder")) == embedder.name:
+        if model_name(self._setting("embedder")) == embedder.name:
             return self.engine
         engine = self._model_engines.get(embedder.name) or ModelEngine(self.engine, embedder.spec)
         if engine.snapshot().embedder is None:
@@ -264,110 +247,51 @@ class KG:
         self._model_engines[embedder.name] = engine
         return engine
 
+    # -- embedding: ``kg.embedding`` (kgos.kg.vectors); these names call it -------------------------------
+    @property
+    def embedding(self) -> Embedding:
+        """Embedding the nodes, models side by side, the query adapter and name vectors."""
+        if self._embedding is None:
+            self._embedding = Embedding(self)
+        return self._embedding
+
     def embed_side(self, model: str, batch_size: int = 64, progress: Callable[[int], None] | None = None,
                    total: Callable[[int], None] | None = None) -> EmbedReport:
-        """Embed the nodes (those whose text changed) with ``model`` beside the search model's vectors:
-        search keeps its model, and ``search(..., model=model)`` uses these. Nodes written later get
-        vectors of the search model only; rerun this to refresh the side model."""
-        embedder = get_embedder(model)
-        if _model_name(self._setting("embedder")) in (None, embedder.name):
-            return self.embed(model, batch_size, progress, total)  # no search model yet, or this one
-        return embed_store(self.store, embedder, self.workspace.cache_dir, batch_size, progress, total)
+        return self.embedding.embed_side(model, batch_size, progress, total)
 
     def embedding_models(self) -> dict[str, int]:
-        """The models with vectors stored in this KG (its own table) and how many nodes each covers."""
-        return vector_models(self.store)
+        return self.embedding.embedding_models()
 
-    def embed(self, model: str | None = None, batch_size: int = 64,
-              progress: Callable[[int], None] | None = None,
+    def embed(self, model: str | None = None, batch_size: int = 64, progress: Callable[[int], None] | None = None,
               total: Callable[[int], None] | None = None) -> EmbedReport:
-        """Embed the nodes whose text changed since the last run, then search with that model.
-
-        ``model`` defaults to the one a fill-in is heading for (see :meth:`embed_fast`), else
-        ``default``. Resumable: vectors are committed 1,024-4,096 nodes at a time and a rerun embeds
-        only what is missing or changed, so an interrupted run continues where it stopped. Search keeps
-        the previous vectors until this model covers every node, then switches whole (one model's vectors
-        per scan); a fast tier it replaces is dropped. ``total`` learns how many nodes will be embedded,
-        before the first ``progress`` increment."""
-        target, previous = self._setting("embed_target"), self._setting("embedder")
-        embedder = get_embedder(model or target or "default")
-        cache = self.workspace.cache_dir
-        in_use = previous is not None and _model_name(previous) == embedder.name  # else: a silent fill-in
-        report = embed_store(self.store, embedder, cache, batch_size, progress, total, bump=in_use)
-        caught_up = embed_store(self.store, embedder, cache, batch_size, bump=in_use)  # nodes written meanwhile
-        report = replace(report, embedded=report.embedded + caught_up.embedded, removed=report.removed + caught_up.removed)
-        self._set_settings(embedder=embedder.spec, embed_target="")
-        stood_in = _model_name(previous) if target and previous and previous != embedder.spec else None
-        if stood_in:  # the fast tier stood in for this model
-            drop_vectors(self.store, stood_in, cache)
-        self.engine.use_embedder(embedder.spec)
-        return report
+        return self.embedding.embed(model, batch_size, progress, total)
 
     def embed_fast(self, model: str | None = None, batch_size: int = 1024,
                    progress: Callable[[int], None] | None = None,
                    total: Callable[[int], None] | None = None) -> EmbedReport:
-        """Make the KG searchable by meaning at once: embed it with the fast tier (a static model
-        distilled from the default one: seconds for 40K nodes), search with that, and remember ``model``
-        (default ``default``) as the target :meth:`embed` fills in behind it. A cheap ``model`` (hash,
-        static) is embedded directly instead."""
-        target = resolve_spec(model or "default")
-        fast = fast_spec(target)
-        if fast is None:
-            return self.embed(target, batch_size, progress, total)
-        in_use = self._setting("embedder") == fast  # else readers see these vectors at the switch below
-        report = embed_store(self.store, get_embedder(fast), self.workspace.cache_dir, batch_size, progress, total,
-                             bump=in_use)
-        self._set_settings(embedder=fast, embed_target=target)
-        self.engine.use_embedder(fast)
-        return report
+        return self.embedding.embed_fast(model, batch_size, progress, total)
 
     def embed_status(self) -> EmbedStatus:
-        """Which vectors search uses and how far a fill-in has come."""
-        spec, target = self._setting("embedder"), self._setting("embed_target")
-        done = vector_count(self.store, get_embedder(target).name, self.workspace.cache_dir) if target else 0
-        return EmbedStatus(self.db_id, spec, target, self.store.node_count(), done)
+        return self.embedding.embed_status()
 
-    # -- adapting search to this KG (issue 13, levers 1 and 3; docs/embedders.md) --------------------
     def adapt(self, curriculum: str = "names",
               progress: Callable[[str, int, int], None] | None = None) -> AdapterReport:
-        """Fit the query adapter of the search model on this KG, no labels (``names``: names and aliases
-        as pseudo-queries; ``names+sentences`` adds a description sentence per node); stored, and used by
-        every later search, only if it beats the model alone on held-out pairs. ``AdapterNeedsData``
-        (nothing changed) for a KG that cannot teach one. ``progress(phase, done, total)`` is called per
-        embedding batch and per epoch; an exception it raises stops the fit with nothing stored.
-        E.g. ``kg.adapt().val_mrr_after`` -> 0.769."""
-        from ..embed.adapter import adapt_kg, curriculum_config
-        config = curriculum_config(curriculum)
-        self.store.require_writable()
-        return adapt_kg(self.store, self.workspace.cache_dir, config, progress)
+        return self.embedding.adapt(curriculum, progress)
 
     def drop_adapter(self) -> bool:
-        """Remove the search model's query adapter (search uses the model's own query vectors again);
-        False when there was none. E.g. ``kg.drop_adapter()`` -> True."""
-        from ..embed.adapter import drop_kg_adapter
-        self.store.require_writable()
-        return drop_kg_adapter(self.store)
+        return self.embedding.drop_adapter()
 
     def adapter_status(self) -> AdapterStatus:
-        """Whether the search model has a query adapter stored, with its curriculum, training pairs and
-        held-out MRR. E.g. ``kg.adapter_status().present`` -> False."""
-        from ..embed.adapter import adapter_status
-        return adapter_status(self.store, _model_name(self._setting("embedder")))
+        return self.embedding.adapter_status()
 
     def embed_names(self, batch_size: int = 64, progress: Callable[[int], None] | None = None) -> int:
-        """Keep a vector of each node's name and first aliases beside its full-text vector from now on
-        (search scores both); returns how many nodes were embedded. E.g. ``kg.embed_names()`` -> 45."""
-        self.store.require_writable()
-        return enable_kg_names(self.store, self.workspace.cache_dir, batch_size, progress)
+        return self.embedding.embed_names(batch_size, progress)
 
     def drop_names(self) -> bool:
-        """Stop keeping name vectors and remove them; False when the KG kept none."""
-        self.store.require_writable()
-        return disable_kg_names(self.store, self.workspace.cache_dir)
+        return self.embedding.drop_names()
 
     def names_status(self) -> NamesStatus:
-        """Whether name vectors of the search model are kept and how many nodes have one."""
-        return names_status(self.store, _model_name(self._setting("embedder")), self.workspace.cache_dir)
+        return self.embedding.names_status()
 
     def _setting(self, key: str) -> str | None:
         """A per-KG embedding setting: in the KG's own metadata, or the workspace's for attached KGs."""
