@@ -46,3 +46,13 @@ def test_embedding_is_a_sub_object_the_kg_names_call(tmp_path) -> None:
     report = kg.embed("hash:16")
     assert report.embedded == 1 and kg.embedding.embed_status().search_model == "hash:16"
     assert kg.embedding_models() == kg.embedding.embedding_models() == {"hash-16": 1}
+
+
+def test_dimensions_is_a_sub_object_that_still_reads_a_node_when_called(tmp_path) -> None:
+    from kgos.kg.dimensions import Dimensions
+    kg = kgos.Workspace(tmp_path / "home").create("d")
+    node = kg.add_node("Batch API", type="feature")
+    assert isinstance(kg.dimensions, Dimensions)
+    kg.dimensions.set(node.id, {"pricing_tier": 0.2})
+    assert kg.dimensions(node.id) == kg.dimensions.of("Batch API")
+    assert [m.node.id for m in kg.dimensions.filter({"pricing_tier": {"max": 0.3}}).results] == [node.id]

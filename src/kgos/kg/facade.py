@@ -20,7 +20,7 @@ from ..embed.nodes import (
     NamesStatus,
 )
 from ..errors import InvalidArgument, KGOSError
-from ..methods import autodims, dimensions
+from ..methods.dimensions import prefilter
 from ..methods.nodesql import nodes_page
 from ..methods.orchestrator import RetrievalConfig
 from ..methods.results import (
@@ -57,6 +57,7 @@ from ..store.proposals import ProposalQueue, open_proposal_store
 from ..store.stats import KGStats, kg_stats
 from ..store.validation import ValidationReport, validate
 from .analytics import Analytics
+from .dimensions import Dimensions
 from .queries import QueryMethods
 from .vectors import Embedding, model_name
 
@@ -88,6 +89,7 @@ class KG:
         self._proposals: ProposalQueue | None = None
         self._methods: QueryMethods | None = None
         self._embedding: Embedding | None = None
+        self._dimensions: Dimensions | None = None
         self._analytics: Analytics | None = None
         self._model_engines: dict[str, SearchEngine] = {}  # other models' vectors: search(..., model=...)
 
@@ -228,9 +230,9 @@ class KG:
         nodes meeting all of them are scored. ``model``: search with the vectors of this embedder spec
         (stored beside the search model's by :meth:`embed_side`) instead of the KG's search model.
         """
-        prefilter = dimensions.prefilter(self.store, filters) if filters else None
+        mask = prefilter(self.store, filters) if filters else None
         result: SearchResult = self._search_engine(model).search(query, k=k, weights=weights, intent=intent,
-                                                                 mode=mode, prefilter=prefilter)
+                                                                 mode=mode, prefilter=mask)
         return result
 
     def _search_engine(self, model: str | None) -> SearchEngine:
@@ -390,15 +392,16 @@ class KG:
     def keyword_match(self, query: str, limit: int = 20) -> KeywordMatchResult:
         return self.methods.keyword_match(query, limit)
 
-    # -- semantic dimensions ----------------------------------------------------------------------------
-    def dimensions(self, node: str) -> NodeDimensions:
-        """A node's dimension values (catalog and custom), each marked when it was inferred."""
-        return dimensions.node_dimensions(self.node(self._ref(node).id))
+    # -- semantic dimensions: ``kg.dimensions`` (kgos.kg.dimensions); calling it reads one node's ------------
+    @property
+    def dimensions(self) -> Dimensions:
+        """Read (``kg.dimensions(node)``), set, infer and filter the 56 semantic dimensions."""
+        if self._dimensions is None:
+            self._dimensions = Dimensions(self)
+        return self._dimensions
 
     def set_dimensions(self, node: str, values: Mapping[str, Any], custom: bool = False) -> NodeDimensions:
-        """Set dimension values (0..1); names outside the catalog need ``custom=True``."""
-        return dimensions.set_dimensions(self, self._ref(node).id, values, custom)
+        return self.dimensions.set(node, values, custom)
 
     def infer_dimensions(self, dims: Iterable[str] | None = None, dry_run: bool = False) -> AutoDimensionsReport:
-        """The roadmap's automatic extraction; never overwrites a value a person set."""
-        return autodims.infer(self, dims, dry_run)
+        return self.dimensions.infer(dims, dry_run)
