@@ -362,10 +362,11 @@ def method_route(method: Method) -> Callable[..., Any]:
     def endpoint(db_id: str, body: Any, rt: Runtime) -> Any:
         return on_kg(rt, db_id, lambda kg: method.run(kg, body).to_dict())
     # FastAPI reads the signature: the body type is the method's, known only here
-    endpoint.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+    signature = inspect.Signature([
         inspect.Parameter("db_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=DbId),
         inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=method.params),
         inspect.Parameter("rt", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Rt)])
+    setattr(endpoint, "__signature__", signature)  # noqa: B010  (functions have no declared __signature__)
     endpoint.__name__ = endpoint.__qualname__ = method.name
     endpoint.__doc__ = method.summary
     return endpoint

@@ -113,7 +113,8 @@ def method_tool(tools: Tools, method: Method) -> Callable[..., Any]:
         return tools._locked(kg, lambda g: method.run(g, params))
     parameters = [inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, annotation=KgId)]
     parameters += [_parameter(name, info) for name, info in method.params.model_fields.items()]
-    tool.__signature__ = inspect.Signature(parameters, return_annotation=derived(method.result))  # type: ignore[attr-defined]
+    signature = inspect.Signature(parameters, return_annotation=derived(method.result))
+    setattr(tool, "__signature__", signature)  # noqa: B010  (functions have no declared __signature__)
     tool.__name__ = method.name
     tool.__doc__ = method.summary
     return tool

@@ -18,7 +18,7 @@ import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 import click
 from pydantic import BaseModel
@@ -376,10 +376,10 @@ def _register() -> None:
     """A command per catalogue method, under its group (``dims filter``) or the top level."""
     for method in METHODS:
         *groups, _ = method.cli
-        parent: click.Group = cli
+        parent: click.Command = cli
         for name in groups:
-            parent = parent.commands[name]  # type: ignore[assignment]
-        parent.add_command(method_command(method, VIEWS[method.name]))
+            parent = cast(click.Group, parent).commands[name]
+        cast(click.Group, parent).add_command(method_command(method, VIEWS[method.name]))
 
 
 _register()
