@@ -21,6 +21,8 @@ CASES = {
     "python -c pass (floor)": [sys.executable, "-c", "pass"],
     "kgos --help": [sys.executable, "-m", "kgos", "--help"],
     "kgos --version": [sys.executable, "-m", "kgos", "--version"],
+    "kgos kg --help": [sys.executable, "-m", "kgos", "kg", "--help"],
+    "kgos search --help": [sys.executable, "-m", "kgos", "search", "--help"],
     "kgos --help, every command module imported (before)": [sys.executable, "-c", EAGER],
 }
 

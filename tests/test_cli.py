@@ -70,6 +70,19 @@ def test_help_and_version_load_no_heavy_module(args: list[str]) -> None:
     assert "want-to" in done.stdout or "version" in done.stdout
 
 
+HEAVY = ("numpy", "scipy", "kgos.kg", "kgos.methods", "kgos.store", "kgos.retrieval.hybrid")
+
+
+@pytest.mark.parametrize("command", ["kg", "search", "demo", "expert", "memory", "mcp", "serve", "predict"])
+def test_a_commands_help_loads_no_query_stack(command: str) -> None:
+    """``kgos COMMAND --help`` imports the command's module only, not numpy or the KG layers below it."""
+    code = ("import sys; from kgos.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, command, "--help"], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert "Usage:" in done.stdout and done.stdout.rsplit("LOADED", 1)[1].strip() == "[]"
+
+
 def test_version_is_the_package_version() -> None:
     from importlib.metadata import version
     assert CliRunner().invoke(cli, ["--version"]).output.strip() == f"kgos, version {version('kgos')}"

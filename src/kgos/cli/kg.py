@@ -9,7 +9,6 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from ..kg.embedding import embed_after_import
 from . import cli, out, output_options, workspace
 from .output import table
 
@@ -69,6 +68,7 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
     kg = workspace(ctx).kg(db_id)
     if not no_embed:
         _build_fast_tier(o, embedder)
+    from ..kg.embedding import embed_after_import  # the facade and search stack: not for `kgos kg --help`
     done = embed_after_import(kg, embedder, enabled=not no_embed)
     if done.error is not None:  # the import stands; search runs on text and graph until `kgos embed`
         o.note(f"Imported, but not embedded ({done.error}); search uses text and graph until `kgos embed {db_id}`.")

@@ -20,9 +20,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..index.text import spec_stem
-
-INTENTS = ("exact_match", "capability_check", "debugging", "workflow", "comparison", "goal_based",
-           "exploratory", "semantic")
+from .vocabulary import INTENTS
 
 # Cascade order of spec/001 1.3: first match wins, "ordered by specificity". The exact_match
 # patterns are about the query's shape (CamelCase, snake-or-kebab, file.ext), so they are matched
