@@ -43,6 +43,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 import kgos
 import kgos.linkpred as lp
 from kgos.errors import InvalidArgument
+from kgos.linkpred import link_predictor
 from kgos.index.nearest import single_thread_blas
 from kgos.linkpred.calibration import calibrate
 from kgos.linkpred.ensemble import Ensemble
@@ -122,7 +123,7 @@ def go_rows(test_edges: int, nodes: int) -> dict[str, Any]:
         out["train"] = _go_train(kg)
         out["discover"] = _go_discover(kg, nodes)
         out["holdout"] = _go_holdout(kg, test_edges) if test_edges else []
-        out["calibration"] = [{"dataset": "go", **kg.predict.calibration(p).to_dict()} for p in CALIBRATED_GO]
+        out["calibration"] = [{"dataset": "go", **link_predictor(kg).calibration(p).to_dict()} for p in CALIBRATED_GO]
         ws.close()
     return out
 
@@ -131,22 +132,22 @@ def _go_train(kg: Any) -> dict[str, float]:
     times = {}
     for name in (*lp.ensemble.LIGHT_MEMBERS, "ensemble"):
         t0 = time.perf_counter()
-        kg.predict.model(name)
+        link_predictor(kg).model(name)
         times[name] = round(time.perf_counter() - t0, 2)
     return times
 
 
 def _go_discover(kg: Any, count: int) -> dict[str, Any]:
-    g = kg.predict.graph()
+    g = link_predictor(kg).graph()
     rows = np.random.default_rng(0).choice(g.n_entities, count, replace=False)
     ids = [g.triples.entities[i] for i in rows.tolist()]
     v = g.vectors
     anchor = _timed(lambda i: _scan(v, v[i]), rows.tolist())
     out: dict[str, Any] = {"nodes": count, "anchor_cosine_scan_ms": anchor}
     for name in (*lp.ensemble.LIGHT_MEMBERS, "ensemble"):
-        kg.predict.discover(ids[0], predictor=name, explain=False)  # warm
-        out[name] = _timed(lambda n, p=name: kg.predict.discover(n, predictor=p, explain=False), ids)
-    out["ensemble_with_evidence"] = _timed(lambda n: kg.predict.discover(n, explain=True), ids)
+        link_predictor(kg).discover(ids[0], predictor=name, explain=False)  # warm
+        out[name] = _timed(lambda n, p=name: link_predictor(kg).discover(n, predictor=p, explain=False), ids)
+    out["ensemble_with_evidence"] = _timed(lambda n: link_predictor(kg).discover(n, explain=True), ids)
     return out
 
 
@@ -169,7 +170,7 @@ def _go_holdout(kg: Any, test_edges: int) -> list[dict[str, Any]]:
     rows = []
     for name in (*lp.ensemble.LIGHT_MEMBERS, "ensemble"):
         t0 = time.perf_counter()
-        r = kg.predict.evaluate(name, holdout=0.05, seed=0, max_test=test_edges)
+        r = link_predictor(kg).evaluate(name, holdout=0.05, seed=0, max_test=test_edges)
         rows.append({"predictor": name, "mrr": r.mrr, "hits@1": r.hits_at_1, "hits@3": r.hits_at_3,
                      "hits@10": r.hits_at_10, "n": r.n, "seconds": round(time.perf_counter() - t0, 1)})
     return rows

@@ -98,7 +98,7 @@ def kg(tmp_path_factory):
 
 
 def test_gaps_report(kg):
-    r = kg.gaps()
+    r = kg.analytics.gaps()
     assert [n.id for n in r.orphans] == ["concept:orphan"] and r.orphan_count == 1
     assert r.components == 3
     assert [[n.id for n in c] for c in r.small_components] == [["concept:x", "concept:y"]]
@@ -108,8 +108,8 @@ def test_gaps_report(kg):
 
 
 def test_kg_level_analytics(kg):
-    top = kg.centrality("degree", k=1).results[0]
+    top = kg.analytics.centrality("degree", k=1).results[0]
     assert (top.node.id, top.degree) == ("feature:hub", 2)
-    assert {x.node.id for x in kg.bottlenecks().results} == {"feature:hub", "feature:a", "feature:b", "limitation:l1"}
-    assert kg.communities().count >= 3
-    assert kg.centrality("combined", k=2).method == "exact"
+    assert {x.node.id for x in kg.analytics.bottlenecks().results} == {"feature:hub", "feature:a", "feature:b", "limitation:l1"}
+    assert kg.analytics.communities().count >= 3
+    assert kg.analytics.centrality("combined", k=2).method == "exact"

@@ -42,9 +42,9 @@ CALLS: list[tuple[str, dict[str, Any] | None, Any]] = [
      lambda kg: kg.dimension_filter({"batch_suitability": {"min": 0.5}})),
     ("/kg/demo/dims/infer", {"dry_run": True}, lambda kg: kg.infer_dimensions(dry_run=True)),
     (f"/kg/demo/nodes/{NODE}/dims", None, lambda kg: kg.dimensions(NODE)),
-    ("/kg/demo/analyze/centrality", None, lambda kg: kg.centrality()),
-    ("/kg/demo/analyze/communities", None, lambda kg: kg.communities()),
-    ("/kg/demo/analyze/gaps", None, lambda kg: kg.gaps()),
+    ("/kg/demo/analyze/centrality", None, lambda kg: kg.analytics.centrality()),
+    ("/kg/demo/analyze/communities", None, lambda kg: kg.analytics.communities()),
+    ("/kg/demo/analyze/gaps", None, lambda kg: kg.analytics.gaps()),
     ("/kg/demo/validate", None, lambda kg: kg.validate()),
 ]
 

@@ -11,7 +11,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import write_nodelink
 
-from kgos.cli import cli
+from kgos.cli import COMMANDS, cli, load_all
+
+load_all()  # the commands load lazily; walking them needs every one
 
 
 def all_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -43,6 +45,47 @@ def test_every_command_has_help(path):
         cmd = cmd.commands[name]
     assert cmd.help and len(cmd.help.strip()) > 10, f"{' '.join(path)} has no help text"
     assert "Usage:" in result.output
+
+
+def test_the_help_list_shows_each_command_its_own_help() -> None:
+    assert set(COMMANDS) == set(cli.commands)
+    for name, (_, line) in COMMANDS.items():
+        for limit in (45, 300):
+            assert click.Command(name, help=line).get_short_help_str(limit) == \
+                cli.commands[name].get_short_help_str(limit), name
+
+
+LIGHT = ("numpy", "scipy", "pydantic", "rich", "kgos.kg", "kgos.methods", "kgos.store")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_help_and_version_load_no_heavy_module(args: list[str]) -> None:
+    """``kgos --help`` starts in a fraction of a second because it imports no command module, no
+    numpy, scipy, pydantic or rich (benchmarks/cli_start.py measures the time)."""
+    code = ("import sys; from kgos.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {LIGHT!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60, check=True)
+    assert "Usage:" in done.stdout or "version" in done.stdout
+    assert done.stdout.rsplit("LOADED", 1)[1].strip() == "[]"
+    assert "want-to" in done.stdout or "version" in done.stdout
+
+
+HEAVY = ("numpy", "scipy", "kgos.kg", "kgos.methods", "kgos.store", "kgos.retrieval.hybrid")
+
+
+@pytest.mark.parametrize("command", ["kg", "search", "demo", "expert", "memory", "mcp", "serve", "predict"])
+def test_a_commands_help_loads_no_query_stack(command: str) -> None:
+    """``kgos COMMAND --help`` imports the command's module only, not numpy or the KG layers below it."""
+    code = ("import sys; from kgos.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, command, "--help"], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert "Usage:" in done.stdout and done.stdout.rsplit("LOADED", 1)[1].strip() == "[]"
+
+
+def test_version_is_the_package_version() -> None:
+    from importlib.metadata import version
+    assert CliRunner().invoke(cli, ["--version"]).output.strip() == f"kgos, version {version('kgos')}"
 
 
 def test_kg_lifecycle_with_json_output(run, tmp_path, tiny_graph):

@@ -53,6 +53,25 @@ def test_import_embeds_by_default_fast_tier_then_default_model(tmp_path, tiers):
     assert hits.results[0].node.name.startswith("tar archive") and not hits.warnings
 
 
+def test_an_import_that_must_build_the_fast_tier_first_shows_its_progress(tmp_path, tiers, monkeypatch):
+    """The once-per-home distillation runs before the first import's embedding, with a meter and ETA
+    (lines on stderr without a terminal), not silently inside it."""
+    import kgos.kg.embedding as tiers_module
+    built: list[int] = []
+
+    def build(progress):
+        for done in (40, 80, 100):
+            progress(done, 100)
+        built.append(1)
+        return "fast"
+    monkeypatch.setattr(tiers_module, "fast_tier_unbuilt", lambda model="default": not built)
+    monkeypatch.setattr(tiers_module, "build_fast_tier", build)
+    first = _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)), "--plain")
+    assert "Building the fast embedding tier" in first.stderr and "fast tier: 100/100 tokens (100%)" in first.stderr
+    again = _cli(tmp_path / "home", "kg", "import", "u", str(_graph(tmp_path)), "--plain")
+    assert built == [1] and "Building the fast embedding tier" not in again.stderr
+
+
 def test_no_embed_skips_embedding(tmp_path, tiers):
     _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)), "--no-embed")
     kg = kgos.Workspace(tmp_path / "home").kg("t")
@@ -94,15 +113,15 @@ def test_an_interrupted_fill_in_keeps_its_work_and_resumes_where_it_stopped(ws, 
     kg.embed_fast()
     monkeypatch.setattr(embed_nodes, "FILL_CHUNK", 10)
     stopper = _Interrupting(get_embedder("hash:64"), calls=3)
-    from kgos.kg import facade
-    monkeypatch.setattr(facade, "get_embedder", lambda spec: stopper if spec == "hash:64" else get_embedder(spec))
+    from kgos.kg import vectors  # kg.embedding's module, where kg.embed runs
+    monkeypatch.setattr(vectors, "get_embedder", lambda spec: stopper if spec == "hash:64" else get_embedder(spec))
     with pytest.raises(KeyboardInterrupt):
         kg.embed()
     status = kg.embed_status()
     assert (status.search_model, status.target, status.target_vectors) == ("hash:32", "hash:64", 20)
     snap = kg.engine.snapshot()  # search goes on with the fast tier: one model, every row
     assert snap.embedder == fast and snap.vectors.shape == (50, 32) and snap.vectorless.size == 0
-    monkeypatch.setattr(facade, "get_embedder", get_embedder)
+    monkeypatch.setattr(vectors, "get_embedder", get_embedder)
     report = kg.embed()  # resumed: only the 30 nodes the interrupted run did not commit
     assert (report.model, report.embedded, report.unchanged) == (target, 30, 20)
     assert models(kg.store) == {target: 50} and kg.engine.snapshot().vectors.shape == (50, 64)

@@ -169,10 +169,11 @@ def test_a_call_to_a_nested_function_resolves_to_it(ws: kgos.Workspace, tmp_path
 
 
 def test_workspace_ingest(ws: kgos.Workspace, tree: Path) -> None:
-    report = ws.ingest("via_ws", [tree / "shop"], tiers=(1,), embed=False, dimensions=False)
+    from kgos.ingest import ingest_into
+    report = ingest_into(ws, "via_ws", [tree / "shop"], tiers=(1,), embed=False, dimensions=False)
     assert report.files == {"python": 5} and ws.kg("via_ws").node("py:shop.orders.Order").type == "class"
     with pytest.raises(InvalidArgument, match="unknown ingest option"):
-        ws.ingest("via_ws", [tree / "shop"], colour="blue")
+        ingest_into(ws, "via_ws", [tree / "shop"], colour="blue")
 
 
 def test_watch_reingests_when_a_file_changes(ws: kgos.Workspace, tree: Path) -> None:

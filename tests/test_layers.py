@@ -1,4 +1,5 @@
-"""Layer order of DESIGN.md section 3: a lower layer never imports a higher one.
+"""Layer order of DESIGN.md section 3, as the README's "Layer order" table states it: a lower layer
+never imports a higher one. The table is read from the README, so the docs and this test cannot drift.
 
 Every module under ``src/kgos`` is parsed with ``ast``; every import counts, also the lazy ones inside
 functions and those under ``TYPE_CHECKING`` (a type-only import of a higher layer is still a cycle in
@@ -8,24 +9,30 @@ the design, and the next refactor turns it into a real one).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "kgos"
 
-# Rank of each top-level part of the package; equal ranks may import each other.
-LAYERS: dict[str, int] = {
-    "errors": 0, "model": 0,  # shared vocabulary of every layer
-    "store": 1, "index": 2, "embed": 3, "retrieval": 4, "methods": 5, "kg": 6,
-    "linkpred": 7, "memory": 7, "llm": 7,
-    "experts": 8,
-    "pipeline": 9, "ingest": 9, "research": 9,
-    "data": 9,  # the demo loader: imports KGs and creates experts
-    "eval": 10,
-    "api": 11, "cli": 11, "__main__": 11,
-    "": 6,  # ``kgos/__init__``: the public API re-exports the kg layer and what it composes
-}
+README = SRC.parents[1] / "README.md"
+ROW = re.compile(r"^\| (\d+) \| (.+) \|$")
+
+
+def documented_layers(text: str) -> dict[str, int]:
+    """Rank of each top-level part of the package from the README's "Layer order" table; equal ranks
+    may import each other. ``kgos`` stands for the package's ``__init__`` (the part named "")."""
+    section = text.split("**Layer order.**", 1)[1].split("\n\n## ", 1)[0]
+    ranks: dict[str, int] = {}
+    for line in section.splitlines():
+        if m := ROW.match(line.strip()):
+            for part in re.findall(r"`([\w]+)`", m.group(2)):
+                ranks["" if part == "kgos" else part] = int(m.group(1))
+    return ranks
+
+
+LAYERS: dict[str, int] = documented_layers(README.read_text(encoding="utf-8"))
 
 # (importing module, imported module) pairs allowed against the order, each with its reason.
 ALLOWED: set[tuple[str, str]] = set()
@@ -82,21 +89,29 @@ def violations() -> list[str]:
         for target in sorted(imports_of(path)):
             lo, hi = layer(here), layer(target)
             if lo not in LAYERS or hi not in LAYERS:
-                out.append(f"{here} -> {target}: layer not in the table of tests/test_layers.py")
+                out.append(f"{here} -> {target}: layer not in the README's layer order")
             elif LAYERS[hi] > LAYERS[lo] and (here, target) not in ALLOWED:
                 out.append(f"{here} ({lo or 'kgos'}) imports {target} ({hi or 'kgos'}), a higher layer")
     return out
 
 
+def test_the_readme_table_gives_every_layer_of_design_md_a_rank() -> None:
+    design = ["store", "index", "embed", "retrieval", "methods", "kg", "linkpred", "memory", "llm", "experts",
+              "pipeline", "ingest", "research", "eval"]  # DESIGN.md section 3, top to bottom
+    assert set(design) <= set(LAYERS)
+    assert all(LAYERS[a] <= LAYERS[b] for a, b in zip(design, design[1:], strict=False)), "same direction"
+    assert documented_layers("**Layer order.**\n\n| 3 | `a`, `b` (why) |\n| 4 | `kgos` |\n") == {"a": 3, "b": 3, "": 4}
+
+
 def test_no_module_imports_a_higher_layer() -> None:
     found = violations()
-    assert not found, "imports against the layer order of DESIGN.md section 3:\n" + "\n".join(found)
+    assert not found, "imports against the README's layer order:\n" + "\n".join(found)
 
 
 def test_every_top_level_part_has_a_layer() -> None:
     parts = {p.stem if p.is_file() else p.name for p in SRC.iterdir()
              if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
-    assert parts <= set(LAYERS), f"give these a layer in tests/test_layers.py: {sorted(parts - set(LAYERS))}"
+    assert parts <= set(LAYERS), f"give these a rank in the README's layer order: {sorted(parts - set(LAYERS))}"
 
 
 @pytest.mark.parametrize(("source", "target", "bad"), [

@@ -1,5 +1,5 @@
 """Link prediction: each predictor on small graphs with known answers, the filtered ranking protocol
-against a brute-force reference, and kg.predict on real (tiny) KGs with its bad inputs."""
+against a brute-force reference, and ``link_predictor(kg)`` on real (tiny) KGs with its bad inputs."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 import kgos
 import kgos.linkpred as lp
+from kgos.linkpred import link_predictor
 from kgos.errors import InvalidArgument, NotTrained
 from kgos.linkpred.protocol import KnownEdges, filtered_ranks, metrics
 from kgos.linkpred.triples import LinkGraph, Triples, read_split
@@ -168,7 +169,7 @@ def test_unknown_predictor_and_bad_parameters() -> None:
     assert {"adamic_adar", "complex", "ensemble", "metapath", "seed", "text"} <= set(lp.predictors())
 
 
-# -- kg.predict on a KG ------------------------------------------------------------------------------------
+# -- link_predictor(kg) on a KG ----------------------------------------------------------------------------
 def family_kg(ws: kgos.Workspace) -> kgos.KG:
     """The family triples as a native KG 'fam' of person nodes."""
     kg = ws.create("fam")
@@ -193,52 +194,60 @@ FAST = {"predictor": "ensemble", "members": ["metapath", "adamic_adar"], "params
 
 
 def test_discover_filters_existing_self_types_and_rejections(fam: kgos.KG) -> None:
-    res = fam.predict.tails("g0", "grandparent", k=5, **FAST)
+    res = link_predictor(fam).tails("g0", "grandparent", k=5, **FAST)
     got = [(p.source, p.target, p.type) for p in res.predictions]
     assert got[0] == ("g0", "c0b", "grandparent")
     assert ("g0", "c0a", "grandparent") not in got and all(p.target not in ("g0", "oak") for p in res.predictions)
     top = res.predictions[0]
     assert top.evidence["rules"][0]["path"] == ["parent", "parent"] and set(top.scores) <= {"metapath", "adamic_adar"}
-    pid = fam.predict.stage([top], "ensemble").added[0]
+    pid = link_predictor(fam).stage([top], "ensemble").added[0]
     fam.proposals.reject(pid)
-    again = fam.predict.tails("g0", "grandparent", k=5, **FAST)
+    again = link_predictor(fam).tails("g0", "grandparent", k=5, **FAST)
     assert ("g0", "c0b", "grandparent") not in [(p.source, p.target, p.type) for p in again.predictions]
-    heads = fam.predict.heads("c0b", "grandparent", k=3, **FAST)
+    heads = link_predictor(fam).heads("c0b", "grandparent", k=3, **FAST)
     assert all(p.target == "c0b" for p in heads.predictions)
-    d = fam.predict.discover("p1", k=4, **FAST)
+    d = link_predictor(fam).discover("p1", k=4, **FAST)
     assert d.predictions and all("p1" in (p.source, p.target) for p in d.predictions)
 
 
 def test_run_stages_the_best_predictions_for_review(fam: kgos.KG) -> None:
-    report = fam.predict.run(k=3, per_node=2, **FAST)
+    report = link_predictor(fam).run(k=3, per_node=2, **FAST)
     assert len(report.queued.added) == len(report.predictions) == 3 and report.nodes == fam.node_count()
     total, pending = fam.proposals.list()
     assert total == 3 and pending[0].origin == "ensemble" and pending[0].evidence["rank"] >= 1
     p = fam.proposals.accept(pending[0].id)
     edge = fam.store.get_edge(p.source, p.target, p.type)
     assert edge is not None and edge.properties["prediction_id"] == p.id
-    assert fam.predict.run(k=3, per_node=2, **FAST).queued.skipped_accepted == 0  # the accepted edge now exists
+    assert link_predictor(fam).run(k=3, per_node=2, **FAST).queued.skipped_accepted == 0  # the accepted edge now exists
+
+
+def test_a_run_reports_its_progress_node_by_node(fam: kgos.KG) -> None:
+    """What the CLI's bar and ETA are drawn from: the node count once, then one step per node."""
+    totals: list[int] = []
+    steps: list[int] = []
+    report = link_predictor(fam).run(k=3, per_node=2, queue=False, progress=steps.append, total=totals.append, **FAST)
+    assert totals == [report.nodes] and steps == [1] * report.nodes
 
 
 def test_a_run_asks_each_node_for_no_more_than_k(fam: kgos.KG) -> None:
     """A node can place at most k predictions in the overall top k, so per_node above k is cut to k."""
-    wide, narrow = (fam.predict.run(k=3, per_node=n, queue=False, **FAST) for n in (50, 3))
+    wide, narrow = (link_predictor(fam).run(k=3, per_node=n, queue=False, **FAST) for n in (50, 3))
     assert [(p.source, p.target, p.type, p.score) for p in wide.predictions] == \
         [(p.source, p.target, p.type, p.score) for p in narrow.predictions]
 
 
 def test_bad_input(fam: kgos.KG, ws: kgos.Workspace) -> None:
     with pytest.raises(InvalidArgument, match="unknown relation 'sibling'.*grandparent"):
-        fam.predict.tails("g0", "sibling", **FAST)
+        link_predictor(fam).tails("g0", "sibling", **FAST)
     with pytest.raises(kgos.NodeNotFound):
-        fam.predict.discover("nobody", **FAST)
+        link_predictor(fam).discover("nobody", **FAST)
     with pytest.raises(InvalidArgument):
-        fam.predict.discover("g0", k=0, **FAST)
-    assert fam.predict.discover("hermit", **FAST).predictions == ()  # no edges, no structural evidence
+        link_predictor(fam).discover("g0", k=0, **FAST)
+    assert link_predictor(fam).discover("hermit", **FAST).predictions == ()  # no edges, no structural evidence
     empty = ws.create("empty")
     empty.add_node("x", id="x")
     with pytest.raises(NotTrained, match="no edges"):
-        empty.predict.discover("x", **FAST)
+        link_predictor(empty).discover("x", **FAST)
     assert empty.node_count() == 1 and empty.proposals.counts()["pending"] == 0
 
 
@@ -248,26 +257,26 @@ def test_one_relation_kg(ws: kgos.Workspace) -> None:
         kg.add_node(f"n{i}", id=f"n{i}")
     for i in range(5):
         kg.add_edge(f"n{i}", f"n{i + 1}", "next")
-    res = kg.predict.discover("n0", k=2, predictor="adamic_adar")
+    res = link_predictor(kg).discover("n0", k=2, predictor="adamic_adar")
     assert [p.type for p in res.predictions] == ["next"] * len(res.predictions)
 
 
 def test_holdout_evaluation_leaves_the_kg_as_it_was(fam: kgos.KG, tmp_path: Path) -> None:
     version, edges = fam.store.version(), fam.edge_count()
-    m = fam.predict.evaluate("metapath", holdout=0.2, seed=3, max_length=2)
+    m = link_predictor(fam).evaluate("metapath", holdout=0.2, seed=3, max_length=2)
     assert m.n == 2 * round(edges * 0.2) and 0 < m.mrr <= 1 and m.predictor == "metapath"
     assert fam.store.version() == version and fam.edge_count() == edges
     with pytest.raises(InvalidArgument, match="too small"):
-        fam.predict.evaluate("metapath", holdout=0.001)
+        link_predictor(fam).evaluate("metapath", holdout=0.001)
     with pytest.raises(InvalidArgument, match="fraction"):
-        fam.predict.evaluate("metapath", holdout=1.5)
+        link_predictor(fam).evaluate("metapath", holdout=1.5)
     path = tmp_path / "test.jsonl"
     path.write_text(json.dumps({"source": "g1", "target": "c1a", "type": "grandparent"}) + "\n")
     with pytest.raises(InvalidArgument, match="are in the KG"):
-        fam.predict.evaluate("metapath", test=path)
+        link_predictor(fam).evaluate("metapath", test=path)
     fam.delete_edge("g2", "c2b", "grandparent")
     path.write_text(json.dumps({"source": "g2", "target": "c2b", "type": "grandparent"}) + "\n")
-    m = fam.predict.evaluate("metapath", test=path, max_length=2)
+    m = link_predictor(fam).evaluate("metapath", test=path, max_length=2)
     assert m.n == 2 and m.mrr > 0.5
 
 
@@ -275,9 +284,9 @@ def test_predicting_on_a_read_only_attached_kg(ws: kgos.Workspace, tmp_path: Pat
     from api_helpers import attach_readonly
     attach_readonly(ws, tmp_path)
     kg = ws.kg("mem")
-    report = kg.predict.run(k=5, predictor="adamic_adar")
+    report = link_predictor(kg).run(k=5, predictor="adamic_adar")
     assert report.nodes == 2 and kg.edge_count() == 1  # nothing supports a new edge; nothing was written
-    res = kg.predict.tails("a", "uses", k=3, predictor="adamic_adar")
+    res = link_predictor(kg).tails("a", "uses", k=3, predictor="adamic_adar")
     assert res.predictions == () and res.query["node"] == "a"
 
 

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from test_linkpred import FAST, family, family_kg
 
 import kgos
+from kgos.linkpred import link_predictor
 from kgos.cli import cli
 from kgos.llm.base import ChatProvider, Message
 
@@ -102,14 +103,14 @@ def test_llm_validation_stores_the_verdict_and_never_blocks(ws: kgos.Workspace) 
     b = q.propose_edge("g2", "c2a", "parent", origin="test", score=0.5).added[0]
     provider = Scripted(['{"valid": true, "confidence": 0.9, "reasoning": "g1 is a grandparent of c1a."}',
                          "I think so, yes."])
-    v = kg.predict.validate(a, provider)
+    v = link_predictor(kg).validate(a, provider)
     assert (v.valid, v.confidence, v.accepted) == (True, 0.7, False)  # (0.5 + 0.9) / 2, no policy: not accepted
     assert "g1" in provider.asked[0] and "p1" in provider.asked[0]  # the neighbourhoods were shown
     stored = q.get(a)
     assert stored.llm_verdict is True and stored.confidence == 0.7 and stored.status == "pending"
-    bad = kg.predict.validate(b, provider)
+    bad = link_predictor(kg).validate(b, provider)
     assert bad.valid is None and "JSON" in bad.error and q.get(b).llm_reasoning.startswith("validation failed")
-    auto = kg.predict.validate(b, Scripted(['{"valid": true, "confidence": 1.0, "reasoning": "ok"}']), auto_accept=0.7)
+    auto = link_predictor(kg).validate(b, Scripted(['{"valid": true, "confidence": 1.0, "reasoning": "ok"}']), auto_accept=0.7)
     assert auto.accepted and q.get(b).status == "accepted"
 
 
@@ -132,7 +133,7 @@ def test_cli(run_cli: Any, tmp_path: Path) -> None:
     r = run_cli("predict", "discover", "fam", "g0", "--relation", "grandparent", "--side", "out", "--json", *fast)
     assert json.loads(r.output)["predictions"][0]["target"] == "c0b"
     r = run_cli("predict", "run", "fam", "-k", "3", "--per-node", "2", "--plain", *fast)
-    assert len(r.output.strip().splitlines()) == 3
+    assert len(r.stdout.strip().splitlines()) == 3  # progress and ETA lines go to stderr
     listed = json.loads(run_cli("predict", "list", "fam", "--json").output)
     assert listed["total"] == 3
     run_cli("predict", "accept", "fam", "1", "--reviewer", "ana")

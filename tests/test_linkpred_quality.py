@@ -9,6 +9,7 @@ import pytest
 import kgos
 import kgos.linkpred
 from kgos.data import demo_file
+from kgos.linkpred import link_predictor
 from kgos.linkpred.calibration import platt, reliability
 from kgos.linkpred.relations import RelationModel, exclusive_relations
 from kgos.linkpred.results import Prediction
@@ -55,9 +56,9 @@ def test_relation_model_types_a_pair_and_its_direction() -> None:
 def test_a_relation_blind_run_proposes_each_pair_once_and_never_over_an_existing_edge(demo: kgos.KG) -> None:
     """The issue's example: adamic_adar staged retry_with_backoff -> reliability under six relations,
     although the pair already has contributes_to."""
-    report = demo.predict.run(k=30, predictor="adamic_adar")
-    t = demo.predict.graph().triples
-    ex = demo.predict.ranker().exclusive()
+    report = link_predictor(demo).run(k=30, predictor="adamic_adar")
+    t = link_predictor(demo).graph().triples
+    ex = link_predictor(demo).ranker().exclusive()
     pairs: dict[frozenset[str], list[int]] = {}
     for p in report.predictions:
         pairs.setdefault(frozenset((p.source, p.target)), []).append(t.relations.index(p.type))
@@ -78,9 +79,9 @@ def test_a_relation_blind_run_proposes_each_pair_once_and_never_over_an_existing
 
 def test_discovery_keeps_mutually_exclusive_relations_apart(demo: kgos.KG) -> None:
     """Relation-aware predictors rank one pair under several relations: only compatible ones survive."""
-    res = demo.predict.discover("technique:retry_with_backoff", k=20, predictor="metapath")
-    ex = demo.predict.ranker().exclusive()
-    rels = demo.predict.graph().triples.relations
+    res = link_predictor(demo).discover("technique:retry_with_backoff", k=20, predictor="metapath")
+    ex = link_predictor(demo).ranker().exclusive()
+    rels = link_predictor(demo).graph().triples.relations
     by_pair: dict[frozenset[str], list[str]] = {}
     for p in res.predictions:
         by_pair.setdefault(frozenset((p.source, p.target)), []).append(p.type)
@@ -105,15 +106,15 @@ def test_platt_recovers_a_known_logistic_and_reliability_measures_the_gap() -> N
 
 @pytest.mark.parametrize("name", ["adamic_adar", "metapath"])
 def test_calibration_on_withheld_demo_edges_is_within_five_points(demo: kgos.KG, name: str) -> None:
-    cal = demo.predict.calibration(name)
+    cal = link_predictor(demo).calibration(name)
     assert cal is not None and cal.withheld == 78 and cal.hits >= 10 and cal.candidates > 500
     assert cal.ece <= 0.05
     assert sum(b.count for b in cal.bins) == cal.candidates
-    assert demo.predict.calibration(name) is cal  # kept for the KG version
+    assert link_predictor(demo).calibration(name) is cal  # kept for the KG version
 
 
 def test_a_run_stages_calibrated_confidences(demo: kgos.KG) -> None:
-    report = demo.predict.run(k=10, predictor="adamic_adar")
+    report = link_predictor(demo).run(k=10, predictor="adamic_adar")
     assert report.calibration is not None and report.calibration["ece"] <= 0.05
     confidences = [p.confidence for p in report.predictions]
     assert all(c is not None and 0 < c < 1 for c in confidences)
@@ -151,7 +152,7 @@ def test_symmetric_relations_are_found_from_reverse_edges() -> None:
 
 
 def test_a_run_scores_priority_and_stages_in_value_order(demo: kgos.KG) -> None:
-    report = demo.predict.run(k=15, predictor="adamic_adar")
+    report = link_predictor(demo).run(k=15, predictor="adamic_adar")
     values = [p.confidence * p.scores["priority"] for p in report.predictions]
     assert values == sorted(values, reverse=True) and [p.rank for p in report.predictions] == list(range(1, 16))
     assert all(0.25 <= p.scores["priority"] <= 1 and 0 <= p.scores["novelty"] <= 1 for p in report.predictions)
@@ -170,21 +171,21 @@ def test_relation_prior_scores_are_the_relation_models_log_probabilities() -> No
 
 def test_the_relation_prior_types_adamic_adar_in_the_ensemble(demo: kgos.KG) -> None:
     """Filtered MRR on 10% of the demo's edges withheld: the blind predictor alone, then typed."""
-    blind = demo.predict.evaluate("ensemble", holdout=0.1, seed=0, members=["adamic_adar"])
-    typed = demo.predict.evaluate("ensemble", holdout=0.1, seed=0, members=["adamic_adar", "relation_prior"])
+    blind = link_predictor(demo).evaluate("ensemble", holdout=0.1, seed=0, members=["adamic_adar"])
+    typed = link_predictor(demo).evaluate("ensemble", holdout=0.1, seed=0, members=["adamic_adar", "relation_prior"])
     assert typed.mrr > 1.5 * blind.mrr  # measured with hash vectors: 0.14 -> 0.24
 
 
 def test_a_run_never_contradicts_a_proposal_already_pending(demo: kgos.KG) -> None:
-    first = demo.predict.run(k=10, predictor="adamic_adar", calibrated=False)
-    ex = demo.predict.ranker().exclusive()
-    rels = demo.predict.graph().triples.relations
+    first = link_predictor(demo).run(k=10, predictor="adamic_adar", calibrated=False)
+    ex = link_predictor(demo).ranker().exclusive()
+    rels = link_predictor(demo).graph().triples.relations
     # a second source stages, for the first run's best pair, a relation exclusive with the one proposed
     top = first.predictions[0]
     other = next(r for r in rels if ex[rels.index(top.type), rels.index(r)])
     demo.proposals.reject(first.queued.added[0])  # the first proposal is decided; the pair is free again
     demo.proposals.propose_edge(top.source, top.target, other, origin="manual", score=0.9)
-    second = demo.predict.run(k=30, predictor="adamic_adar", calibrated=False)
+    second = link_predictor(demo).run(k=30, predictor="adamic_adar", calibrated=False)
     pair = {top.source, top.target}
     assert all(not ex[rels.index(p.type), rels.index(other)] for p in second.predictions
                if {p.source, p.target} == pair)

@@ -32,8 +32,9 @@ from kgos.data import load_demo
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 READ_TOOLS = {"list_kgs", "search", "intent_search", "want_to", "can_it", "compose_for", "similar_to",
-              "impact_analysis", "trace_path", "explore_smart", "dimension_filter", "get_node", "neighbors",
-              "proposals", "memory_context", "ask_expert", "feedback", "memory_add", "job_status"}
+              "alternatives", "why_not", "impact_analysis", "trace_path", "explore_smart", "keyword_match",
+              "edge_type_boost", "dimension_filter", "get_node", "neighbors", "proposals", "memory_context",
+              "ask_expert", "feedback", "memory_add", "job_status"}
 WRITE_TOOLS = {"add_node", "add_edge", "proposal_accept", "proposal_reject", "ingest"}
 
 

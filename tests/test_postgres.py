@@ -17,6 +17,7 @@ from conftest import write_nodelink
 from postgres_cluster import PASSWORD, running_cluster
 
 import kgos
+from kgos.ingest import ingest_into
 from kgos.cli import cli
 from kgos.errors import (
     DatabaseUnavailable,
@@ -336,5 +337,5 @@ def test_ingest_into_a_postgres_workspace_is_refused_and_leaves_no_kg(ws, tmp_pa
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.py").write_text("def f():\n    return 1\n")
     with pytest.raises(kgos.errors.InvalidArgument, match="kgos kg copy"):
-        ws.ingest("code", [tmp_path / "src"], embed=False)
+        ingest_into(ws, "code", [tmp_path / "src"], embed=False)
     assert not ws.exists("code")

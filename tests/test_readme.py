@@ -1,7 +1,7 @@
 """The README stays true for a newcomer with a fresh clone.
 
 The fast tests check its shape: exactly two set-up commands on the first screen (install + demo +
-search on the embedded default; the test command CI runs), nothing that assumes an unpublished
+search on the embedded default; the ordinary test command, which CI runs first), nothing that assumes an unpublished
 package or files outside the clone, and links that resolve. The slow test runs its shell and Python
 examples in the order a reader meets them, offline, in a scratch folder with a temporary KGOS_HOME;
 only what cannot run there is left out, each for a stated reason.
@@ -62,13 +62,29 @@ def test_first_screen_gives_exactly_two_setup_commands():
     for step in ("-m venv", "pip install -e .", "kgos demo", "kgos search demo"):
         assert step in install, step
     assert "[" not in install.split("kgos demo")[0], "the first command installs no extras"
-    assert tests.endswith(".ci/run"), "the test command is exactly what CI runs"
+    assert tests.endswith("pip install -e '.[dev]' && python -m pytest"), "the ordinary test command"
+    assert "`.ci/run`" in first_screen(), "the full run is named"
 
 
-def test_ci_runs_the_fast_suite_then_the_slow_one():
+def test_ci_runs_the_readme_test_command_first_then_the_slow_one():
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    install = text.index("python -m pip install -q -e '.[dev]'\n")
     fast, slow = ci_commands()
-    assert fast == "python -m pytest"
+    assert fast == "python -m pytest" and install < text.index("\npython -m pytest\n")
     assert slow.startswith("python -m pytest -m slow") and "5" in slow  # exit code 5 = none collected
+
+
+# Commands that need an extra, and the extra the README must name where it shows them.
+EXTRAS = {"kgos mcp": "mcp", "KGOS_LLM_PROVIDER=local": "local"}
+
+
+@pytest.mark.parametrize("command", EXTRAS)
+def test_examples_that_need_an_extra_name_it(command):
+    """The paragraph around each command's first mention names ``pip install -e '.[EXTRA]'``."""
+    text = readme()
+    at = text.index(command)
+    paragraph = text[text.rfind("\n\n", 0, at):text.find("\n\n", at)]
+    assert f"'.[{EXTRAS[command]}]'" in paragraph, paragraph
 
 
 def test_first_screen_says_what_each_command_does():

@@ -11,6 +11,7 @@ the JSON body instead.
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import tempfile
 import zipfile
@@ -26,11 +27,13 @@ from starlette.background import BackgroundTask
 
 from ..errors import EdgeNotFound, ImportFailed, InvalidArgument
 from ..kg import KG, Workspace, check_db_id
+from ..kg.catalogue import EDGE_SIDE, METHODS, Direction, Method
 from ..kg.embedding import ImportEmbedding, embedding_work
 from . import models as m
 from .embedding import EmbedWorker, embed_worker
 from .errors import RESPONSES
 from .runtime import Runtime, runtime
+from .schemas import derived
 
 T = TypeVar("T")
 router = APIRouter(prefix="/api", responses=RESPONSES)
@@ -115,13 +118,12 @@ def create_node(db_id: DbId, body: m.NodeCreate, rt: Rt) -> Any:
 
 
 @router.get("/kg/{db_id}/nodes/{node_id:path}/neighbors", tags=["nodes"], response_model=m.NeighborsOut)
-def neighbors(db_id: DbId, node_id: NodeId, rt: Rt,
-              direction: Literal["outgoing", "incoming", "both"] = "both",
+def neighbors(db_id: DbId, node_id: NodeId, rt: Rt, direction: Direction = "both",
               type: Annotated[list[str] | None, Query(description="Only these edge types")] = None,
               limit: Limit = 100) -> Any:
     """The nodes one edge away, strongest edges first."""
     def hop(kg: KG) -> Any:
-        found = kg.neighbors(node_id, direction, type, limit)
+        found = kg.neighbors(node_id, EDGE_SIDE[direction], type, limit)
         return {"node": kg.node(node_id).to_dict(), "direction": direction, "neighbors": [n.to_dict() for n in found]}
     return on_kg(rt, db_id, hop)
 
@@ -353,92 +355,26 @@ def search_many(body: m.MultiSearchIn, rt: Rt) -> Any:
                                              body.explain))
 
 
-# -- query methods ------------------------------------------------------------------------------------------------
-@router.post("/kg/{db_id}/intent-search", tags=["methods"], response_model=m.IntentSearchOut)
-def intent_search(db_id: DbId, body: m.IntentSearchIn, rt: Rt) -> Any:
-    """Method 1: classify the query, route it to the query methods, merge with hybrid search."""
-    return on_kg(rt, db_id, lambda kg: kg.intent_search(body.query, retrieval_config(body.config)).to_dict())
+# -- query methods: one route per catalogue method (kgos.kg.catalogue) --------------------------------------------
+def method_route(method: Method) -> Callable[..., Any]:
+    """``POST /api/kg/{db_id}/<path>``: the method's parameter type is the body, its result type's derived
+    model the response (and so the OpenAPI schema)."""
+    def endpoint(db_id: str, body: Any, rt: Runtime) -> Any:
+        return on_kg(rt, db_id, lambda kg: method.run(kg, body).to_dict())
+    # FastAPI reads the signature: the body type is the method's, known only here
+    signature = inspect.Signature([
+        inspect.Parameter("db_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=DbId),
+        inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=method.params),
+        inspect.Parameter("rt", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Rt)])
+    setattr(endpoint, "__signature__", signature)  # noqa: B010  (functions have no declared __signature__)
+    endpoint.__name__ = endpoint.__qualname__ = method.name
+    endpoint.__doc__ = method.summary
+    return endpoint
 
 
-def retrieval_config(config: m.RetrievalConfigIn) -> dict[str, Any]:
-    """The library's RetrievalConfig fields from the request's config."""
-    values = config.model_dump()
-    values["weights"] = m.weights_arg(config.weights)
-    return values
-
-
-@router.post("/kg/{db_id}/want-to", tags=["methods"], response_model=m.WantToOut)
-def want_to(db_id: DbId, body: m.GoalIn, rt: Rt) -> Any:
-    """Method 2: nodes that serve a goal ("reduce my API costs")."""
-    return on_kg(rt, db_id, lambda kg: kg.want_to(body.goal, k=body.k).to_dict())
-
-
-@router.post("/kg/{db_id}/can-it", tags=["methods"], response_model=m.CapabilityOut)
-def can_it(db_id: DbId, body: m.CapabilityIn, rt: Rt) -> Any:
-    """Method 3: yes / yes_with_limitations / no / unknown, with limitations and workarounds."""
-    return on_kg(rt, db_id, lambda kg: kg.can_it(body.capability).to_dict())
-
-
-@router.post("/kg/{db_id}/compose", tags=["methods"], response_model=m.CompositionOut)
-def compose(db_id: DbId, body: m.ComposeIn, rt: Rt) -> Any:
-    """Method 4: a plan of steps validated by feeds_into / requires / conflicts_with edges."""
-    return on_kg(rt, db_id, lambda kg: kg.compose_for(body.goal, max_tools=body.max_tools).to_dict())
-
-
-@router.post("/kg/{db_id}/similar", tags=["methods"], response_model=m.SimilarOut)
-def similar(db_id: DbId, body: m.NodeK, rt: Rt) -> Any:
-    """Method 5: structurally similar nodes (0.70 Jaccard + 0.20 type + 0.10 name overlap)."""
-    return on_kg(rt, db_id, lambda kg: kg.similar_to(body.node, k=body.k).to_dict())
-
-
-@router.post("/kg/{db_id}/alternatives", tags=["methods"], response_model=m.AlternativesOut)
-def alternatives(db_id: DbId, body: m.NodeK, rt: Rt) -> Any:
-    """Declared alternatives (alternative_to / similar_to edges), then structural twins."""
-    return on_kg(rt, db_id, lambda kg: kg.alternatives(body.node, k=body.k).to_dict())
-
-
-@router.post("/kg/{db_id}/why-not", tags=["methods"], response_model=m.WhyNotOut)
-def why_not(db_id: DbId, body: m.NodeOnly, rt: Rt) -> Any:
-    """What blocks a node: limitations without workarounds, blocked prerequisites, conflicts."""
-    return on_kg(rt, db_id, lambda kg: kg.why_not(body.node).to_dict())
-
-
-@router.post("/kg/{db_id}/impact", tags=["methods"], response_model=m.ImpactOut)
-def impact(db_id: DbId, body: m.ImpactIn, rt: Rt) -> Any:
-    """Method 6: what changing a node touches, with risk = 1/depth x weight x criticality."""
-    return on_kg(rt, db_id, lambda kg: kg.impact_analysis(body.node, direction=body.direction, max_depth=body.max_depth,
-                                                          per_depth=body.per_depth).to_dict())
-
-
-@router.post("/kg/{db_id}/trace", tags=["methods"], response_model=m.PathOut)
-def trace(db_id: DbId, body: m.TraceIn, rt: Rt) -> Any:
-    """Method 9: the shortest path between two nodes; ``found`` false when there is none."""
-    return on_kg(rt, db_id, lambda kg: kg.trace_path(body.source, body.target, max_depth=body.max_depth).to_dict())
-
-
-@router.post("/kg/{db_id}/explore", tags=["methods"], response_model=m.ExplorationOut)
-def explore(db_id: DbId, body: m.ExploreIn, rt: Rt) -> Any:
-    """Method 10: BFS levels around a node, ranked by centrality and edge diversity."""
-    return on_kg(rt, db_id, lambda kg: kg.explore_smart(body.node, depth=body.depth,
-                                                        per_level=body.per_level).to_dict())
-
-
-@router.post("/kg/{db_id}/keyword", tags=["methods"], response_model=m.KeywordOut)
-def keyword(db_id: DbId, body: m.KeywordIn, rt: Rt) -> Any:
-    """Method 11: nodes whose name, type or properties contain the query's terms."""
-    return on_kg(rt, db_id, lambda kg: kg.keyword_match(body.query, limit=body.limit).to_dict())
-
-
-@router.post("/kg/{db_id}/boost", tags=["methods"], response_model=m.BoostOut)
-def boost(db_id: DbId, body: m.BoostIn, rt: Rt) -> Any:
-    """Method 12: +0.5 out / +0.3 in over the given edge types from the seed nodes."""
-    return on_kg(rt, db_id, lambda kg: kg.edge_type_boost(body.seeds, body.boost_types, limit=body.limit).to_dict())
-
-
-@router.post("/kg/{db_id}/dimension-filter", tags=["dimensions"], response_model=m.DimensionFilterOut)
-def dimension_filter(db_id: DbId, body: m.DimensionFilterIn, rt: Rt) -> Any:
-    """Method 7: nodes meeting every {dimension: {min, max, exact, gt, lt}} constraint."""
-    return on_kg(rt, db_id, lambda kg: kg.dimension_filter(body.filters, limit=body.limit).to_dict())
+for _method in METHODS:
+    router.add_api_route(f"/kg/{{db_id}}/{_method.path}", method_route(_method), methods=["POST"],
+                         tags=[_method.tag], response_model=derived(_method.result), name=_method.name)
 
 
 @router.post("/kg/{db_id}/dims/infer", tags=["dimensions"], response_model=m.InferOut)
@@ -452,22 +388,22 @@ def infer_dimensions(db_id: DbId, body: m.DimensionsInfer, rt: Rt) -> Any:
 def centrality(db_id: DbId, rt: Rt, metric: Literal["combined", "degree", "betweenness", "pagerank"] = "combined",
                k: Limit = 20) -> Any:
     """Critical components: the top k by degree, betweenness, PageRank or their combination."""
-    return on_kg(rt, db_id, lambda kg: kg.centrality(metric, k=k).to_dict())
+    return on_kg(rt, db_id, lambda kg: kg.analytics.centrality(metric, k=k).to_dict())
 
 
 @router.get("/kg/{db_id}/analyze/bottlenecks", tags=["analytics"], response_model=m.CentralityOut)
 def bottlenecks(db_id: DbId, rt: Rt, k: Limit = 20) -> Any:
     """Articulation points ranked by betweenness."""
-    return on_kg(rt, db_id, lambda kg: kg.bottlenecks(k=k).to_dict())
+    return on_kg(rt, db_id, lambda kg: kg.analytics.bottlenecks(k=k).to_dict())
 
 
 @router.get("/kg/{db_id}/analyze/communities", tags=["analytics"], response_model=m.CommunitiesOut)
 def communities(db_id: DbId, rt: Rt, k: Limit = 20) -> Any:
     """Communities (Leiden), largest first, with their top members and node types."""
-    return on_kg(rt, db_id, lambda kg: kg.communities(k=k).to_dict())
+    return on_kg(rt, db_id, lambda kg: kg.analytics.communities(k=k).to_dict())
 
 
 @router.get("/kg/{db_id}/analyze/gaps", tags=["analytics"], response_model=m.GapsOut)
 def gaps(db_id: DbId, rt: Rt, limit: Limit = 20) -> Any:
     """Orphans, cut-off components, unmitigated limitations, nodes without dimensions."""
-    return on_kg(rt, db_id, lambda kg: kg.gaps(limit=limit).to_dict())
+    return on_kg(rt, db_id, lambda kg: kg.analytics.gaps(limit=limit).to_dict())

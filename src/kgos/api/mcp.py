@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import logging
 import os
@@ -32,8 +33,10 @@ from pydantic import Field
 
 from .. import __version__
 from ..errors import KGOSError, MissingDependency
+from ..kg.catalogue import EDGE_SIDE, METHODS, Direction, Method
 from ..retrieval.hybrid import MAX_K
 from .jobs import JobRegistry
+from .schemas import derived
 from .turns import ask
 
 if TYPE_CHECKING:
@@ -44,7 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SERVER_NAME = "kgos"
-MAX_DEPTH = 10
 INSTRUCTIONS = ("KG-OS knowledge graphs. Call list_kgs first to learn the KG ids (the `kg` argument of every "
                 "other tool), then search or the query methods; ask_expert answers a question with citations "
                 "[Source: kg:node] to graph nodes.")
@@ -55,7 +57,6 @@ Text = Annotated[str, Field(min_length=1, max_length=8_000)]
 NodeRef = Annotated[str, Field(description="a node id (e.g. 'feature:batch_api') or an unambiguous node name",
                                min_length=1, max_length=1_000)]
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many results (1-{MAX_K})")]
-Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH, description=f"hops to follow (1-{MAX_DEPTH})")]
 
 
 def load_sdk() -> Any:
@@ -77,7 +78,11 @@ def create_server(workspace: Workspace, *, allow_writes: bool = False,
     tools = Tools(workspace, provider or _default_provider, jobs)
     for fn, read_only in tools.catalogue(allow_writes):
         server.add_tool(_tool_errors(fn), name=fn.__name__, description=fn.__doc__,
-                        annotations=_annotations(read_only), structured_output=False)
+                        annotations=_annotations(read_only, fn.__name__), structured_output=True)
+    for method in METHODS:
+        if allow_writes or not method.writes:
+            server.add_tool(_tool_errors(method_tool(tools, method)), name=method.name, description=method.summary,
+                            annotations=_annotations(not method.writes, method.name), structured_output=True)
     _add_resources(server, tools)
     _add_prompts(server, tools)
     return server
@@ -88,10 +93,42 @@ def _default_provider() -> ChatProvider:
     return get_provider()
 
 
-def _annotations(read_only: bool) -> Any:
+# Writes that leave the KG as one call left it however often they are repeated: add_edge keeps one
+# (source, target, type) edge at the maximum weight given.
+IDEMPOTENT_WRITES = frozenset({"add_edge"})
+
+
+def _annotations(read_only: bool, name: str) -> Any:
     from mcp.types import ToolAnnotations
-    return ToolAnnotations(read_only_hint=read_only, destructive_hint=False, idempotent_hint=read_only,
-                           open_world_hint=False)
+    return ToolAnnotations(read_only_hint=read_only, destructive_hint=False,
+                           idempotent_hint=read_only or name in IDEMPOTENT_WRITES, open_world_hint=False)
+
+
+def method_tool(tools: Tools, method: Method) -> Callable[..., Any]:
+    """A catalogue method as a tool function: ``kg`` then the parameter type's fields (their docs and
+    bounds become the input schema), returning the result's document (its derived model is the
+    ``outputSchema``; the SDK sends it as ``structuredContent`` too)."""
+    def tool(kg: str, **values: Any) -> Any:
+        params = method.parse(values)
+        return tools._locked(kg, lambda g: method.run(g, params))
+    parameters = [inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, annotation=KgId)]
+    parameters += [_parameter(name, info) for name, info in method.params.model_fields.items()]
+    signature = inspect.Signature(parameters, return_annotation=derived(method.result))
+    setattr(tool, "__signature__", signature)  # noqa: B010  (functions have no declared __signature__)
+    tool.__name__ = method.name
+    tool.__doc__ = method.summary
+    return tool
+
+
+def _parameter(name: str, info: Any) -> inspect.Parameter:
+    """A keyword parameter carrying the field's type, bounds and description (the SDK builds its
+    argument model from the signature)."""
+    from pydantic import Field
+    annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description,
+                                                                    validation_alias=info.validation_alias))]
+    default = info.get_default(call_default_factory=True)
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                             default=inspect.Parameter.empty if info.is_required() else default)
 
 
 def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -101,7 +138,7 @@ def _tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return json.dumps(fn(*args, **kwargs), ensure_ascii=False, default=str)
+            return fn(*args, **kwargs)
         except KGOSError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
     return run
@@ -117,10 +154,10 @@ class Tools:
         self.jobs = jobs or JobRegistry()
 
     def catalogue(self, allow_writes: bool) -> list[tuple[Callable[..., Any], bool]]:
-        reads: list[Callable[..., Any]] = [
-                 self.list_kgs, self.search, self.intent_search, self.want_to, self.can_it, self.compose_for,
-                 self.similar_to, self.impact_analysis, self.trace_path, self.explore_smart, self.dimension_filter,
-                 self.get_node, self.neighbors, self.proposals, self.memory_context, self.job_status]
+        """The hand-written tools (the query methods come from ``kgos.kg.catalogue``), each with
+        whether it is read-only."""
+        reads: list[Callable[..., Any]] = [self.list_kgs, self.search, self.get_node, self.neighbors, self.proposals,
+                                           self.memory_context, self.job_status]
         writes: list[Callable[..., Any]] = [self.add_node, self.add_edge, self.proposal_accept, self.proposal_reject,
                                             self.ingest]
         # ask_expert and memory_add write to the workspace (the conversation, the memory) but not to any KG
@@ -149,67 +186,16 @@ class Tools:
         the ranked hits, each with its node, score and per-signal components, plus the detected intent."""
         return self._locked(kg, lambda g: g.search(query, k=k, intent=intent))
 
-    def intent_search(self, kg: KgId, query: Text) -> dict[str, Any]:
-        """Classify the query into KG-OS's 14 intent categories, run the query methods they call for
-        (want_to, can_it, compose_for, ...) and merge them with hybrid search."""
-        return self._locked(kg, lambda g: g.intent_search(query))
-
-    def want_to(self, kg: KgId, goal: Text, k: K = 10) -> dict[str, Any]:
-        """Nodes that help reach a goal ("I want to ..."): keyword matches, then nodes linked to the goal
-        by enables / optimizes / solves / contributes_to edges."""
-        return self._locked(kg, lambda g: g.want_to(goal, k=k))
-
-    def can_it(self, kg: KgId, capability: Text) -> dict[str, Any]:
-        """Can it do X? A verdict (yes / yes_with_limitations / no / unknown) with the limitations found
-        and their workarounds."""
-        return self._locked(kg, lambda g: g.can_it(capability))
-
-    def compose_for(self, kg: KgId, goal: Text,
-                    max_tools: Annotated[int, Field(ge=1, le=20)] = 5) -> dict[str, Any]:
-        """A multi-step plan for a goal: tools ordered by feeds_into / requires edges, with conflicts
-        (conflicts_with) reported as warnings."""
-        return self._locked(kg, lambda g: g.compose_for(goal, max_tools=max_tools))
-
-    def similar_to(self, kg: KgId, node: NodeRef, k: K = 10) -> dict[str, Any]:
-        """Nodes structurally similar to a node (0.7 neighbour Jaccard + 0.2 same type + 0.1 name overlap)."""
-        return self._locked(kg, lambda g: g.similar_to(node, k=k))
-
-    def impact_analysis(self, kg: KgId, node: NodeRef,
-                        direction: Literal["forward", "backward", "both"] = "both",
-                        max_depth: Depth = 3) -> dict[str, Any]:
-        """What is affected if a node changes: breadth-first over edges (forward = what it points to,
-        backward = what points to it), each reached node with depth and risk."""
-        return self._locked(kg, lambda g: g.impact_analysis(node, direction=direction, max_depth=max_depth))
-
-    def trace_path(self, kg: KgId, node_a: NodeRef, node_b: NodeRef, max_depth: Depth = 5) -> dict[str, Any]:
-        """The shortest path between two nodes, each step with its edge type and direction; found is
-        false when none exists within max_depth."""
-        return self._locked(kg, lambda g: g.trace_path(node_a, node_b, max_depth=max_depth))
-
-    def explore_smart(self, kg: KgId, node: NodeRef, depth: Annotated[int, Field(ge=1, le=5)] = 2,
-                      per_level: Annotated[int, Field(ge=1, le=100)] = 10) -> dict[str, Any]:
-        """A node's neighbourhood level by level, each level ranked by degree and edge diversity, hubs
-        marked."""
-        return self._locked(kg, lambda g: g.explore_smart(node, depth=depth, per_level=per_level))
-
-    def dimension_filter(self, kg: KgId,
-                         filters: Annotated[dict[str, dict[str, Any]], Field(
-                             description="{dimension: {min, max, exact, gt, lt}}, e.g. {\"cost\": {\"max\": 0.3}}")],
-                         limit: K = 20) -> dict[str, Any]:
-        """Nodes whose semantic dimensions (cost, complexity, maturity, ...) meet every constraint."""
-        return self._locked(kg, lambda g: g.dimension_filter(filters, limit=limit))
-
     def get_node(self, kg: KgId, node: NodeRef) -> dict[str, Any]:
         """One node by id or name: id, name, type, description and properties."""
         return self._locked(kg, lambda g: g.resolve(node))
 
-    def neighbors(self, kg: KgId, node: NodeRef,
-                  direction: Literal["outgoing", "incoming", "both"] = "both",
-                  limit: K = 50) -> dict[str, Any]:
+    def neighbors(self, kg: KgId, node: NodeRef, direction: Direction = "both", limit: K = 50) -> dict[str, Any]:
         """Nodes one edge away from a node, with the edge type and direction of each."""
         def read(g: Any) -> dict[str, Any]:
             ref = g.resolve(node)
-            return {"node": ref.id, "neighbors": [n.to_dict() for n in g.neighbors(ref.id, direction, limit=limit)]}
+            found = g.neighbors(ref.id, EDGE_SIDE[direction], limit=limit)
+            return {"node": ref.id, "neighbors": [n.to_dict() for n in found]}
         return self._locked(kg, read)
 
     def proposals(self, kg: KgId, status: Literal["pending", "accepted", "rejected"] = "pending",

@@ -9,13 +9,32 @@ Request models forbid unknown keys, so a typo (``"limt"``) is a 422 naming it, n
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from ..embed.nodes import EmbedReport
 from ..kg import KGInfo, check_db_id
+from ..kg.catalogue import (  # noqa: F401  (the shared parameter types, declared with the query methods)
+    MAX_REF,
+    MAX_TEXT,
+    Constraint,
+    DimensionFilters,
+    Direction,
+    Finite,
+    Goal,
+    Intent,
+    Name,
+    NodeRefIn,
+    Query,
+    RetrievalConfigIn,
+    Route,
+    Weight,
+    WeightsIn,
+    nonblank,
+    text,
+    weights_arg,
+)
 from ..kg.embedding import ImportEmbedding
 from ..methods import results as R
 from ..methods.compose import MAX_TOOLS_CAP
@@ -23,7 +42,6 @@ from ..methods.view import MAX_DEPTH
 from ..model import Edge, Neighbor, Node
 from ..retrieval import results as RR
 from ..retrieval.hybrid import MAX_K, MODES
-from ..retrieval.intents import INTENTS
 from ..retrieval.intents import Intent as ClassifiedIntent
 from ..retrieval.results import Weights
 from ..store.importer import ImportReport
@@ -41,35 +59,10 @@ from .schemas import (
     response_model,
 )
 
-MAX_TEXT = 10_000  # characters of a query, goal or capability
-MAX_REF = 2_000  # characters of a node id or name
-
-
-def nonblank(what: str) -> Callable[[str], str]:
-    """A validator refusing text that is only whitespace, naming what is missing."""
-    def check(value: str) -> str:
-        if not value.strip():
-            raise ValueError(f"the {what} is empty: describe it in a few words")
-        return value
-    return check
-
-
-def text(what: str, example: str) -> Any:
-    """A required, non-blank string of at most MAX_TEXT characters (a query, goal, capability...)."""
-    return Annotated[str, Field(min_length=1, max_length=MAX_TEXT, examples=[example]), AfterValidator(nonblank(what))]
-
-
-Query = text("query", "How do I reduce API costs?")
-Goal = text("goal", "read CSV data, analyze trends and generate a report")
-NodeRefIn = Annotated[str, Field(min_length=1, max_length=MAX_REF, description="A node id or an unambiguous name",
-                                 examples=["feature:prompt_caching"]), AfterValidator(nonblank("node reference"))]
-Name = Annotated[str, Field(min_length=1, max_length=MAX_REF), AfterValidator(nonblank("name"))]
 DbIdIn = Annotated[str, Field(min_length=1, max_length=64, examples=["demo"],
                               description="1-64 lowercase letters, digits, '-' or '_'"), AfterValidator(check_db_id)]
 K = Annotated[int, Field(ge=1, le=MAX_K)]
 Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH)]
-Weight = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
-Finite = Annotated[float, Field(allow_inf_nan=False)]
 Properties = dict[str, Any]
 
 
@@ -77,46 +70,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-# -- weights --------------------------------------------------------------------------------------
-class WeightsIn(Strict):
-    """Explicit weights of the four signals, normalised to sum 1; missing ones are 0. A list of four
-    numbers ``[alpha, beta, gamma, delta]`` is accepted too."""
-
-    alpha: Weight = Field(0.0, description="embedding similarity")
-    beta: Weight = Field(0.0, description="text (BM25 / FTS5)")
-    gamma: Weight = Field(0.0, description="graph proximity")
-    delta: Weight = Field(0.0, description="intent edges")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_list(cls, value: Any) -> Any:
-        if isinstance(value, (list, tuple)):
-            if len(value) != 4:
-                raise ValueError("weights must be four numbers [alpha, beta, gamma, delta] or an object "
-                                 "{alpha, beta, gamma, delta}")
-            return dict(zip(("alpha", "beta", "gamma", "delta"), value, strict=True))
-        return value
-
-    @model_validator(mode="after")
-    def _positive(self) -> WeightsIn:
-        if self.alpha + self.beta + self.gamma + self.delta <= 0:
-            raise ValueError("at least one weight must be positive")
-        return self
-
-    def as_tuple(self) -> tuple[float, float, float, float]:
-        return (self.alpha, self.beta, self.gamma, self.delta)
-
-
 WeightsArg = WeightsIn | None
-
-
-def weights_arg(weights: WeightsIn | None) -> tuple[float, ...] | None:
-    """The library's form of a request's weights: a 4-tuple, or None for the intent's profile."""
-    return None if weights is None else weights.as_tuple()
-
-
-Constraint = dict[Literal["min", "max", "exact", "gt", "lt"], Finite]
-DimensionFilters = Annotated[dict[str, Constraint], Field(description="{dimension: {min|max|exact|gt|lt: value}}")]
 
 
 # -- requests: KGs, nodes, edges -------------------------------------------------------------------
@@ -168,9 +122,7 @@ class DimensionsInfer(Strict):
 
 
 # -- requests: search and query methods ------------------------------------------------------------
-Intent = Literal[INTENTS]  # type: ignore[valid-type]
 Mode = Literal[MODES]  # type: ignore[valid-type]
-Route = Literal["can_it", "compose_for", "want_to", "impact_analysis", "similar_to", "explore_smart"]
 
 
 class SearchIn(Strict):
@@ -189,83 +141,6 @@ class SearchIn(Strict):
 
 class MultiSearchIn(SearchIn):
     db_ids: list[DbIdIn] = Field(min_length=1, max_length=64)
-
-
-class RetrievalConfigIn(Strict):
-    """``intent_search``'s config (``kgos.methods.RetrievalConfig``)."""
-
-    k: K = 10
-    weights: WeightsArg = None
-    intent: Intent | None = None
-    method_weight: float = Field(0.4, ge=0.0, le=1.0)
-    methods: list[Route] | None = Field(None, description="Routes to run (default: as classified)")
-    dimension_filters: DimensionFilters | None = None
-    expand_top: int = Field(3, ge=0, le=100)
-    expand_edges: int = Field(5, ge=0, le=100)
-    max_depth: Depth = 2
-
-
-class IntentSearchIn(Strict):
-    query: Query
-    config: RetrievalConfigIn = Field(default_factory=RetrievalConfigIn)
-
-
-class GoalIn(Strict):
-    goal: Goal
-    k: K = 10
-
-
-class CapabilityIn(Strict):
-    capability: text("capability", "can it stream responses?")  # type: ignore[valid-type]
-
-
-class ComposeIn(Strict):
-    goal: Goal
-    max_tools: int = Field(5, ge=1, le=MAX_TOOLS_CAP)
-
-
-class NodeK(Strict):
-    node: NodeRefIn
-    k: K = 10
-
-
-class NodeOnly(Strict):
-    node: NodeRefIn
-
-
-class ImpactIn(Strict):
-    node: NodeRefIn
-    direction: Literal["forward", "backward", "both"] = "both"
-    max_depth: Depth = 3
-    per_depth: K = 20
-
-
-class TraceIn(Strict):
-    source: NodeRefIn
-    target: NodeRefIn
-    max_depth: Depth = 5
-
-
-class ExploreIn(Strict):
-    node: NodeRefIn
-    depth: Depth = 2
-    per_level: K = 15
-
-
-class KeywordIn(Strict):
-    query: Query
-    limit: K = 20
-
-
-class BoostIn(Strict):
-    seeds: list[NodeRefIn] = Field(min_length=1, max_length=100)
-    boost_types: list[Name] | None = None
-    limit: K = 50
-
-
-class DimensionFilterIn(Strict):
-    filters: DimensionFilters = Field(min_length=1)
-    limit: K = 20
 
 
 # -- requests: /api/kgos (spec/000 section 10) ------------------------------------------------------
@@ -302,7 +177,7 @@ class SpecQueryIn(Strict):
 
 
 class SpecImpactIn(Strict):
-    direction: Literal["forward", "backward", "both"] = "forward"
+    direction: Direction = "forward"
     max_depth: Depth = 3
 
 

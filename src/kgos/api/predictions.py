@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field
 
 from ..errors import InvalidArgument
 from ..kg import KG, check_db_id
-from ..linkpred import Predict  # noqa: F401  (importing registers kg.predict)
+from ..linkpred import link_predictor
 from ..linkpred.protocol import RankMetrics
 from ..linkpred.results import PredictionList, RunReport, Verdict
 from ..store.proposals import MAX_BATCH, STATUSES, Proposal, ProposeReport
@@ -152,10 +152,10 @@ def discover(db_id: DbId, body: Discover, rt: Rt) -> Any:
     """The most likely missing edges of one node (all relations, or one relation and side)."""
     def call(kg: KG) -> Any:
         if body.side == "both":
-            return kg.predict.discover(body.node, body.k, body.relations, body.predictor, body.explain, **body.params)
+            return link_predictor(kg).discover(body.node, body.k, body.relations, body.predictor, body.explain, **body.params)
         if not body.relations or len(body.relations) != 1:
             raise InvalidArgument("side out/in needs exactly one relation in 'relations'")
-        fn = kg.predict.tails if body.side == "out" else kg.predict.heads
+        fn = link_predictor(kg).tails if body.side == "out" else link_predictor(kg).heads
         return fn(body.node, body.relations[0], body.k, body.predictor, body.explain, **body.params)
     return on_kg(rt, db_id, lambda kg: call(kg).to_dict())
 
@@ -163,9 +163,9 @@ def discover(db_id: DbId, body: Discover, rt: Rt) -> Any:
 @router.post("/kg/{db_id}/predictions/run", response_model=RunReportOut)
 def run(db_id: DbId, body: Run, rt: Rt) -> Any:
     """Predict missing edges and stage the best ones for review."""
-    return on_kg(rt, db_id, lambda kg: kg.predict.run(body.nodes, body.k, body.per_node, body.predictor,
-                                                      queue=body.queue, calibrated=body.calibrated,
-                                                      **body.params).to_dict())
+    return on_kg(rt, db_id, lambda kg: link_predictor(kg).run(body.nodes, body.k, body.per_node, body.predictor,
+                                                              queue=body.queue, calibrated=body.calibrated,
+                                                              **body.params).to_dict())
 
 
 @router.post("/kg/{db_id}/predictions/review", response_model=list_of(ProposalOut))
@@ -184,7 +184,7 @@ def review_batch(db_id: DbId, body: BatchReview, rt: Rt) -> Any:
 @router.post("/kg/{db_id}/predictions/eval", response_model=MetricsOut)
 def evaluate(db_id: DbId, body: Evaluate, rt: Rt) -> Any:
     """Filtered MRR and Hits@1/3/10 on test edges or a holdout of the KG (the KG is not changed)."""
-    return on_kg(rt, db_id, lambda kg: kg.predict.evaluate(body.predictor, body.test, body.holdout, body.seed,
+    return on_kg(rt, db_id, lambda kg: link_predictor(kg).evaluate(body.predictor, body.test, body.holdout, body.seed,
                                                            body.max_test, **body.params).to_dict())
 
 
@@ -219,7 +219,7 @@ def validate(db_id: DbId, proposal_id: Pid, rt: Rt, body: Validate | None = None
     """An LLM's verdict on the proposed edge, stored with it; accepts only under ``auto_accept``."""
     b = body or Validate()
     provider = rt.provider(b.provider, b.model)
-    return on_kg(rt, db_id, lambda kg: kg.predict.validate(proposal_id, provider, b.auto_accept).to_dict())
+    return on_kg(rt, db_id, lambda kg: link_predictor(kg).validate(proposal_id, provider, b.auto_accept).to_dict())
 
 
 # -- spec/003's explore routes ------------------------------------------------------------------------

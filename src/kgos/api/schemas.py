@@ -108,3 +108,8 @@ def _field(given: Any) -> tuple[Any, Any]:
 def _doc(cls: type) -> str | None:
     doc = cls.__doc__ or ""
     return None if doc.startswith(f"{cls.__name__}(") else doc.strip() or None  # dataclass's generated doc
+
+
+def derived(cls: type) -> type[DerivedModel]:
+    """The model registered for the result type ``cls`` (derived on first use)."""
+    return _DERIVED.get(cls) or response_model(cls)

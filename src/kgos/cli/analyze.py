@@ -36,7 +36,7 @@ def _ranking(c: Console, r: Any, title: str) -> None:
 @click.pass_context
 def critical(ctx: click.Context, db_id: str, metric: str, k: int, json_: bool, plain_: bool) -> None:
     """The most central nodes: what to test and protect first."""
-    r = workspace(ctx).kg(db_id).centrality(metric, k=k)
+    r = workspace(ctx).kg(db_id).analytics.centrality(metric, k=k)
     out(ctx, json_, plain_).emit(r, lambda c: _ranking(c, r, f"Critical components by {metric}"),
                                  lambda: [(x.rank, f"{x.score:.6f}", x.node.id) for x in r.results], columns=("rank", "score", "id"))
 
@@ -48,7 +48,7 @@ def critical(ctx: click.Context, db_id: str, metric: str, k: int, json_: bool, p
 @click.pass_context
 def bottlenecks(ctx: click.Context, db_id: str, k: int, json_: bool, plain_: bool) -> None:
     """Cut vertices (removing one disconnects part of the graph), by betweenness."""
-    r = workspace(ctx).kg(db_id).bottlenecks(k=k)
+    r = workspace(ctx).kg(db_id).analytics.bottlenecks(k=k)
     out(ctx, json_, plain_).emit(r, lambda c: _ranking(c, r, "Bottlenecks"),
                                  lambda: [(x.rank, f"{x.betweenness:.6f}", x.node.id) for x in r.results], columns=("rank", "betweenness", "id"))
 
@@ -60,7 +60,7 @@ def bottlenecks(ctx: click.Context, db_id: str, k: int, json_: bool, plain_: boo
 @click.pass_context
 def communities(ctx: click.Context, db_id: str, k: int, json_: bool, plain_: bool) -> None:
     """Communities (Leiden on the undirected graph), with their hubs and node types."""
-    r = workspace(ctx).kg(db_id).communities(k=k)
+    r = workspace(ctx).kg(db_id).analytics.communities(k=k)
     rows = [(x.id, x.size, x.internal_edges, x.external_edges, ", ".join(n.id for n in x.top[:3]),
              ", ".join(f"{t} {n}" for t, n in list(x.node_types.items())[:3])) for x in r.communities]
 
@@ -78,7 +78,7 @@ def communities(ctx: click.Context, db_id: str, k: int, json_: bool, plain_: boo
 def gaps(ctx: click.Context, db_id: str, limit: int, json_: bool, plain_: bool) -> None:
     """What the KG is missing: orphans, cut-off components, limitations without workarounds,
     actionable nodes without dimensions, nodes without descriptions."""
-    r = workspace(ctx).kg(db_id).gaps(limit=limit)
+    r = workspace(ctx).kg(db_id).analytics.gaps(limit=limit)
 
     def human(c: Console) -> None:
         c.print(f"orphans: [bold]{r.orphan_count}[/]  " + ", ".join(n.id for n in r.orphans))

@@ -1,4 +1,5 @@
-"""``kgos dims list | show | filter | set | auto``: the 56 semantic dimensions (spec/000 section 5)."""
+"""``kgos dims list | show | set | auto``: the 56 semantic dimensions (spec/000 section 5); ``dims filter``
+comes from the method catalogue (``kgos.cli.methods``)."""
 
 from __future__ import annotations
 
@@ -47,28 +48,6 @@ def show(ctx: click.Context, db_id: str, node: str, json_: bool, plain_: bool) -
         c.print(f"[bold]{escape(r.node.name)}[/] [dim]{escape(r.node.id)}[/]")
         c.print(table(None, ["dimension", "value", "category", "source"], rows) if rows else "No dimension values.")
     out(ctx, json_, plain_).emit(r, human, lambda: rows, columns=("dimension", "value", "category", "source"))
-
-
-@dims_group.command("filter")
-@click.argument("db_id", metavar="KG")
-@click.argument("exprs", nargs=-1, required=True, metavar="NAME<0.3 NAME>=0.7 ...")
-@click.option("--limit", default=20, show_default=True, help="Nodes to list (the total is always counted).")
-@output_options
-@click.pass_context
-def filter_(ctx: click.Context, db_id: str, exprs: tuple[str, ...], limit: int, json_: bool, plain_: bool) -> None:
-    """Nodes whose dimensions meet every condition, e.g. "pricing_tier<0.3" "batch_suitability>=0.7"."""
-    from ..methods.dimensions import merge_filters
-    r = workspace(ctx).kg(db_id).dimension_filter(merge_filters(exprs), limit=limit)
-    names = list(r.filters)
-    rows = [(m.node.id, m.node.type, *(f"{m.values[n]:.2f}" for n in names)) for m in r.results]
-
-    def human(c: Console) -> None:
-        c.print(f"[bold]{r.total}[/] node(s) match " + " and ".join(exprs) + (f"; first {len(rows)}" if r.total > len(rows) else ""))
-        if rows:
-            c.print(table(None, ["node", "type", *names], rows))
-        for note in r.notes:
-            c.print(f"[dim]note: {escape(note)}[/]")
-    out(ctx, json_, plain_).emit(r, human, lambda: rows, columns=("node", "type", *names))
 
 
 @dims_group.command("set")

@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import InvalidArgument, KGOSError
-from ..kg.embedding import embed_after_import
 from . import cli, out, output_options, workspace
 from .output import table, to_jsonable
 
@@ -68,6 +67,9 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
         report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress, skip_invalid)
     o.emit(report, lambda c: _print_import(c, report), lambda: [(report.db_id, report.nodes, report.edges)], columns=("db_id", "nodes", "edges"))
     kg = workspace(ctx).kg(db_id)
+    if not no_embed:
+        _build_fast_tier(o, embedder)
+    from ..kg.embedding import embed_after_import  # the facade and search stack: not for `kgos kg --help`
     done = embed_after_import(kg, embedder, enabled=not no_embed)
     if done.error is not None:  # the import stands; search runs on text and graph until `kgos embed`
         o.note(f"Imported, but not embedded ({done.error}); search uses text and graph until `kgos embed {db_id}`.")
@@ -83,6 +85,25 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
         o.note(f"Fill-in stopped; search uses {fast.model} meanwhile. `kgos embed {db_id}` continues it.")
         raise
     o.note(f"Full quality: {full.embedded:,} nodes embedded with {full.model} in {full.seconds:.1f} s")
+
+
+def _build_fast_tier(o: Any, embedder: str) -> None:
+    """The fast tier is distilled once per KGOS_HOME (tens of CPU seconds): with a bar and an ETA,
+    rather than inside a silent first embedding."""
+    from ..kg.embedding import build_fast_tier, fast_tier_unbuilt
+    if not fast_tier_unbuilt(embedder):
+        return
+    o.note("Building the fast embedding tier (once for this workspace; later imports are searchable in seconds)")
+    with o.meter("fast tier", "tokens") as meter:
+        seen: list[int] = []  # tokens done so far; empty until the total is known
+
+        def progress(done: int, total: int) -> None:
+            if not seen:
+                meter.total(total)
+                seen.append(0)
+            meter.advance(done - seen[0])
+            seen[0] = done
+        build_fast_tier(progress)
 
 
 def _print_import(c: Console, r: Any) -> None:

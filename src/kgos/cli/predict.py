@@ -40,8 +40,13 @@ def predictor_options(f: Any) -> Any:
 
 
 def _kg(ctx: click.Context, db_id: str) -> Any:
-    import kgos.linkpred  # noqa: F401  (registers kg.predict)
     return workspace(ctx).kg(db_id)
+
+
+def link_predictor(kg: Any) -> Any:
+    """``kgos.linkpred.link_predictor``, imported when a command runs (``kgos predict --help`` stays light)."""
+    from ..linkpred import link_predictor as of
+    return of(kg)
 
 
 @cli.group("predict")
@@ -77,11 +82,11 @@ def discover(ctx: click.Context, db_id: str, node: str, k: int, relations: tuple
     kg, params = _kg(ctx, db_id), _params(param)
     rels = list(relations) or None
     if side == "both":
-        r = kg.predict.discover(node, k=k, relations=rels, predictor=predictor, **params)
+        r = link_predictor(kg).discover(node, k=k, relations=rels, predictor=predictor, **params)
     elif rels is None or len(rels) != 1:
         raise InvalidArgument("--side out/in needs exactly one --relation")
     else:
-        fn = kg.predict.tails if side == "out" else kg.predict.heads
+        fn = link_predictor(kg).tails if side == "out" else link_predictor(kg).heads
         r = fn(node, rels[0], k=k, predictor=predictor, **params)
     out(ctx, json_, plain_).emit(r, lambda c: _predictions(c, r, f"Missing edges of {escape(node)} ({r.predictor})"),
                                  lambda: _prediction_rows(r.predictions),
@@ -101,8 +106,12 @@ def discover(ctx: click.Context, db_id: str, node: str, k: int, relations: tuple
 def run(ctx: click.Context, db_id: str, k: int, per_node: int, nodes: tuple[str, ...], no_queue: bool,
         predictor: str, param: tuple[str, ...], json_: bool, plain_: bool) -> None:
     """Predict missing edges and stage the best ones in the review queue."""
-    r = _kg(ctx, db_id).predict.run(nodes=list(nodes) or None, k=k, per_node=per_node, predictor=predictor,
-                                    queue=not no_queue, **_params(param))
+    o = out(ctx, json_, plain_)
+    o.note(f"Predicting with {predictor}: its first run on a KG version trains it, then each node is scanned")
+    with o.meter(f"predict {db_id}", "nodes") as meter:
+        r = link_predictor(_kg(ctx, db_id)).run(nodes=list(nodes) or None, k=k, per_node=per_node, predictor=predictor,
+                                        queue=not no_queue, progress=meter.advance, total=meter.total,
+                                        **_params(param))
 
     def human(c: Console) -> None:
         _predictions(c, r, f"Predictions ({r.predictor}, {r.nodes} nodes scanned, {r.seconds:.1f} s)")
@@ -113,7 +122,7 @@ def run(ctx: click.Context, db_id: str, k: int, per_node: int, nodes: tuple[str,
                     "confidence x priority")
         c.print(f"queued: {len(q.added)} new, {len(q.merged)} merged into pending, {q.skipped_rejected} "
                 f"skipped (rejected before); review with: kgos predict list {db_id}")
-    out(ctx, json_, plain_).emit(r, human, lambda: _prediction_rows(r.predictions),
+    o.emit(r, human, lambda: _prediction_rows(r.predictions),
                                  columns=("rank", "score", "source", "relation", "target"))
 
 
@@ -227,7 +236,7 @@ def validate(ctx: click.Context, db_id: str, ids: tuple[int, ...], provider: str
     """Ask an LLM whether proposed edges are true; the verdict is stored with each proposal."""
     from ..llm import get_provider
     kg, chat = _kg(ctx, db_id), get_provider(provider, model=model)
-    verdicts = [kg.predict.validate(i, chat, auto_accept=auto_accept) for i in ids]
+    verdicts = [link_predictor(kg).validate(i, chat, auto_accept=auto_accept) for i in ids]
     rows = [(v.proposal_id, "" if v.valid is None else ("yes" if v.valid else "no"),
              "" if v.confidence is None else f"{v.confidence:.3f}", "accepted" if v.accepted else "",
              v.error or v.reasoning) for v in verdicts]
@@ -261,7 +270,7 @@ def eval_(ctx: click.Context, db_id: str | None, split: str | None, test: str | 
     elif db_id is None:
         raise InvalidArgument("give a KG (with --test or --holdout) or --split DIR")
     else:
-        r = _kg(ctx, db_id).predict.evaluate(predictor, test=test, holdout=holdout, seed=seed, max_test=max_test,
+        r = link_predictor(_kg(ctx, db_id)).evaluate(predictor, test=test, holdout=holdout, seed=seed, max_test=max_test,
                                              **params)
     rows = [(r.predictor, f"{r.mrr:.4f}", f"{r.hits_at_1:.4f}", f"{r.hits_at_3:.4f}", f"{r.hits_at_10:.4f}", r.n,
              f"{r.seconds:.1f}")]

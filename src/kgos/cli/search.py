@@ -8,8 +8,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from ..retrieval.hybrid import MODES
-from ..retrieval.intents import INTENTS
+from ..retrieval.vocabulary import INTENTS, MODES
 from . import cli, out, output_options, workspace
 from .embed import embed_group
 

@@ -13,41 +13,59 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgument, KGOSError
+from ..kg.catalogue import METHODS, Method
 from ..llm.base import ToolCall, ToolSpec
 from .context import SourceNode
 
 MAX_RESULT_CHARS = 8_000
 
 
+EXPERT_MAX = 50  # a count above this fills the model's context with one tool's answer
+_KG = {"type": "string", "description": "db_id of the KG (default: the expert's primary KG)"}
+Runner = Callable[[Any, Mapping[str, Any]], Any]
+
+
 def _spec(name: str, description: str, props: dict[str, Any], required: list[str]) -> ToolSpec:
-    schema = {"type": "object", "properties": {"kg": {"type": "string", "description": "db_id of the KG "
-              "(default: the expert's primary KG)"}, **props}, "required": required, "additionalProperties": False}
+    schema = {"type": "object", "properties": {"kg": _KG, **props}, "required": required,
+              "additionalProperties": False}
     return ToolSpec(name, description, schema)
 
 
-_S, _I = {"type": "string"}, {"type": "integer", "minimum": 1, "maximum": 50}
-TOOLS: dict[str, tuple[ToolSpec, Callable[[Any, Mapping[str, Any]], Any]]] = {
+def method_spec(method: Method) -> ToolSpec:
+    """A catalogue method's tool spec: its parameter type's JSON Schema, counts capped at EXPERT_MAX."""
+    schema = method.params.model_json_schema()
+    props = {name: _capped(prop) for name, prop in schema["properties"].items()}
+    return _spec(method.name, method.summary, _inline(props, schema.get("$defs", {})), list(schema.get("required", [])))
+
+
+def _inline(value: Any, defs: Mapping[str, Any]) -> Any:
+    """``$ref``s replaced by their definitions: some providers (Gemini) accept no references."""
+    if isinstance(value, dict):
+        if "$ref" in value:
+            return _inline(defs[value["$ref"].rsplit("/", 1)[-1]], defs)
+        return {k: _inline(v, defs) for k, v in value.items() if k != "title"}
+    if isinstance(value, list):
+        return [_inline(v, defs) for v in value]
+    return value
+
+
+def _capped(prop: dict[str, Any]) -> dict[str, Any]:
+    prop = {k: v for k, v in prop.items() if k != "title"}
+    if prop.get("type") == "integer" and "maximum" in prop:
+        prop["maximum"] = min(int(prop["maximum"]), EXPERT_MAX)
+    return prop
+
+
+def _method_runner(method: Method) -> Runner:
+    return lambda kg, args: method(kg, args)
+
+
+_S, _I = {"type": "string"}, {"type": "integer", "minimum": 1, "maximum": EXPERT_MAX}
+TOOLS: dict[str, tuple[ToolSpec, Runner]] = {
+    # hybrid search is not a catalogue method (its options belong to the search engine)
     "search_kg": (_spec("search_kg", "Hybrid search of the knowledge graph.", {"query": _S, "k": _I}, ["query"]),
                   lambda kg, a: kg.search(a["query"], k=int(a.get("k", 10)))),
-    "want_to": (_spec("want_to", "Nodes that achieve a goal.", {"goal": _S}, ["goal"]),
-                lambda kg, a: kg.want_to(a["goal"])),
-    "can_it": (_spec("can_it", "Whether a capability exists, with limitations and workarounds.",
-                     {"capability": _S}, ["capability"]), lambda kg, a: kg.can_it(a["capability"])),
-    "compose_for": (_spec("compose_for", "A multi-step plan of connected tools for a goal.", {"goal": _S}, ["goal"]),
-                    lambda kg, a: kg.compose_for(a["goal"])),
-    "similar_to": (_spec("similar_to", "Structurally similar nodes.", {"node": _S, "k": _I}, ["node"]),
-                   lambda kg, a: kg.similar_to(a["node"], k=int(a.get("k", 10)))),
-    "impact_analysis": (_spec("impact_analysis", "What changes if a node changes.",
-                              {"node": _S, "direction": {"enum": ["forward", "backward", "both"]},
-                               "max_depth": {"type": "integer", "minimum": 1, "maximum": 5}}, ["node"]),
-                        lambda kg, a: kg.impact_analysis(a["node"], a.get("direction", "both"),
-                                                         int(a.get("max_depth", 3)))),
-    "trace_path": (_spec("trace_path", "The shortest typed path between two nodes.",
-                         {"source": _S, "target": _S}, ["source", "target"]),
-                   lambda kg, a: kg.trace_path(a["source"], a["target"])),
-    "explore_smart": (_spec("explore_smart", "The neighbourhood of a node, level by level.",
-                            {"node": _S, "depth": {"type": "integer", "minimum": 1, "maximum": 3}}, ["node"]),
-                      lambda kg, a: kg.explore_smart(a["node"], int(a.get("depth", 2)))),
+    **{m.name: (method_spec(m), _method_runner(m)) for m in METHODS if not m.writes},
 }
 
 
@@ -85,7 +103,7 @@ def run_tool(ws: Any, kgs: tuple[str, ...], call: ToolCall) -> ToolOutcome:
     return ToolOutcome(call, text, tuple(_nodes(db_id, result)), False)
 
 
-def _tool(name: str) -> tuple[ToolSpec, Callable[[Any, Mapping[str, Any]], Any]]:
+def _tool(name: str) -> tuple[ToolSpec, Runner]:
     if name not in TOOLS:
         raise InvalidArgument(f"unknown tool {name!r}; available: {', '.join(TOOLS)}")
     return TOOLS[name]

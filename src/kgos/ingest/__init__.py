@@ -8,12 +8,10 @@ incrementally (only changed files, one transaction). See docs/ingest.md.
 
 from __future__ import annotations
 
-from ..kg import Workspace
 from . import modules  # noqa: F401  (registers the ingest and extract pipeline modules)
 from .facts import Facts
 from .files import Selection, Skipped, SourceFile
 from .ingestion import IngestOptions, IngestReport, ingest, ingest_into, watch
 
-Workspace.register_extension("ingest", ingest_into)  # ws.ingest(...): the kg layer cannot import this one
-
-__all__ = ["Facts", "IngestOptions", "IngestReport", "Selection", "Skipped", "SourceFile", "ingest", "watch"]
+__all__ = ["Facts", "IngestOptions", "IngestReport", "Selection", "Skipped", "SourceFile", "ingest", "ingest_into",
+           "watch"]

@@ -395,7 +395,7 @@ def _dedupe(outputs: list[GroupOutput]) -> int:
 
 def ingest_into(ws: Workspace, db_id: str, paths: Sequence[str | Path], provider: ChatProvider | None = None,
                 progress: Progress | None = None, **options: Any) -> IngestReport:
-    """``ws.ingest(db_id, paths, tiers=(1, 2), include=..., ...)``: ``options`` are ``IngestOptions`` fields."""
+    """``ingest_into(ws, db_id, paths, tiers=(1, 2), include=..., ...)``: ``options`` are ``IngestOptions`` fields."""
     try:
         opts = IngestOptions(**options)
     except TypeError as exc:

@@ -23,18 +23,18 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgument, InvalidName, KGExists, KGNotFound, KGOSError, SchemaNotRecognized
+from ..errors import InvalidArgument, InvalidName, KGExists, KGNotFound, SchemaNotRecognized
 from ..store.base import GraphStore
 from ..store.formats import open_source, writer_for
 from ..store.importer import ImportReport, Progress, bulk_load, merge_into
 from ..store.native import NativeStore
 from ..store.registry import Registry, open_workspace_db
-from .facade import KG, load_extension
+from .facade import KG
 
 if TYPE_CHECKING:
     from ..retrieval.results import SearchResult
@@ -227,24 +227,6 @@ class Workspace:
         for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
             p.unlink(missing_ok=True)
         return "deleted"
-
-    # -- what layers above add (the kg layer cannot import them) ------------------------------------
-    extensions: ClassVar[dict[str, Callable[..., Any]]] = {}
-
-    @classmethod
-    def register_extension(cls, name: str, fn: Callable[..., Any]) -> None:
-        cls.extensions[name] = fn
-
-    def ingest(self, db_id: str, paths: Sequence[str | Path], **options: Any) -> Any:
-        """Build or update the KG ``db_id`` from folders and files of code and documents: the
-        ``kgos.ingest.ingest`` that importing ``kgos.ingest`` registers (docs/ingest.md)."""
-        if "ingest" not in Workspace.extensions:
-            load_extension("ingest")
-        fn = Workspace.extensions.get("ingest")
-        if fn is None:
-            raise KGOSError("ingest is not available: no installed package provides it (entry point group "
-                            "'kgos.extensions')")
-        return fn(self, db_id, paths, **options)
 
     # -- search across KGs -------------------------------------------------------------------------
     def search(self, db_ids: Sequence[str], query: str, k: int = 10, **options: Any) -> SearchResult:

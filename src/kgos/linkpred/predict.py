@@ -1,4 +1,4 @@
-"""``kg.predict``: link prediction on one KG: queries, discovery, runs into the review queue, evaluation.
+"""``link_predictor(kg)`` (``Predict``): link prediction on one KG: queries, discovery, runs into the review queue, evaluation.
 
 The KG's current version is read once into a ``LinkGraph`` (the snapshot's CSR out-adjacency as
 triples, node types, the search vectors); fitted predictors are kept per KG version, so a second
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,10 +179,14 @@ class Predict:
 
     # -- runs into the review queue ---------------------------------------------------------------------
     def run(self, nodes: Iterable[str] | None = None, k: int = 50, per_node: int = 5, predictor: str = "ensemble",
-            origin: str | None = None, queue: bool = True, calibrated: bool = True, **params: Any) -> RunReport:
+            origin: str | None = None, queue: bool = True, calibrated: bool = True,
+            progress: Callable[[int], None] | None = None, total: Callable[[int], None] | None = None,
+            **params: Any) -> RunReport:
         """Discover the missing edges of ``nodes`` (default: every node of a small KG, else the
         ``RUN_NODES`` best connected), keep the ``k`` best overall and stage them in the review queue,
-        each with its calibrated confidence (``calibration``; ``calibrated=False`` skips fitting it)."""
+        each with its calibrated confidence (``calibration``; ``calibrated=False`` skips fitting it).
+        ``total(n)``: the nodes to scan, once the model is trained; ``progress(1)`` after each (a first
+        run trains the model, then scans: minutes on a few thousand nodes, so a CLI shows an ETA)."""
         t0 = time.perf_counter()
         _check_k(k)
         _check_k(per_node, "per_node")
@@ -194,6 +198,8 @@ class Predict:
                                   "leave it out to run on the best-connected nodes)")
         cal = self.calibration(predictor, **params) if calibrated else None
         found: dict[tuple[str, str, str], Prediction] = {}
+        if total is not None:
+            total(len(refs))
         # a node can place at most k predictions in the overall top k: more per node changes nothing
         for ref in refs:
             for p in self._calibrated(cal, self.discover(ref, min(per_node, k), predictor=predictor, explain=False,
@@ -201,6 +207,8 @@ class Predict:
                 key = (p.source, p.target, p.type)
                 if key not in found or found[key].score < p.score:
                     found[key] = p
+            if progress is not None:
+                progress(1)
         # calibrated confidences compare across nodes; raw scores only within one query
         ordered = sorted(found.values(), key=lambda p: -(p.score if cal is None else p.confidence or 0.0))
         g, index = self.graph(), self.kg.view().index

@@ -2,7 +2,7 @@
 
 ``Ranker`` holds what the filters read of a graph (its known edges, the node types seen at each end
 of each relation, the relations each node pair carries, the relation model), so the same code ranks
-the KG's live graph (``kg.predict``) and a graph with edges withheld (calibration, evaluation).
+the KG's live graph (``link_predictor(kg)``) and a graph with edges withheld (calibration, evaluation).
 
 Candidates are every node, scored in one vectorised pass per side, then filtered: existing edges, the
 node itself, the relation's type constraints, rejected proposals. A relation-blind predictor's score

@@ -46,15 +46,27 @@ CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 CATEGORY_NAMES = tuple(CATEGORIES)
 
-# Which query methods a category calls for (spec/000 method 1, step 2).
+# Which query method each of the 14 categories calls for (spec/000 method 1, step 2); every category
+# routes (docs/methods.md "Routing table"; tests/test_routing.py has a query per category).
 CATEGORY_ROUTES: dict[str, str] = {
     "cost_optimization": "want_to", "performance": "want_to", "security": "want_to",
     "agent_workflow": "want_to", "composition": "compose_for", "impact": "impact_analysis",
     "comparison": "similar_to", "exploration": "explore_smart",
+    # how-to questions about a topic: goals to reach
+    "prompt_engineering": "want_to", "deployment": "want_to",
+    # a bug or an error: what blocks the node (limitations, their workarounds, blocked prerequisites)
+    "coding_help": "why_not",
+    # the graph around the node the query names
+    "knowledge_graph": "explore_smart",
+    # "find things like X by meaning": structural twins complement the embedding signal
+    "embedding_search": "similar_to",
+    # weighing options: declared alternatives, structural twins and conflicts
+    "reasoning": "alternatives",
 }
 # The retrieval intents of spec/001 1.3 that also route: capability questions and stated goals.
 RETRIEVAL_ROUTES: dict[str, str] = {"capability_check": "can_it", "goal_based": "want_to"}
-ROUTE_ORDER = ("can_it", "compose_for", "want_to", "impact_analysis", "similar_to", "explore_smart")
+ROUTE_ORDER = ("can_it", "compose_for", "want_to", "impact_analysis", "similar_to", "alternatives", "why_not",
+               "explore_smart")
 
 
 @lru_cache(maxsize=64)

@@ -136,7 +136,7 @@ def _run_routes(kg: KGSource, view: GraphView, snap: Any, query: str, routes: tu
         elif target is None:
             notes.append(f"{route} skipped: no node matches the query to start from")
         else:
-            scores[route] = _structural(view, route, target, cfg, subs)
+            scores[route] = _structural(view, store, route, target, cfg, subs)
     return subs, scores, notes
 
 
@@ -158,6 +158,15 @@ def _target(view: GraphView, snap: Any, store: Any, cls: Any, hybrid: Any) -> in
     return view.index.get(hybrid.results[0].node.id) if hybrid.results else None
 
 
+def _blocker_scores(report: Any) -> dict[str, float]:
+    """A debugging answer: the workarounds first, then the limitations they fix, then prerequisites."""
+    found = {p.node.id: 0.5 for p in report.prerequisites}
+    found.update({lim.node.id: 0.6 for lim in report.limitations})
+    found.update({w.id: 0.8 for lim in report.limitations for w in lim.workarounds})
+    found.update({w.id: 0.8 for w in report.workarounds})
+    return found
+
+
 def _capability_scores(cap: Any) -> dict[str, float]:
     found: dict[str, float] = {}
     for refs, value in ((cap.prerequisites, 0.5), ([l.node for l in cap.limitations], 0.6), (cap.workarounds, 0.8)):
@@ -167,16 +176,23 @@ def _capability_scores(cap: Any) -> dict[str, float]:
     return found
 
 
-def _structural(view: GraphView, route: str, row: int, cfg: RetrievalConfig, subs: dict[str, Any]) -> dict[str, float]:
+def _structural(view: GraphView, store: Any, route: str, row: int, cfg: RetrievalConfig,
+                subs: dict[str, Any]) -> dict[str, float]:
     root = {view.node_ids[row]: 1.0}
     if route == "impact_analysis":
         subs["impact"] = res = structure.impact(view, row, "both", cfg.max_depth)
         top = max((n.risk for lvl in res.risk_by_depth.values() for n in lvl), default=0.0) or 1.0
         return {**{n.node.id: n.risk / top for lvl in res.risk_by_depth.values() for n in lvl}, **root}
-    if route == "similar_to":
+    if route in ("similar_to", "alternatives"):
         alts = structure.alternatives(view, row, cfg.k)
-        subs["similar"] = SimilarResult(view.ref(row), alts.structural)
+        if route == "similar_to":
+            subs["similar"] = SimilarResult(view.ref(row), alts.structural)
+        else:
+            subs["alternatives"] = alts
         return {**{r.node.id: r.score for r in alts.structural}, **{a.node.id: 0.9 for a in alts.explicit}, **root}
+    if route == "why_not":
+        subs["blockers"] = report = capability.why_not(view, store, row)
+        return {**_blocker_scores(report), **root}
     subs["exploration"] = tree = structure.explore(view, row, cfg.max_depth)
     return {**{n.node.id: n.rank_score / (n.depth + 1) for lvl in tree.levels for n in lvl.nodes}, **root}
 

@@ -542,5 +542,7 @@ class IntentSearchResult(Record):
     similar: SimilarResult | None = None
     exploration: ExplorationTree | None = None
     took_ms: float = 0.0
+    alternatives: AlternativesResult | None = None  # reasoning's route
+    blockers: BlockerReport | None = None  # coding_help's route (why_not)
     notes: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())  # the hybrid search's (e.g. no vectors)

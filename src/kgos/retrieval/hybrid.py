@@ -25,11 +25,11 @@ from ..index.text import tokenize
 from ..store.base import GraphStore
 from . import intents as I
 from .results import SIGNALS, Components, EdgeAnnotation, SearchHit, SearchResult, Weights
+from .vocabulary import MODES
 
 if TYPE_CHECKING:
     from ..index.snapshot import Snapshot
 
-MODES = ("hybrid", "fixed3", "fixed4", "embedding", "bm25", "fts", "text", "graph", "names", "rrf")
 FTS_MODES = frozenset({"fts", "text", "rrf"})  # these always query FTS5, whatever SearchOptions.fts says
 MAX_K = 1000
 MAX_QUERY_TERMS = 64
