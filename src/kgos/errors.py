@@ -26,6 +26,14 @@ class PropertiesTooLarge(InvalidArgument):
     allows (a bound that keeps every reader, exporter and JSON encoder working on the KG)."""
 
 
+class InputTooLarge(InvalidArgument):
+    """A file, upload or request that crosses a bound of ``store.bounds`` or ``limits`` (nesting
+    depth, string or line length, size): refused before it is parsed further, so no input can
+    exhaust the memory of the process reading it."""
+
+    status = 413
+
+
 class KGNotFound(KGOSError, LookupError):
     status = 404
 

@@ -386,9 +386,13 @@ ImportOut = response_model(ImportReport, "ImportOut", embedding=(ImportEmbedding
 
 
 class Health(BaseModel):
+    """``kgs``: how many KGs the workspace holds; None with ``busy`` true when a long call holds the
+    workspace (health never waits for it: it answers within 0.25 s, docs/limits.md)."""
+
     status: Literal["ok"]
     version: str
-    kgs: int
+    kgs: int | None
+    busy: bool = False
 
 
 # -- responses: search ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..embed import get_embedder, resolve_spec
+from ..embed.registry import embedder_name
 from ..embed.nodes import (
     EmbedReport,
     EmbedStatus,
@@ -86,7 +87,7 @@ def _model_name(spec: str | None) -> str | None:
     """The vector name ``spec`` stores, or None if it cannot be built here (its vectors are then not
     the ones being written)."""
     try:
-        return get_embedder(spec).name if spec else None
+        return embedder_name(spec) if spec else None  # a name: never waits on a model build
     except KGOSError:
         return None
 
