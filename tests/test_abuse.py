@@ -1,0 +1,184 @@
+"""Regression tests for the rows of issue 33's abuse table (benchmarks/abuse.py replays them at full
+size): hostile files are refused early by every reader, with the bound and the record named and the
+importing process's memory bounded; a model build holds no lock a request needs; integer fields are
+bounded. Small inputs here; the full sizes run under the ``slow`` marker."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import resource
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from live_server import free_port, live_server
+
+import kgos
+from kgos.errors import ImportFailed, InputTooLarge
+from kgos.store.bounds import MAX_DOCUMENT_DEPTH, MAX_STRING_BYTES, JsonScan
+
+
+# -- row 1: every parser is bounded in depth and size ----------------------------------------------------
+def _w(path: Path, text: str) -> Path:
+    if path.suffix == ".gz":
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def _deep_nodes(path: Path, n: int) -> Path:
+    return _w(path, '{"nodes":' + "[" * n)
+
+
+HOSTILE = {  # name -> (writer(path, scale), the words the refusal must contain)
+    "nodes-then-brackets.json": (lambda p, n: _deep_nodes(p, n), "64 levels"),
+    "brackets.json": (lambda p, n: _w(p, "[" * n), "64 levels"),
+    "objects.json.gz": (lambda p, n: _w(p, '{"nodes":[{"a":' * n), "64 levels"),
+    "entities.json": (lambda p, n: _w(p, '{"entities":[{"id":"a","metadata":' + '{"a":' * n),
+                      "64 levels"),
+    "huge-string.json": (lambda p, n: _w(p, '{"nodes":[{"id":"a","name":"' + "x" * (MAX_STRING_BYTES + n)
+                                                   + '"}],"edges":[]}'), "16,777,216 bytes"),
+    "brackets.jsonl": (lambda p, n: _w(p, "[" * n), "levels"),
+    "one-line.jsonl": (lambda p, n: _w(p, '{"id":"' + "x" * (MAX_STRING_BYTES + n)),
+                       "16,777,216 bytes"),
+    "deep.graphml": (lambda p, n: _w(p, '<graphml xmlns="http://graphml.graphdrawing.org/xmlns"><graph>'
+                                               + "<a>" * n), "64 levels"),
+    "huge-text.graphml": (lambda p, n: _w(p, '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+                                                    '<graph><node id="a">' + "x" * (MAX_STRING_BYTES + n)),
+                          "16,777,216 bytes"),
+}
+
+
+def _csv_line(folder: Path, n: int) -> Path:
+    folder.mkdir()
+    (folder / "nodes.csv").write_text("id,name\na," + "x" * (MAX_STRING_BYTES + n))
+    return folder
+
+
+def _peak_rss_mb_of_import(home: Path, path: Path) -> tuple[float, str]:
+    """Peak RSS (MB) of a real ``kgos kg import`` process, and what it printed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    done = subprocess.run([sys.executable, "-m", "kgos", "--home", str(home), "kg", "import", "x", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    return max(peak, before) / 1024, done.stderr + done.stdout
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_files_are_refused_naming_the_bound_and_the_record(ws, tmp_path, name):
+    write, words = HOSTILE[name]
+    path = write(tmp_path / name, 100_000)
+    with pytest.raises(ImportFailed, match=words) as caught:
+        ws.import_file("x", path)
+    assert caught.value.record, "the refusal names where it happened"
+    assert not ws.exists("x")
+
+
+def test_a_csv_line_over_the_bound_is_refused(ws, tmp_path):
+    with pytest.raises(ImportFailed, match="16,777,216 bytes") as caught:
+        ws.import_file("x", _csv_line(tmp_path / "csv", 10))
+    assert caught.value.record == "nodes.csv:2"
+
+
+def test_deep_nesting_is_refused_within_bounded_memory(tmp_path):
+    """Before: 64 KB of '[' made ijson build 10 GB of prefixes. A 2 MB file now stays near the
+    interpreter's own size (the CLI with its imports is ~100 MB)."""
+    rss, out = _peak_rss_mb_of_import(tmp_path / "home", _deep_nodes(tmp_path / "b.json", 2_000_000))
+    assert "64 levels" in out
+    assert rss < 400, f"peak RSS {rss:.0f} MB"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["nodes-then-brackets.json", "brackets.json", "huge-string.json"])
+def test_full_size_hostile_files_stay_bounded(tmp_path, name):
+    """The issue's sizes: 20 MB of '[' (10.6 GB before), '{"nodes":' + 20 M '[' (OOM-killed at 22.6 GB)."""
+    write, words = HOSTILE[name]
+    rss, out = _peak_rss_mb_of_import(tmp_path / "home", write(tmp_path / name, 20_000_000))
+    assert words in out and rss < 600, f"peak RSS {rss:.0f} MB"
+
+
+def test_depth_at_the_bound_passes_one_more_is_refused():
+    scan = JsonScan()
+    scan.feed(b'{"a":' * (MAX_DOCUMENT_DEPTH - 1) + b"[1]" + b"}" * (MAX_DOCUMENT_DEPTH - 1))
+    assert scan.depth == 0
+    with pytest.raises(InputTooLarge, match="64 levels"):
+        JsonScan().feed(b"[" * (MAX_DOCUMENT_DEPTH + 1))
+
+
+@pytest.mark.parametrize("piece", [1, 3, 7, 4096])
+def test_brackets_inside_strings_and_escapes_do_not_count(piece):
+    """Strings (with escaped quotes and backslashes, split across reads anywhere) hide their brackets."""
+    text = json.dumps({"s": "[[[{{" * 100 + '\\"[' * 50 + "\\\\" + "]" * 10, "t": [[["ok"]]]}).encode()
+    scan = JsonScan()
+    for i in range(0, len(text), piece):
+        scan.feed(text[i:i + piece])
+    assert scan.depth == 0 and not scan.in_string
+
+
+def test_ordinary_files_import_as_before(ws, tmp_path):
+    nodes = [{"id": f"n{i}", "name": f"[{i}] {{x}}", "properties": {"deep": [[[[i]]]], "s": '"]]]'}}
+             for i in range(2000)]
+    path = tmp_path / "ok.json"
+    path.write_text(json.dumps({"nodes": nodes, "edges": [{"source": "n0", "target": "n1", "type": "r"}]}))
+    ws.import_file("ok", path)
+    kg = ws.kg("ok")
+    assert kg.store.node_count() == 2000 and kg.node("n7").properties["s"] == '"]]]'
+
+
+# -- row 3: a model build holds no lock a request needs --------------------------------------------------
+def test_health_and_names_delete_answer_while_the_fast_tier_builds(ws, monkeypatch):
+    """The embedder registry used to hold one global lock for the whole build of a model (minutes on
+    a fresh home); ``DELETE /names`` waited on it while holding the workspace lock, so every route,
+    health included, stalled. A fake build that blocks until released stands in for the real one."""
+    from kgos.api.app import create_app
+    from kgos.embed import registry
+
+    kg = ws.create("t")
+    kg.add_node("Alpha", id="a")
+    kg.store.set_meta(embedder="fast")
+    release, started = threading.Event(), threading.Event()
+    real_build = registry._build
+
+    def slow_build(spec: str):
+        if spec == "fast":
+            started.set()
+            release.wait(30)
+            return real_build("hash")
+        return real_build(spec)
+    monkeypatch.setattr(registry, "_build", slow_build)
+    monkeypatch.setattr(registry, "_cache", {})
+    builder = threading.Thread(target=registry.get_embedder, args=("fast",), daemon=True)
+    builder.start()
+    assert started.wait(10)
+    try:
+        with live_server(create_app(ws), free_port()) as base, httpx.Client(base_url=base, timeout=5) as c:
+            t0 = time.monotonic()
+            dropped = c.delete("/api/kg/t/names", headers={"X-KGOS-Client": "test"})
+            took = time.monotonic() - t0
+            # before: it waited for the build (here: forever); 2 s is load headroom on a shared machine
+            assert dropped.status_code == 200 and took < 2.0, (dropped.status_code, took)
+            health = c.get("/api/health").json()
+            assert health["status"] == "ok" and health["busy"] is False, "the workspace lock was free"
+            assert registry.building_specs() == ["fast"], "the build was still running throughout"
+    finally:
+        release.set()
+        builder.join(10)
+
+
+def test_health_answers_busy_instead_of_waiting_for_the_workspace(ws):
+    from kgos.api.app import create_app
+    with live_server(create_app(ws), free_port()) as base, httpx.Client(base_url=base, timeout=5) as c:
+        with ws.lock:  # a long call holding the workspace, as an import of a big upload does
+            t0 = time.monotonic()
+            body = c.get("/api/health").json()
+            assert time.monotonic() - t0 < 5, "before: it waited for the lock's holder, here forever"
+        assert body["busy"] is True and body["kgs"] is None
+        assert c.get("/api/health").json()["busy"] is False
