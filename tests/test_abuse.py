@@ -182,3 +182,50 @@ def test_health_answers_busy_instead_of_waiting_for_the_workspace(ws):
             assert time.monotonic() - t0 < 5, "before: it waited for the lock's holder, here forever"
         assert body["busy"] is True and body["kgs"] is None
         assert c.get("/api/health").json()["busy"] is False
+
+
+# -- row 4: every integer a request may carry is bounded ----------------------------------------------------
+def _unbounded_integers(spec: dict) -> list[str]:
+    """Integer fields of every request body and parameter without a maximum (responses are ours)."""
+    comps, seen, found = spec["components"]["schemas"], set(), []
+
+    def walk(schema: dict, where: str) -> None:
+        if "$ref" in schema:
+            name = schema["$ref"].rsplit("/", 1)[1]
+            if name not in seen:
+                seen.add(name)
+                walk(comps[name], name)
+            return
+        if schema.get("type") == "integer" and "maximum" not in schema and "enum" not in schema \
+                and "const" not in schema:
+            found.append(where)
+        for key in ("anyOf", "oneOf", "allOf"):
+            for sub in schema.get(key, []):
+                walk(sub, where)
+        if isinstance(schema.get("items"), dict):
+            walk(schema["items"], where + "[]")
+        for name, sub in schema.get("properties", {}).items():
+            walk(sub, f"{where}.{name}")
+        if isinstance(schema.get("additionalProperties"), dict):
+            walk(schema["additionalProperties"], where + "{}")
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            for param in op.get("parameters", []):
+                walk(param.get("schema", {}), f"{method.upper()} {path} ?{param['name']}")
+            for content in op.get("requestBody", {}).get("content", {}).values():
+                walk(content.get("schema", {}), f"{method.upper()} {path}")
+    return found
+
+
+def test_every_integer_field_of_every_request_has_a_maximum(ws):
+    from kgos.api.app import create_app
+    assert _unbounded_integers(create_app(ws).openapi()) == []
+
+
+def test_a_huge_research_budget_is_a_422_not_a_500(ws):
+    from api_helpers import client
+    c = client(ws)
+    answer = c.post("/api/research/runs", json={"question": "what is x?", "budget_tokens": 10**30},
+                    headers={"X-KGOS-Client": "test"})
+    assert answer.status_code == 422, answer.text
+    assert "budget_tokens" in answer.text

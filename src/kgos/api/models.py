@@ -42,6 +42,7 @@ from .schemas import (
 )
 
 MAX_TEXT = 10_000  # characters of a query, goal or capability
+MAX_INT64 = 2**63 - 1  # every integer a request may carry fits SQLite's INTEGER (no 500 on 10**30)
 MAX_REF = 2_000  # characters of a node id or name
 
 
