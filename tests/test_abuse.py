@@ -229,3 +229,77 @@ def test_a_huge_research_budget_is_a_422_not_a_500(ws):
                     headers={"X-KGOS-Client": "test"})
     assert answer.status_code == 422, answer.text
     assert "budget_tokens" in answer.text
+
+
+# -- row 2: ingest caps are hard maxima; the parse runs in a capped worker process ----------------------------
+def _big_python(path: Path, functions: int) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f'def f{i}(x):\n    """Doc {i}."""\n    return x + {i}\n\n' for i in range(functions)))
+    return path
+
+
+def test_ingest_max_bytes_is_a_hard_maximum(ws, tmp_path, monkeypatch):
+    from api_helpers import client
+    from click.testing import CliRunner
+
+    from kgos.cli import cli
+    from kgos.ingest import IngestOptions
+    from kgos.ingest.files import MAX_FILE_BYTES
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", str(tmp_path))
+    answer = client(ws).post("/api/kg/code/ingest", json={"paths": [str(tmp_path)], "max_bytes": 10**9})
+    assert answer.status_code == 422 and "max_bytes" in answer.text
+    with pytest.raises(kgos.errors.InvalidArgument, match="10,000,000"):
+        IngestOptions(max_bytes=MAX_FILE_BYTES + 1).checked()
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path / "h"), "ingest", "code", str(tmp_path),
+                                      "--max-bytes", str(10**9)])
+    assert result.exit_code != 0 and "10,000,000" in result.output + (result.stderr or "")
+
+
+def _wait_job(c: httpx.Client, job_id: str, probes: list[float], timeout: float = 240) -> dict:
+    """Poll the job to its end, probing health meanwhile; ``probes`` collects health latencies."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        t0 = time.monotonic()
+        assert c.get("/api/health").status_code == 200
+        probes.append(time.monotonic() - t0)
+        job = c.get(f"/api/jobs/{job_id}").json()
+        if job["status"] in ("complete", "failed", "cancelled"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError("the job did not end")
+
+
+def test_a_runaway_ingest_kills_its_worker_not_the_server(ws, tmp_path, monkeypatch):
+    """A Python file whose parse needs more than the worker's ceiling: the job fails with a message
+    naming the ceiling; the server's own memory never held the parse and it answers throughout."""
+    from kgos.api.app import create_app
+    root = tmp_path / "src"
+    _big_python(root / "big.py", 30_000)  # 1.7 MB: ~250 MB to parse, over a 256 MB ceiling
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", str(root))
+    monkeypatch.setenv("KGOS_JOB_MEMORY_MB", "256")
+    probes: list[float] = []
+    with live_server(create_app(ws), free_port()) as base, httpx.Client(base_url=base, timeout=30) as c:
+        started = c.post("/api/kg/code/ingest", json={"paths": [str(root)], "embed": False, "dimensions": False})
+        assert started.status_code == 202, started.text
+        job = _wait_job(c, started.json()["job_id"], probes)
+        if job["status"] == "failed":  # the worker died of it
+            assert job["error_kind"] in ("InputTooLarge", "WorkerFailed") and "256" in job["error"], job
+        else:  # the parse hit the ceiling: the file is skipped with the reason, the run goes on
+            assert job["status"] == "complete", job
+            assert [s["reason"] for s in job["result"]["skipped"]] == [
+                "too large to parse within the memory ceiling (MemoryError; KGOS_JOB_MEMORY_MB)"]
+        assert c.get("/api/health").json()["status"] == "ok"
+    assert not ws.exists("code") or ws.kg("code").store.node_count() == 0, "nothing half-written"
+
+
+def test_an_ingest_in_its_worker_completes_and_the_server_sees_it(ws, tmp_path, monkeypatch):
+    from kgos.api.app import create_app
+    root = tmp_path / "src"
+    _big_python(root / "mod.py", 200)
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", str(root))
+    probes: list[float] = []
+    with live_server(create_app(ws), free_port()) as base, httpx.Client(base_url=base, timeout=30) as c:
+        started = c.post("/api/kg/code/ingest", json={"paths": [str(root)], "embed": False, "dimensions": False})
+        job = _wait_job(c, started.json()["job_id"], probes)
+        assert job["status"] == "complete", job
+        assert c.get("/api/kg/code").json()["nodes"] == sum(job["result"]["nodes"].values()) > 200

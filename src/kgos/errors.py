@@ -298,3 +298,10 @@ class JobNotCancellable(KGOSError):
     """A cancel request for a job that cannot be stopped (an ingest: one transaction) or has ended."""
 
     status = 409
+
+
+class WorkerFailed(KGOSError):
+    """A job's worker process ended without a result (killed for memory, crashed): the job fails, the
+    server goes on (``kgos.api.worker``)."""
+
+    status = 503

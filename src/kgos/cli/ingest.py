@@ -30,7 +30,8 @@ def _tiers(value: str) -> tuple[int, ...]:
               help="1 structure, 2 patterns and cue phrases, 3 LLM concepts (needs --provider).")
 @click.option("--provider", help="LLM for tier 3 (e.g. openai:gpt-4o-mini, anthropic, ollama:MODEL).")
 @click.option("--max-llm-calls", default=50, show_default=True, help="Tier 3: at most this many LLM calls per run.")
-@click.option("--max-bytes", default=5_000_000, show_default=True, help="Skip files larger than this.")
+@click.option("--max-bytes", default=5_000_000, show_default=True,
+              help="Skip files larger than this (at most 10,000,000: parsing takes ~150x a file in memory).")
 @click.option("--keep-missing", is_flag=True, help="Keep the nodes of files that disappeared from a folder.")
 @click.option("--no-embed", is_flag=True, help="Do not embed after the ingest.")
 @click.option("--no-dims", is_flag=True, help="Do not infer dimensions after the ingest.")

@@ -23,7 +23,7 @@ from ..kg.embedding import embed_after_import
 from ..store.native import NativeStore
 from . import configs, documents, patterns, python, treesitter
 from .facts import Facts
-from .files import DEFAULT_MAX_BYTES, Selection, Skipped, SourceFile, check_globs, read, walk
+from .files import DEFAULT_MAX_BYTES, MAX_FILE_BYTES, Selection, Skipped, SourceFile, check_globs, read, walk
 from .linker import EXTERNAL, Linker
 from .semantic import SemanticExtractor
 from .writer import CachedGroup, GroupOutput, WriteCounts, load_cache, tiers_key, write
@@ -70,8 +70,9 @@ class IngestOptions:
         tiers = tuple(sorted(set(self.tiers)))
         if not tiers or any(t not in TIERS for t in tiers) or 1 not in tiers:
             raise InvalidArgument(f"tiers must include 1 and be among 1, 2, 3; got {list(self.tiers)}")
-        if not isinstance(self.max_bytes, int) or self.max_bytes <= 0:
-            raise InvalidArgument(f"max_bytes must be a positive integer, not {self.max_bytes!r}")
+        if not isinstance(self.max_bytes, int) or not 0 < self.max_bytes <= MAX_FILE_BYTES:
+            raise InvalidArgument(f"max_bytes must be a positive integer up to {MAX_FILE_BYTES:,} (the hard "
+                                  f"maximum: parsing takes ~150x a file's size in memory), not {self.max_bytes!r}")
         return IngestOptions(check_globs(self.include, "include"), check_globs(self.exclude, "exclude"), tiers,
                              self.max_bytes, self.embed, self.model, self.dimensions, self.validate, self.prune,
                              self.max_llm_calls)
