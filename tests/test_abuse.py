@@ -303,3 +303,17 @@ def test_an_ingest_in_its_worker_completes_and_the_server_sees_it(ws, tmp_path, 
         job = _wait_job(c, started.json()["job_id"], probes)
         assert job["status"] == "complete", job
         assert c.get("/api/kg/code").json()["nodes"] == sum(job["result"]["nodes"].values()) > 200
+
+
+# -- row 8: a busy port is a clear error, documented exit code 1 ---------------------------------------------
+def test_serve_on_a_busy_port_exits_1_with_a_message(tmp_path):
+    import socket
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen(1)
+        port = other.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "kgos", "--home", str(tmp_path / "h"), "serve", "--port",
+                               str(port)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert f"127.0.0.1:{port} is in use" in done.stderr and "--port" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -305,3 +305,9 @@ class WorkerFailed(KGOSError):
     server goes on (``kgos.api.worker``)."""
 
     status = 503
+
+
+class PortInUse(KGOSError):
+    """``kgos serve`` on a port another process listens on: exit code 1 with this message."""
+
+    status = 409
