@@ -33,8 +33,8 @@ from kgos.data import load_demo
 README = Path(__file__).resolve().parents[1] / "README.md"
 READ_TOOLS = {"list_kgs", "search", "intent_search", "want_to", "can_it", "compose_for", "similar_to",
               "impact_analysis", "trace_path", "explore_smart", "dimension_filter", "get_node", "neighbors",
-              "proposals", "memory_context", "ask_expert", "memory_add", "job_status"}
-WRITE_TOOLS = {"add_node", "add_edge", "proposal_accept", "proposal_reject", "ingest"}
+              "proposals", "memory_context", "ask_expert", "job_status"}
+WRITE_TOOLS = {"add_node", "add_edge", "proposal_accept", "proposal_reject", "ingest", "memory_add"}
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_tools_are_listed_with_schemas_and_honest_read_only_hints(home: Path) ->
     assert set(writable) == READ_TOOLS | WRITE_TOOLS
     for name, tool in writable.items():
         assert tool.description and len(tool.description) > 30, name
-        assert tool.annotations.read_only_hint is (name in READ_TOOLS - {"ask_expert", "memory_add"}), name
+        assert tool.annotations.read_only_hint is (name in READ_TOOLS - {"ask_expert"}), name
     search = writable["search"].input_schema
     assert search["required"] == ["kg", "query"]
     assert search["properties"]["k"] == {**search["properties"]["k"], "type": "integer", "minimum": 1,
@@ -125,6 +125,16 @@ def test_ask_expert_gives_a_cited_answer_and_continues_the_conversation(server: 
     _, again = call(server, "ask_expert", {"expert": "demo", "question": "And batching?",
                                            "conversation_id": res["conversation_id"]})
     assert again["conversation_id"] == res["conversation_id"]
+
+
+def test_memory_add_needs_writes_enabled(home: Path) -> None:
+    """Row 9 of issue 33: a default server (no --allow-writes / KGOS_MCP_WRITES) has no memory_add."""
+    before = kgos.Workspace(home)
+    from kgos.memory import MemoryService
+    count = MemoryService(before).stats().to_dict()["memories"]
+    error, said = call(create_server(kgos.Workspace(home)), "memory_add", {"content": "I use tea."})
+    assert error and "memory_add" in str(said)
+    assert MemoryService(kgos.Workspace(home)).stats().to_dict()["memories"] == count
 
 
 def test_memory_add_then_context(server: Any) -> None:
