@@ -176,10 +176,20 @@ def _ingest(size: int, max_bytes: int) -> Callable[[httpx.Client, Path], str]:
 
 
 def _names_during_build(c: httpx.Client, tmp: Path) -> str:
-    """The server built the fast tier at start (fresh home); delete names while it builds."""
+    """A fresh home: an embedding request starts the fast tier's build; delete names while it builds,
+    then keep probing health until the build ends."""
+    model = tmp / "home" / "models" / "minilm-int8-static-256" / "model.safetensors"
+    c.post("/api/kg/t/embedding", json={}, headers=HEADERS)
+    time.sleep(3)
+    building = not model.exists()
     t0 = time.monotonic()
     r = c.delete("/api/kg/t/names", headers=HEADERS, timeout=ROW_DEADLINE)
-    return f"DELETE names {_said(r)} after {time.monotonic() - t0:.1f} s"
+    took = time.monotonic() - t0
+    deadline = time.monotonic() + ROW_DEADLINE
+    while not model.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return (f"DELETE names {_said(r)[:40]} after {took:.1f} s, the build "
+            f"{'running' if building else 'already done'} then; built: {model.exists()}")
 
 
 def _budget(c: httpx.Client, tmp: Path) -> str:
