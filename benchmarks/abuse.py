@@ -213,10 +213,14 @@ def _idle_connections(count: int) -> Callable[[httpx.Client, Path], str]:
     return run
 
 
+SRC: list[str] = []  # the --src tree, for the processes a row starts itself
+
+
 def _busy_port(c: httpx.Client, tmp: Path) -> str:
     port = str(c.base_url).rsplit(":", 1)[1].strip("/")
+    env = {**os.environ, **({"PYTHONPATH": SRC[0]} if SRC else {})}
     done = subprocess.run([sys.executable, "-m", "kgos", "--home", str(tmp / "h2"), "serve", "--port", port],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=env)
     return f"second serve on the port: exit {done.returncode}: {done.stderr.strip().splitlines()[-1][:100]}"
 
 
@@ -293,6 +297,7 @@ def main() -> int:
     ap.add_argument("--cap-mb", type=int, default=4000, help="RLIMIT_DATA of the server (MB)")
     args = ap.parse_args()
     table = rows(args.scale)
+    SRC[:] = [args.src] if args.src else []
     wanted = [k for k in args.rows.split(",") if k] or list(table)
     print(f"abuse table, scale {args.scale}, server {'from ' + args.src if args.src else 'installed'}, "
           f"cap {args.cap_mb} MB")
