@@ -317,3 +317,23 @@ def test_serve_on_a_busy_port_exits_1_with_a_message(tmp_path):
     assert done.returncode == 1, done.stderr
     assert f"127.0.0.1:{port} is in use" in done.stderr and "--port" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_event_streams_are_bounded_and_give_their_slot_back(ws, monkeypatch):
+    """Row 8: beyond the bound a new stream is a 503 with Retry-After, not one more held connection."""
+    from api_helpers import client
+
+    from kgos.api import streams
+    from kgos.data import load_demo
+    load_demo(ws, embedder="hash")
+    monkeypatch.setattr(streams, "SLOTS", streams.StreamSlots(limit=1))
+    c = client(ws)
+    body = {"query": "How do I reduce API costs?", "stream": True}
+    streams.SLOTS.take()  # one stream already open: the server is at its bound
+    busy = c.post("/api/experts/demo/chat", json=body)
+    assert busy.status_code == 503 and busy.json()["error"] == "ServerBusy"
+    assert busy.headers["Retry-After"] == "5" and "KGOS_MAX_STREAMS=1" in busy.json()["detail"]
+    streams.SLOTS.give_back()
+    ok = c.post("/api/experts/demo/chat", json=body)
+    assert ok.status_code == 200 and "event: done" in ok.text or '"done"' in ok.text
+    assert streams.SLOTS.open == 0, "the finished stream gave its slot back"

@@ -311,3 +311,10 @@ class PortInUse(KGOSError):
     """``kgos serve`` on a port another process listens on: exit code 1 with this message."""
 
     status = 409
+
+
+class ServerBusy(KGOSError):
+    """A bounded resource of the server (open event streams) is in use up to its limit: retry later."""
+
+    status = 503
+    retry_after = 5

@@ -26,6 +26,7 @@ from .ingest import check_roots
 from .models import MAX_INT64
 from .runtime import Runtime, runtime
 from .schemas import response_model
+from .streams import bounded
 
 router = APIRouter(tags=["research"])
 RT = Annotated[Runtime, Depends(runtime)]
@@ -197,7 +198,7 @@ def get_stage(run_id: RunId, iteration: Annotated[int, Path(ge=0, le=1000)], sta
                     "after: the last seq seen")
 async def events(run_id: RunId, runs: Live, after: Annotated[int, Query(ge=0, le=MAX_INT64)] = 0) -> StreamingResponse:
     runner = runs.get(run_id)
-    return StreamingResponse(_stream(runs, runner, run_id, after), media_type="text/event-stream",
+    return StreamingResponse(bounded(_stream(runs, runner, run_id, after)), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
 
 
