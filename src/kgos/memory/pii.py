@@ -40,6 +40,10 @@ MASK = "\x1f"  # control characters are stripped from memories, so this one neve
 # -- secrets: (label, pattern); the label names the kind in the placeholder that replaces it ----------
 _KEY_NAMES = (r"(?:aws_?secret_?access_?key|secret_?access_?key|client_?secret|secret_?key|api_?key|apikey|"
               r"access_?token|auth_?token|refresh_?token|bearer|password|passwd|pwd|secret|token)")
+# "the password is hunter2", "password hunter2": in prose the value must hold a digit or a symbol
+# ("password file.", "password authentication" and "password -channel" are man-page prose)
+_PROSE_PASSWORD = re.compile(r"(?i)\b(?:password|passwd|passphrase|passcode|pwd)\b(?:\s+(?:is|was|=|of)\b)?"
+                             r"(?:\s*[:=]\s*|\s+)[\"'“‘]?(?!\[redacted)(?P<value>[^\s\"',;:“”‘’()]{4,})")
 SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private-key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
                                r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*)", re.DOTALL)),
@@ -58,8 +62,7 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "password = hunter2!", "api_key: abc..." and the like: the value goes, the key name stays.
     ("secret", re.compile(rf"(?i)\b{_KEY_NAMES}\b[\"']?\s*[:=]\s*[\"']?(?P<value>[^\s\"',;]{{6,}})")),
     # in prose: "the password is hunter22", "password hunter2", "secret is 9f86d0...", "my key: ..."
-    ("password", re.compile(r"(?i)\b(?:password|passwd|passphrase|passcode|pwd)\b(?:\s+(?:is|was|=|of)\b)?"
-                            r"(?:\s*[:=]\s*|\s+)[\"'“‘]?(?!\[redacted)(?P<value>[^\s\"',;:“”‘’()]{4,})")),
+    ("password", _PROSE_PASSWORD),
     ("secret", re.compile(rf"(?i)\b(?:{_KEY_NAMES}|(?:api|access|secret|private)?\s?key)\b(?:\s+(?:is|was)\b)?"
                           r"(?:\s*[:=]\s*|\s+)[\"']?(?P<near>[A-Za-z0-9+/_-]{20,}={0,2})")),
     ("secret", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)")),  # Authorization header
@@ -120,6 +123,10 @@ def _is_secret(m: re.Match[str]) -> bool:
     if "value" not in m.groupdict():
         return True
     value = m.group("value")
+    if m.re is _PROSE_PASSWORD:
+        core = value.rstrip(".!?")
+        placeholder = core.lower().startswith(("your", "<", "$", "{", "%", "*", "-"))
+        return not placeholder and len(core) >= 4 and any(not c.isalpha() for c in core)
     if m.re.pattern.startswith("(?i)\\b[a-z]"):  # a URL's password: any value but a placeholder
         return not value.lower().startswith(("<", "$", "{", "%", "*", "your", "password"))
     if ":" in value or value.lower().startswith(("your", "<", "$", "{", "%", "*")):
