@@ -414,3 +414,24 @@ def test_ingest_killed_after_its_commit_is_redone_by_the_next_run(tmp_path, step
         assert PENDING_KEY not in kg.store.meta()
         quiet = ingest(ws, "code", [str(src)], IngestOptions(embed=False))
         assert quiet.dimensions is None, "nothing pending: an unchanged run does no extra work"
+
+
+def test_a_big_upload_is_imported_in_a_worker_and_errors_keep_their_record(ws, tmp_path, monkeypatch):
+    """Uploads over KGOS_IMPORT_WORKER_BYTES run in a worker process (no workspace lock held meanwhile):
+    the answer is the same report, a bad record the same 400 naming it, and the server sees the KG."""
+    from api_helpers import client
+    monkeypatch.setenv("KGOS_IMPORT_WORKER_BYTES", "1")
+    c = client(ws)
+    nodes = [{"id": f"n{i}", "name": f"Node {i}"} for i in range(300)]
+    good = json.dumps({"nodes": nodes, "edges": [{"source": "n0", "target": "n1", "type": "r"}]}).encode()
+    done = c.post("/api/kg/big/import", files={"file": ("big.json", good)}, params={"embed": "none"},
+                  headers={"X-KGOS-Client": "test"})
+    assert done.status_code == 200, done.text
+    assert done.json()["nodes"] == 300 and c.get("/api/kg/big").json()["nodes"] == 300
+    again = c.post("/api/kg/big/import", files={"file": ("big.json", json.dumps({"nodes": nodes[:5], "edges": []}))},
+                   params={"embed": "none", "mode": "replace"}, headers={"X-KGOS-Client": "test"})
+    assert again.status_code == 200 and c.get("/api/kg/big").json()["nodes"] == 5, "the server reopened the file"
+    bad = c.post("/api/kg/bad/import", files={"file": ("b.json", '{"nodes":' + "[" * 100_000)},
+                 headers={"X-KGOS-Client": "test"})
+    assert bad.status_code == 400 and bad.json()["error"] == "ImportFailed"
+    assert bad.json()["record"] == "nodes[0]" and "64 levels" in bad.json()["detail"]

@@ -78,15 +78,22 @@ def _relay(proc: Any, reader: Any, progress: ProgressFn, limit: int) -> dict[str
                        "(KGOS_JOB_MEMORY_MB)")
 
 
-def _rebuilt(kind: str, message: str) -> KGOSError:
-    """The error the worker raised, as the same KGOSError class (others: WorkerFailed)."""
+_CARRIED = ("record", "suggestions", "candidates")  # the attributes the API's error body shows
+
+
+def _rebuilt(kind: str, message: str, attrs: dict[str, Any] | None = None) -> KGOSError:
+    """The error the worker raised, as the same KGOSError class with its record or suggestions
+    (others: WorkerFailed)."""
     cls = getattr(errors, kind, None)
+    err: KGOSError = WorkerFailed(message)
     if isinstance(cls, type) and issubclass(cls, KGOSError):
         try:
-            return cls(message)
+            err = cls(message)
         except TypeError:  # an error class that needs more than a message
             pass
-    return WorkerFailed(message)
+    for key, value in (attrs or {}).items():
+        setattr(err, key, value)
+    return err
 
 
 def _child(writer: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], limit_mb: int) -> None:
@@ -100,7 +107,7 @@ def _child(writer: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]
                      f"the job ran out of its memory ceiling of {limit_mb:,} MB (KGOS_JOB_MEMORY_MB): "
                      "the input is too large; leave the largest files out (--exclude) or lower max_bytes"))
     except KGOSError as exc:
-        writer.send(("error", type(exc).__name__, str(exc)))
+        writer.send(("error", type(exc).__name__, str(exc), {k: getattr(exc, k) for k in _CARRIED if hasattr(exc, k)}))
     except Exception as exc:  # a bug: reported with its type, as the job thread did
         writer.send(("error", "WorkerFailed", f"{type(exc).__name__}: {exc}"))
     finally:
