@@ -118,7 +118,7 @@ def test_classify(api):
 
 def test_health_openapi_and_unknown_routes(api):
     h = api.get("/api/health").json()
-    assert h == {"status": "ok", "version": kgos.__version__, "kgs": 3}
+    assert h == {"status": "ok", "version": kgos.__version__, "kgs": 3, "busy": False}
     spec = api.get("/openapi.json").json()
     paths = spec["paths"]
     for path in ("/api/kgos/query/{db_id}", "/api/kgos/impact/{db_id}/{node_id}", "/api/kgos/compose/{db_id}",

@@ -34,8 +34,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 READ_TOOLS = {"list_kgs", "search", "intent_search", "want_to", "can_it", "compose_for", "similar_to",
               "alternatives", "why_not", "impact_analysis", "trace_path", "explore_smart", "keyword_match",
               "edge_type_boost", "dimension_filter", "get_node", "neighbors", "proposals", "memory_context",
-              "ask_expert", "feedback", "memory_add", "job_status"}
-WRITE_TOOLS = {"add_node", "add_edge", "proposal_accept", "proposal_reject", "ingest"}
+              "ask_expert", "feedback", "job_status"}
+WRITE_TOOLS = {"add_node", "add_edge", "proposal_accept", "proposal_reject", "ingest", "memory_add"}
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_tools_are_listed_with_schemas_and_honest_read_only_hints(home: Path) ->
     assert set(writable) == READ_TOOLS | WRITE_TOOLS
     for name, tool in writable.items():
         assert tool.description and len(tool.description) > 30, name
-        assert tool.annotations.read_only_hint is (name in READ_TOOLS - {"ask_expert", "feedback", "memory_add"}), name
+        assert tool.annotations.read_only_hint is (name in READ_TOOLS - {"ask_expert", "feedback"}), name
     search = writable["search"].input_schema
     assert search["required"] == ["kg", "query"]
     assert search["properties"]["k"] == {**search["properties"]["k"], "type": "integer", "minimum": 1,
@@ -135,6 +135,16 @@ def test_feedback_on_an_ask_expert_turn(server: Any) -> None:
     assert fb["retrieval"]["kg_nodes_used"] == [s["id"] for s in res["sources"]]
     error, msg = call(server, "feedback", {"turn_id": "turn_00000000", "rating": "up"})
     assert error and "no conversation holds turn" in str(msg)
+
+
+def test_memory_add_needs_writes_enabled(home: Path) -> None:
+    """Row 9 of issue 33: a default server (no --allow-writes / KGOS_MCP_WRITES) has no memory_add."""
+    before = kgos.Workspace(home)
+    from kgos.memory import MemoryService
+    count = MemoryService(before).stats().to_dict()["memories"]
+    error, said = call(create_server(kgos.Workspace(home)), "memory_add", {"content": "I use tea."})
+    assert error and "memory_add" in str(said)
+    assert MemoryService(kgos.Workspace(home)).stats().to_dict()["memories"] == count
 
 
 def test_memory_add_then_context(server: Any) -> None:

@@ -26,6 +26,14 @@ class PropertiesTooLarge(InvalidArgument):
     allows (a bound that keeps every reader, exporter and JSON encoder working on the KG)."""
 
 
+class InputTooLarge(InvalidArgument):
+    """A file, upload or request that crosses a bound of ``store.bounds`` or ``limits`` (nesting
+    depth, string or line length, size): refused before it is parsed further, so no input can
+    exhaust the memory of the process reading it."""
+
+    status = 413
+
+
 class KGNotFound(KGOSError, LookupError):
     status = 404
 
@@ -322,3 +330,23 @@ class JobNotCancellable(KGOSError):
     """A cancel request for a job that cannot be stopped (an ingest: one transaction) or has ended."""
 
     status = 409
+
+
+class WorkerFailed(KGOSError):
+    """A job's worker process ended without a result (killed for memory, crashed): the job fails, the
+    server goes on (``kgos.api.worker``)."""
+
+    status = 503
+
+
+class PortInUse(KGOSError):
+    """``kgos serve`` on a port another process listens on: exit code 1 with this message."""
+
+    status = 409
+
+
+class ServerBusy(KGOSError):
+    """A bounded resource of the server (open event streams) is in use up to its limit: retry later."""
+
+    status = 503
+    retry_after = 5

@@ -104,11 +104,19 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     return app
 
 
+HEALTH_LOCK_WAIT = 0.25  # seconds health waits for the workspace before it answers "busy"
+
+
 def health(rt: Annotated[Runtime, Depends(runtime)]) -> dict[str, Any]:
-    """Liveness: the server's version and how many KGs its workspace holds."""
-    with rt.lock:
+    """Liveness: the server's version and how many KGs its workspace holds (``kgs`` None and ``busy``
+    true while a long call holds the workspace: liveness never waits on it)."""
+    if not rt.lock.acquire(timeout=HEALTH_LOCK_WAIT):
+        return {"status": "ok", "version": __version__, "kgs": None, "busy": True}
+    try:
         count = len(rt.workspace.db_ids())
-    return {"status": "ok", "version": __version__, "kgs": count}
+    finally:
+        rt.lock.release()
+    return {"status": "ok", "version": __version__, "kgs": count, "busy": False}
 
 
 def openapi(app: FastAPI, bearer: bool = False) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from ..kg.workspace import check_db_id
 from ..llm.base import ProviderError
 from .runtime import Runtime, runtime
 from .turns import sse_frame, stream_events
+from .streams import bounded
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["experts"])
@@ -182,7 +183,7 @@ async def chat(expert_id: ExpertId, body: ChatRequest, request: Request) -> Any:
                                                         history=history))
     if not body.stream:
         return await run_in_threadpool(_answer_json, engine, turn)
-    return StreamingResponse(_sse(engine, turn), media_type="text/event-stream",
+    return StreamingResponse(bounded(_sse(engine, turn)), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 

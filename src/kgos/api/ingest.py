@@ -1,7 +1,8 @@
 """The routes that read paths on the server's disk: ``POST /api/kg/attach`` (an existing SQLite KG
 file, read-only) and ``POST /api/kg/{db_id}/ingest``: build or update a KG from folders and files,
-as a background job (``kgos.api.jobs``): the answer is 202 with the job, ``GET /api/jobs/{job_id}``
-shows its progress and, at the end, the ingest report.
+as a background job (``kgos.api.jobs``) whose work runs in a worker process with a memory ceiling
+(``kgos.api.worker``): the answer is 202 with the job, ``GET /api/jobs/{job_id}`` shows its progress
+and, at the end, the ingest report.
 
 The job opens its own ``Workspace`` on the same folder, so its SQLite connections are its own and the
 other routes are not held up while it runs (readers see the new version when its one transaction
@@ -21,11 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import IngestFailed, IngestPathRefused
 from ..ingest import IngestOptions, ingest
+from ..ingest.files import DEFAULT_MAX_BYTES, MAX_FILE_BYTES
 from ..kg import Workspace, check_db_id
 from .errors import RESPONSES
 from .jobs import JobOut, JobRegistry, ProgressFn, jobs
 from .models import DbIdIn, KGInfoOut
 from .runtime import Runtime, runtime
+from .worker import run_in_worker
 
 router = APIRouter(prefix="/api", responses=RESPONSES, tags=["ingest"])
 
@@ -44,7 +47,8 @@ class IngestRequest(BaseModel):
     model: str | None = Field(default=None, max_length=200)
     max_llm_calls: int = Field(default=50, ge=0, le=10_000)
     llm_review: bool = Field(default=True, description="Tier 3's concepts wait in the review queue (false: written)")
-    max_bytes: int = Field(default=5_000_000, ge=1, le=1_000_000_000)
+    max_bytes: int = Field(default=DEFAULT_MAX_BYTES, ge=1, le=MAX_FILE_BYTES,
+                           description="skip files larger than this; a hard maximum of 10 MB (docs/limits.md)")
     embed: bool = True
     embedder: str = Field(default="default", max_length=200)
     dimensions: bool = True
@@ -115,8 +119,19 @@ def start_ingest(db_id: Annotated[str, Path()], body: IngestRequest, rt: Annotat
                             body.llm_review).checked()
     chat = rt.provider(body.provider, body.model) if 3 in options.tiers else None  # a bad provider: 4xx now
     home = rt.workspace.home
+    args = (home, db_id, list(body.paths), options)
 
     def work(progress: ProgressFn) -> dict[str, Any]:
-        with Workspace(home) as ws:
-            return ingest(ws, db_id, list(body.paths), options, chat, progress).to_dict()
+        if chat is not None:  # tier 3's provider object lives in this process: the job thread runs it
+            with Workspace(home) as ws:
+                return ingest(ws, db_id, list(body.paths), options, chat, progress).to_dict()
+        return run_in_worker(ingest_job, args, progress)
     return registry.submit("ingest", work).to_dict()
+
+
+def ingest_job(home: FilePath, db_id: str, paths: list[str], options: IngestOptions,
+               progress: ProgressFn) -> dict[str, Any]:
+    """An ingest in a worker process (``kgos.api.worker``): its parse holds no GIL or memory of the
+    server's, and its memory is capped."""
+    with Workspace(home) as ws:
+        return ingest(ws, db_id, paths, options, None, progress).to_dict()

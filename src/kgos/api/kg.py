@@ -12,6 +12,7 @@ the JSON body instead.
 from __future__ import annotations
 
 import inspect
+import os
 import shutil
 import tempfile
 import zipfile
@@ -34,6 +35,7 @@ from .embedding import EmbedWorker, embed_worker
 from .errors import RESPONSES
 from .runtime import Runtime, runtime
 from .schemas import derived
+from .worker import run_in_worker
 
 T = TypeVar("T")
 router = APIRouter(prefix="/api", responses=RESPONSES)
@@ -221,10 +223,38 @@ def import_kg(db_id: DbId, rt: Rt, worker: Annotated[EmbedWorker, Depends(embed_
     try:
         path = save_upload(file, folder, format, rt.settings.max_upload_bytes)
         fmt = "csv" if path.is_dir() else format
-        report, pending = locked(rt, lambda ws: _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid))
+        if _size(path) >= worker_bytes():  # a big upload: parsed in a worker, not under the lock
+            done = run_in_worker(import_job, (rt.workspace.home, db_id, path, fmt, mode, skip_dangling,
+                                              skip_invalid), lambda *_: None)
+            report, pending = done["report"], done["pending"]
+            with rt.lock:
+                rt.workspace._forget(db_id)  # the worker wrote (or replaced) the file: reopen it on next use
+        else:
+            report, pending = locked(rt, lambda ws: _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {**report, "embedding": _embedding(worker, db_id, embed == "fast", pending, mode)}
+
+
+def worker_bytes() -> int:
+    """Uploads of at least this many bytes (``KGOS_IMPORT_WORKER_BYTES``, default 8 MB) are imported in
+    a worker process (``api/worker.py``): their parse then holds neither the server's GIL nor the
+    workspace lock, and its memory is capped; smaller ones are imported in the request (no process
+    start, ~1 s)."""
+    raw = os.environ.get("KGOS_IMPORT_WORKER_BYTES", "").strip()
+    return int(raw) if raw.isdigit() else 8_000_000
+
+
+def _size(path: FilePath) -> int:
+    return sum(p.stat().st_size for p in path.iterdir()) if path.is_dir() else path.stat().st_size
+
+
+def import_job(home: FilePath, db_id: str, path: FilePath, fmt: str | None, mode: str, skip_dangling: bool,
+               skip_invalid: bool, progress: Any) -> dict[str, Any]:
+    """``_import`` in a worker process, on a workspace of its own."""
+    with Workspace(home) as ws:
+        report, pending = _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid)
+    return {"report": report, "pending": pending}
 
 
 def _import(ws: Workspace, db_id: str, path: FilePath, fmt: str | None, mode: str, skip_dangling: bool,

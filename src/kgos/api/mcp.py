@@ -10,7 +10,8 @@ Tool arguments carry the Python API's names (``kg`` is the KG's db_id, then ``qu
 ``node``, ``direction``, ``max_depth``...), and every tool returns the library result's ``to_dict()``.
 A library error (unknown KG or node, bad argument) comes back as an MCP tool error with the
 library's message; arguments of the wrong type are refused by the tool's JSON schema the same way.
-Write tools (``add_node``, ``add_edge``, ``proposal_accept``, ``proposal_reject``, ``ingest``) exist only on a
+Write tools (``add_node``, ``add_edge``, ``proposal_accept``, ``proposal_reject``, ``ingest``, ``memory_add``)
+exist only on a
 server created with ``allow_writes=True`` (``kgos mcp --allow-writes``, ``KGOS_MCP_WRITES=1``).
 
 Resources: ``kgos://kg/{db_id}`` (a KG's summary and stats) and ``kgos://kg/{db_id}/node/{node_id}``
@@ -158,10 +159,11 @@ class Tools:
         whether it is read-only."""
         reads: list[Callable[..., Any]] = [self.list_kgs, self.search, self.get_node, self.neighbors, self.proposals,
                                            self.memory_context, self.job_status]
+        # memory_add writes to the memory KG, so it is a write tool like add_node (issue 33, row 9)
         writes: list[Callable[..., Any]] = [self.add_node, self.add_edge, self.proposal_accept, self.proposal_reject,
-                                            self.ingest]
-        # ask_expert and memory_add write to the workspace (the conversation, the memory) but not to any KG
-        chats: list[Callable[..., Any]] = [self.ask_expert, self.feedback, self.memory_add]
+                                            self.ingest, self.memory_add]
+        # ask_expert and feedback write to the workspace (the conversation, the vote) but not to any KG
+        chats: list[Callable[..., Any]] = [self.ask_expert, self.feedback]
         return [(f, True) for f in reads] + [(f, False) for f in chats + (writes if allow_writes else [])]
 
     def _kg(self, kg: str) -> Any:

@@ -59,6 +59,7 @@ from .schemas import (
     response_model,
 )
 
+MAX_INT64 = 2**63 - 1  # every integer a request may carry fits SQLite's INTEGER (no 500 on 10**30)
 DbIdIn = Annotated[str, Field(min_length=1, max_length=64, examples=["demo"],
                               description="1-64 lowercase letters, digits, '-' or '_'"), AfterValidator(check_db_id)]
 K = Annotated[int, Field(ge=1, le=MAX_K)]
@@ -261,9 +262,13 @@ ImportOut = response_model(ImportReport, "ImportOut", embedding=(ImportEmbedding
 
 
 class Health(BaseModel):
+    """``kgs``: how many KGs the workspace holds; None with ``busy`` true when a long call holds the
+    workspace (health never waits for it: it answers within 0.25 s, docs/limits.md)."""
+
     status: Literal["ok"]
     version: str
-    kgs: int
+    kgs: int | None
+    busy: bool = False
 
 
 # -- responses: search ---------------------------------------------------------------------------------

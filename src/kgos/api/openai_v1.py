@@ -34,6 +34,7 @@ from .errors import RESPONSES
 from .models import ErrorBody
 from .runtime import Runtime
 from .turns import TurnAnswer, collect, sse_frame, stream_events
+from .streams import bounded
 
 
 class OpenAIErrorDetail(BaseModel):
@@ -185,7 +186,7 @@ async def chat_completions(request: Request) -> Any:
     except KGOSError as exc:
         return from_library(exc).response()
     if req.stream:
-        return StreamingResponse(_chunks(engine, turn, req.model), media_type="text/event-stream",
+        return StreamingResponse(bounded(_chunks(engine, turn, req.model)), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     answer = collect(await run_in_threadpool(list, engine.events(turn)), turn)
     if answer.error and not answer.answer:

@@ -21,7 +21,7 @@ from ..linkpred.results import PredictionList, RunReport, Verdict
 from ..store.proposals import MAX_BATCH, STATUSES, Proposal, ProposeReport
 from .errors import RESPONSES
 from .kg import on_kg
-from .models import Strict
+from .models import MAX_INT64, Strict
 from .runtime import Runtime, runtime
 from .schemas import api_model, list_of, response_model
 
@@ -83,7 +83,7 @@ class Review(Strict):
 
 class BatchReview(Review):
     decision: Literal["accept", "reject"]
-    ids: list[int] | None = Field(None, max_length=MAX_BATCH, description="These proposals, or else the filter")
+    ids: list[Annotated[int, Field(ge=0, le=MAX_INT64)]] | None = Field(None, max_length=MAX_BATCH, description="These proposals, or else the filter")
     origin: str | None = None
     relation: str | None = None
     min_confidence: float | None = None
@@ -101,7 +101,7 @@ class Evaluate(Strict):
     holdout: float | None = Field(None, gt=0, lt=1)
     test: list[dict[str, str]] | None = Field(None, max_length=100_000, description="Edges absent from the KG")
     seed: int = Field(0, ge=0, le=2**32 - 1)
-    max_test: int | None = Field(None, ge=1)
+    max_test: int | None = Field(None, ge=1, le=10_000_000)
     params: dict[str, Any] = Params
 
 
@@ -118,7 +118,7 @@ class ExploreSave(Strict):
 
 class ExploreReview(Review):
     db_id: Annotated[str, AfterValidator(check_db_id)]
-    prediction_id: int = Field(ge=1)
+    prediction_id: int = Field(ge=1, le=MAX_INT64)
     action: Literal["accept", "reject"]
 
 

@@ -23,8 +23,10 @@ from ..research import DEFAULT_MODULES, ReplayReport, ResearchRequest, ResearchR
 from ..research.live import LiveRuns
 from .errors import RESPONSES
 from .ingest import check_roots
+from .models import MAX_INT64
 from .runtime import Runtime, runtime
 from .schemas import response_model
+from .streams import bounded
 
 router = APIRouter(tags=["research"])
 RT = Annotated[Runtime, Depends(runtime)]
@@ -32,6 +34,11 @@ RunId = Annotated[str, Path(pattern=r"^r_\d{4}-\d{2}-\d{2}_\d{3,}$", description
 StageName = Literal["query", "search", "ingest", "extract", "merge", "store", "reason", "output"]
 ResultModel = response_model(ResearchResult, "ResearchRunResult")
 ReplayModel = response_model(ReplayReport, "ResearchReplay")
+
+
+MAX_BUDGET_SECONDS = 7 * 86_400  # a week
+MAX_BUDGET_TOKENS = 10**12
+MAX_BUDGET_COST = 1_000_000.0
 
 
 class RunRequest(BaseModel):
@@ -46,9 +53,10 @@ class RunRequest(BaseModel):
     kgs: list[str] = Field(default_factory=list, max_length=20)
     into: str | None = None
     max_iterations: int | None = Field(None, ge=1, le=100)
-    budget_seconds: float | None = Field(None, ge=0, allow_inf_nan=False)
-    budget_tokens: int | None = Field(None, ge=0)
-    budget_cost: float | None = Field(None, ge=0, allow_inf_nan=False)
+    # bounded so that no number makes a 500 (10**30 tokens did: "Integer exceeds 64-bit range")
+    budget_seconds: float | None = Field(None, ge=0, le=MAX_BUDGET_SECONDS, allow_inf_nan=False)
+    budget_tokens: int | None = Field(None, ge=0, le=MAX_BUDGET_TOKENS)
+    budget_cost: float | None = Field(None, ge=0, le=MAX_BUDGET_COST, allow_inf_nan=False)
     reasoner: str = Field("reason.default", max_length=200)
     modules: dict[StageName, str] = Field(default_factory=dict)
     configs: dict[StageName, dict[str, Any]] = Field(default_factory=dict)
@@ -188,9 +196,9 @@ def get_stage(run_id: RunId, iteration: Annotated[int, Path(ge=0, le=1000)], sta
 @router.get("/api/research/runs/{run_id}/events", responses={**RESPONSES, 200: {"content": {"text/event-stream": {}}}},
             summary="Server-sent events of a live run (stage_started, stage_completed, decision, ask, ...); "
                     "after: the last seq seen")
-async def events(run_id: RunId, runs: Live, after: Annotated[int, Query(ge=0)] = 0) -> StreamingResponse:
+async def events(run_id: RunId, runs: Live, after: Annotated[int, Query(ge=0, le=MAX_INT64)] = 0) -> StreamingResponse:
     runner = runs.get(run_id)
-    return StreamingResponse(_stream(runs, runner, run_id, after), media_type="text/event-stream",
+    return StreamingResponse(bounded(_stream(runs, runner, run_id, after)), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
 
 

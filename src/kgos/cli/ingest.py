@@ -33,7 +33,8 @@ def _tiers(value: str) -> tuple[int, ...]:
 @click.option("--llm-write", is_flag=True,
               help="Tier 3: write its concepts into the KG; by default they wait in the review queue "
                    "(`kgos predict list KG --origin ingest.llm`).")
-@click.option("--max-bytes", default=5_000_000, show_default=True, help="Skip files larger than this.")
+@click.option("--max-bytes", default=5_000_000, show_default=True,
+              help="Skip files larger than this (at most 10,000,000: parsing takes ~150x a file in memory).")
 @click.option("--keep-missing", is_flag=True, help="Keep the nodes of files that disappeared from a folder.")
 @click.option("--no-embed", is_flag=True, help="Do not embed after the ingest.")
 @click.option("--no-dims", is_flag=True, help="Do not infer dimensions after the ingest.")

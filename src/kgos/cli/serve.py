@@ -6,9 +6,28 @@ does not show up in ``ps`` or shell history. Binding anywhere but loopback needs
 
 from __future__ import annotations
 
+import errno
+import socket
+
 import click
 
+from ..errors import PortInUse
 from . import cli, workspace
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse, before anything starts, a port another process listens on (uvicorn alone logged the
+    bind error and exited 3 after starting the app)."""
+    bare = host.strip("[]")
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            probe.bind((bare, port))
+        except OSError as exc:
+            why = "is in use (another server, perhaps kgos serve, listens on it)" if exc.errno == errno.EADDRINUSE \
+                else f"cannot be bound ({exc.strerror})"
+            raise PortInUse(f"{host}:{port} {why}: choose another --port or stop that server") from None
 
 
 def url_host(host: str) -> str:
@@ -55,6 +74,7 @@ def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...
     """
     import uvicorn
 
+    check_port(host, port)
     from ..api.app import create_app
     from ..api.runtime import ServerSettings
     settings = ServerSettings.from_env(host=host, port=port, cors_origins=tuple(cors_origins) or None,

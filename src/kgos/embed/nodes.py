@@ -187,9 +187,9 @@ def enable_kg_names(store: GraphStore, cache_root: Path | None = None, batch_siz
 
 def disable_kg_names(store: GraphStore, cache_root: Path | None = None) -> bool:
     """``kgos embed KG --drop-names``: stop keeping the search model's name vectors, remove them."""
-    from .registry import get_embedder
+    from .registry import embedder_name
     spec = store.meta().get("embedder")
-    return drop_names(store, get_embedder(spec).name, cache_root) if spec else False
+    return drop_names(store, embedder_name(spec), cache_root) if spec else False
 
 
 def names_status(store: GraphStore, model: str | None, cache_root: Path | None = None) -> NamesStatus:

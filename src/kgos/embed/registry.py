@@ -27,13 +27,16 @@ from kgos.errors import InvalidArgument
 from .base import Embedder
 
 __all__ = ["AUTO_ORDER", "BACKENDS", "CHEAP_KINDS", "DEFAULT_SPEC", "Backend", "EmbedderInfo",
-           "available_embedders", "fast_spec", "get_embedder", "resolve_spec"]
+           "available_embedders", "building_specs", "embedder_name", "fast_spec", "get_embedder", "resolve_spec"]
 
 #: what ``"default"`` means (see docs/embedders.md for the measurements behind it)
 DEFAULT_SPEC = "minilm"
 
 _cache: dict[str, Embedder] = {}
-_lock = threading.Lock()
+_lock = threading.Lock()  # guards _cache and _building only; builds run under their spec's own lock
+_building: dict[str, threading.Lock] = {}
+# kinds whose spec without an argument always stores the Backend's ``name`` (tests check each)
+_FIXED_NAMES = frozenset({"hash", "minilm", "minilm-q8", "fast"})
 
 
 @dataclass(frozen=True)
@@ -205,12 +208,41 @@ def get_embedder(spec: str = "default", *, cache: bool = True) -> Embedder:
     local = backend is not None and backend.local
     if not (cache and local):
         return _build(resolved)
-    with _lock:
+    with _lock:  # held only to look up the cache, never across a build (docs/limits.md, lock order)
         emb = _cache.get(resolved)
+        if emb is not None:
+            return emb
+        building = _building.setdefault(resolved, threading.Lock())
+    with building:  # one build per spec; other specs and cached lookups do not wait for it
+        with _lock:
+            emb = _cache.get(resolved)
         if emb is None:
             emb = _build(resolved)
-            _cache[resolved] = emb
+            with _lock:
+                _cache[resolved] = emb
         return emb
+
+
+def embedder_name(spec: str) -> str:
+    """The vector name ``spec`` stores, without building its model when that name is fixed (a local
+    backend without an argument, e.g. ``fast``): callers holding the workspace lock ask for names
+    only, so they never wait on a model build (which may take minutes on a fresh home)."""
+    resolved = resolve_spec(spec)
+    with _lock:
+        cached = _cache.get(resolved)
+    if cached is not None:
+        return cached.name
+    kind, colon, _ = resolved.partition(":")
+    backend = BACKENDS.get(kind)
+    if backend is not None and kind in _FIXED_NAMES and not colon:
+        return backend.name
+    return get_embedder(spec).name
+
+
+def building_specs() -> list[str]:
+    """The specs whose model is being built right now (by any thread)."""
+    with _lock:
+        return [spec for spec, lock in _building.items() if lock.locked()]
 
 
 def available_embedders() -> list[EmbedderInfo]:

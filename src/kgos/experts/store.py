@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConversationNotFound, ExpertExists, ExpertNotFound, InvalidArgument
+from ..memory.pii import redact_secrets, redact_value
 from ..store.migrations import immediate, now_iso
 from .config import Expert, ExpertConfig
 
@@ -208,11 +209,13 @@ class ExpertStore:
             for role, content, metadata in messages:
                 if role not in ROLES:
                     raise InvalidArgument(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+                # the one place turns are stored: no secret stays in a message or its metadata
                 cur = conn.execute("INSERT INTO messages (conversation_id, role, content, metadata, created_at, "
                                    "turn_id) VALUES (?, ?, ?, ?, ?, ?)",
-                                   (conversation_id, role, content, _dumps(dict(metadata)), stamp, turn_id))
+                                   (conversation_id, role, redact_secrets(content), _dumps(redact_value(dict(metadata))),
+                                    stamp, turn_id))
                 ids.append(int(cur.lastrowid or 0))
-            first_user = next((c for r, c, _ in messages if r == "user"), "")
+            first_user = redact_secrets(next((c for r, c, _ in messages if r == "user"), ""))
             conn.execute("UPDATE conversations SET last_message_at = ?, message_count = message_count + ?, "
                          "preview = CASE WHEN preview = '' THEN ? ELSE preview END WHERE id = ?",
                          (stamp, len(messages), first_user[:120], conversation_id))

@@ -32,6 +32,9 @@ BINARY_KINDS = frozenset({"pdf"})
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox",
                        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "_sources"})
 DEFAULT_MAX_BYTES = 5_000_000  # a 5 MB source file is generated or data, not knowledge worth a node per key
+# the hard maximum of max_bytes: parsing costs ~150x a file's size (a 12 MB .py took 1.8 GB), so no
+# request or option may raise the cap past 10 MB (docs/limits.md)
+MAX_FILE_BYTES = 10_000_000
 SNIFF = 8192
 
 

@@ -24,7 +24,7 @@ from ..store.base import GraphStore
 from ..store.proposals import ProposalDraft
 from . import configs, documents, patterns, python, treesitter
 from .facts import Facts
-from .files import DEFAULT_MAX_BYTES, Selection, Skipped, SourceFile, check_globs, read, walk
+from .files import DEFAULT_MAX_BYTES, MAX_FILE_BYTES, Selection, Skipped, SourceFile, check_globs, read, walk
 from .linker import EXTERNAL, Linker
 from .semantic import SemanticExtractor
 from .writer import CachedGroup, GroupOutput, WriteCounts, load_cache, tiers_key, write
@@ -74,8 +74,9 @@ class IngestOptions:
         tiers = tuple(sorted(set(self.tiers)))
         if not tiers or any(t not in TIERS for t in tiers) or 1 not in tiers:
             raise InvalidArgument(f"tiers must include 1 and be among 1, 2, 3; got {list(self.tiers)}")
-        if not isinstance(self.max_bytes, int) or self.max_bytes <= 0:
-            raise InvalidArgument(f"max_bytes must be a positive integer, not {self.max_bytes!r}")
+        if not isinstance(self.max_bytes, int) or not 0 < self.max_bytes <= MAX_FILE_BYTES:
+            raise InvalidArgument(f"max_bytes must be a positive integer up to {MAX_FILE_BYTES:,} (the hard "
+                                  f"maximum: parsing takes ~150x a file's size in memory), not {self.max_bytes!r}")
         return IngestOptions(check_globs(self.include, "include"), check_globs(self.exclude, "exclude"), tiers,
                              self.max_bytes, self.embed, self.model, self.dimensions, self.validate, self.prune,
                              self.max_llm_calls, bool(self.llm_review))
@@ -135,12 +136,31 @@ def ingest(ws: Workspace, db_id: str, paths: Sequence[str | Path], options: Inge
             raise InvalidArgument(
                 f"'{db_id}' is not a writable SQLite KG: ingest writes native SQLite KGs only (not yet PostgreSQL "
                 "or attached ones); ingest into a local workspace, then move the KG with `kgos kg copy`")
+        redo = store.meta().get(PENDING_KEY) == "1"  # a run killed after its commit left its steps undone
+        _pending(store, True)
         report = run.apply(kg, store, sources, paths, provider)
     except BaseException:
         if created:  # a KG this run created and could not fill is not left behind empty
             ws.delete(db_id)
         raise
-    return run.after(kg, report)
+    report = run.after(kg, report, redo)
+    _pending(store, False)
+    return report
+
+
+# The steps after the main commit (dimensions, embedding) cannot share its transaction (they read the
+# committed KG); a mark set before the commit and cleared after them tells the next run that a kill
+# came between, and that run redoes them even when every file is unchanged.
+PENDING_KEY = "ingest_post_commit_pending"
+
+
+def _pending(store: NativeStore, pending: bool) -> None:
+    """Set or clear the mark, without a version bump (no snapshot reads it)."""
+    with store.transaction(bump=False) as conn:
+        if pending:
+            conn.execute("INSERT OR REPLACE INTO kg_meta VALUES (?, '1')", (PENDING_KEY,))
+        else:
+            conn.execute("DELETE FROM kg_meta WHERE key = ?", (PENDING_KEY,))
 
 
 def _check_labels(paths: Sequence[str | Path]) -> None:
@@ -333,18 +353,21 @@ class _Run:
         return outputs, _dedupe(outputs)
 
     # -- after the write ----------------------------------------------------------------------------
-    def after(self, kg: KG, report: IngestReport) -> IngestReport:
+    def after(self, kg: KG, report: IngestReport, redo: bool = False) -> IngestReport:
+        """Validation, dimensions and embedding of what the run wrote (``redo``: of what a killed run
+        wrote, even when this one wrote nothing)."""
         extra: dict[str, Any] = {"semantic": getattr(self, "semantic", None)}
+        written = report.writes.groups_written or redo
         if self.opts.validate and (report.writes.groups_written or report.writes.groups_deleted):
             v = kg.validate(max_examples=5)
             extra["validation"] = {"ok": v.ok, "errors": v.errors, "warnings": v.warnings, "infos": v.infos,
                                    "issues": [i.to_dict() for i in v.issues][:12]}
             self._lap("validate")
-        if self.opts.dimensions and report.writes.groups_written:
+        if self.opts.dimensions and written:
             d = kg.infer_dimensions()
             extra["dimensions"] = {"nodes_written": d.nodes_written, "inferred": len(d.inferred)}
             self._lap("dimensions")
-        if self.opts.embed and report.writes.groups_written:
+        if self.opts.embed and written:
             extra["embedding"] = self._embed(kg)
             self._lap("embed")
         return IngestReport(**{**report.__dict__, **extra, "seconds": dict(self.seconds),

@@ -46,7 +46,10 @@ def extract_python(source: SourceFile, root: Path) -> Facts:
     facts = Facts(source.rel)
     try:
         tree = ast.parse(source.text or "", filename=source.rel)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+    except MemoryError:  # the worker's ceiling (kgos.api.worker): skip the file, keep the run
+        facts.error = "too large to parse within the memory ceiling (MemoryError; KGOS_JOB_MEMORY_MB)"
+        return facts
+    except (SyntaxError, ValueError, RecursionError) as exc:
         line = getattr(exc, "lineno", None)
         facts.error = f"Python syntax error{f' at line {line}' if line else ''}: {getattr(exc, 'msg', exc)}"
         return facts

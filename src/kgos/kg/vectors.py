@@ -20,7 +20,7 @@ from ..embed.nodes import (
     names_status,
     vector_count,
 )
-from ..embed.registry import fast_spec
+from ..embed.registry import embedder_name, fast_spec
 from ..index.vectors import models as vector_models
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def model_name(spec: str | None) -> str | None:
     the ones being written)."""
     from ..errors import KGOSError
     try:
-        return get_embedder(spec).name if spec else None
+        return embedder_name(spec) if spec else None  # a name: never waits on a model build
     except KGOSError:
         return None
 

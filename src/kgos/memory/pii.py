@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from itertools import pairwise
+from typing import Any
 
 # spec/002's list, verbatim.
 SPEC_MARKERS: tuple[str, ...] = ("@", ".com", "phone", "email", "address")
@@ -39,23 +40,40 @@ MASK = "\x1f"  # control characters are stripped from memories, so this one neve
 # -- secrets: (label, pattern); the label names the kind in the placeholder that replaces it ----------
 _KEY_NAMES = (r"(?:aws_?secret_?access_?key|secret_?access_?key|client_?secret|secret_?key|api_?key|apikey|"
               r"access_?token|auth_?token|refresh_?token|bearer|password|passwd|pwd|secret|token)")
+# "the password is hunter2", "password hunter2": in prose the value must hold a digit or a symbol
+# ("password file.", "password authentication" and "password -channel" are man-page prose)
+_PROSE_PASSWORD = re.compile(r"(?i)\b(?:password|passwd|passphrase|passcode|pwd)\b(?:\s+(?:is|was|=|of)\b)?"
+                             r"(?:\s*[:=]\s*|\s+)[\"'“‘]?(?!\[redacted)(?P<value>[^\s\"',;:“”‘’()]{4,})")
 SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private-key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
                                r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*)", re.DOTALL)),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
     # (a key holds capitals or digits: "sk-learn-pipelines-and-models" is prose)
-    ("api-key", re.compile(r"(?<![\w-])sk-(?:ant-|proj-|svcacct-|admin-)?(?=[\w-]*[A-Z0-9])[A-Za-z0-9_-]{20,}")),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b")),
+    # short keys too (a 15-character sk- key of an OpenAI-compatible proxy was kept)
+    ("api-key", re.compile(r"(?<![\w-])sk-(?:ant-|proj-|svcacct-|admin-)?(?=[\w-]*[A-Z0-9])[A-Za-z0-9_-]{12,}")),
+    # AWS key ids of any length AWS issues (16 after the prefix today; 18 was kept)
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{12,40}\b")),
+    # the password of a connection string or URL: postgresql://admin:S3cret@db:5432/prod
+    ("password", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,30}://[^\s:/@]{1,200}:(?P<value>[^\s@/]{1,200})@")),
     ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
     ("slack-token", re.compile(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}")),
     ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
     ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
     # "password = hunter2!", "api_key: abc..." and the like: the value goes, the key name stays.
     ("secret", re.compile(rf"(?i)\b{_KEY_NAMES}\b[\"']?\s*[:=]\s*[\"']?(?P<value>[^\s\"',;]{{6,}})")),
+    # in prose: "the password is hunter22", "password hunter2", "secret is 9f86d0...", "my key: ..."
+    ("password", _PROSE_PASSWORD),
+    ("secret", re.compile(rf"(?i)\b(?:{_KEY_NAMES}|(?:api|access|secret|private)?\s?key)\b(?:\s+(?:is|was)\b)?"
+                          r"(?:\s*[:=]\s*|\s+)[\"']?(?P<near>[A-Za-z0-9+/_-]{20,}={0,2})")),
     ("secret", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)")),  # Authorization header
 )
 # A long run of token characters; the generic rule then checks it looks random (see _random_token).
 _TOKEN_RE = re.compile(r"(?<![\w+/=-])[A-Za-z0-9][A-Za-z0-9_+/=-]{23,}")
+# words that follow "password"/"secret" in prose, never a value ("the password is required")
+_PROSE_VALUES = frozenset({"required", "optional", "incorrect", "invalid", "expired", "correct", "missing",
+                           "changed", "protected", "encrypted", "hashed", "stored", "reset", "manager", "managers",
+                           "policy", "policies", "strength", "length", "field", "fields", "prompt", "hashing",
+                           "rotation", "resets", "sharing", "storage", "handling", "forgotten", "wrong"})
 REDACTED = "[redacted {}]"
 _REDACTED_RE = re.compile(r"\[redacted [a-z-]+\]")
 _MASKS = (_REDACTED_RE, EMAIL_RE, URL_RE, STREET_RE, PHONE_RE, POSTCODE_RE)
@@ -98,21 +116,33 @@ def redact_secrets(text: str) -> str:
 
 def _is_secret(m: re.Match[str]) -> bool:
     """Every match of a credential shape is one; an assigned value (``password: ...``) only if it
-    is not a plain short word ("token: pending" is prose, "password: hunter22" is not)."""
+    is not a plain short word ("token: pending" is prose, "password: hunter22" is not); a value
+    next to a word like key or token only if it is hex or looks random (not an identifier)."""
+    if "near" in m.groupdict():
+        return _keyish(m.group("near"))
     if "value" not in m.groupdict():
         return True
     value = m.group("value")
+    if m.re is _PROSE_PASSWORD:
+        core = value.rstrip(".!?")
+        placeholder = core.lower().startswith(("your", "<", "$", "{", "%", "*", "-"))
+        return not placeholder and len(core) >= 4 and any(not c.isalpha() for c in core)
+    if m.re.pattern.startswith("(?i)\\b[a-z]"):  # a URL's password: any value but a placeholder
+        return not value.lower().startswith(("<", "$", "{", "%", "*", "your", "password"))
     if ":" in value or value.lower().startswith(("your", "<", "$", "{", "%", "*")):
         return False  # a format ("passwd:uid:gid"), a placeholder or a variable, not a value
+    if value.isalpha() and value.lower() in _PROSE_VALUES:
+        return False
     return len(value) >= 12 or not value.isalpha()
 
 
 def _redacted(m: re.Match[str], label: str) -> str:
     if not _is_secret(m):
         return m.group()
-    if "value" not in m.groupdict():
+    group = "near" if "near" in m.groupdict() else "value"
+    if group not in m.groupdict():
         return REDACTED.format(label)
-    start, end = m.span("value")
+    start, end = m.span(group)
     return m.string[m.start():start] + REDACTED.format(label) + m.string[end:m.end()]
 
 
@@ -127,6 +157,17 @@ def _random_token(token: str) -> bool:
     return _entropy(core) >= min(4.0, math.log2(len(core)) - 0.5) and _case_flips(core) >= len(core) / 3
 
 
+def _keyish(value: str) -> bool:
+    """A value after "key"/"token"/"secret": hex of 24+ digits, or a random-looking run (mixed case
+    with a digit, high entropy, frequent case changes), not a CamelCase identifier or a word."""
+    core = value.rstrip("=")
+    if len(core) >= 24 and all(c in "0123456789abcdefABCDEF" for c in core):
+        return any(c.isdigit() for c in core) and any(c.isalpha() for c in core)
+    if not (any(c.isupper() for c in core) and any(c.islower() for c in core) and any(c.isdigit() for c in core)):
+        return False
+    return _entropy(core) >= min(4.0, math.log2(len(core)) - 0.5) and _case_flips(core) >= len(core) / 3
+
+
 def _entropy(text: str) -> float:
     counts = [text.count(c) for c in set(text)]
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts)
@@ -136,6 +177,20 @@ def _case_flips(text: str) -> int:
     """How often the character class changes (upper/lower/digit): high in random text, low in words."""
     kinds = ["u" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else "o" for c in text]
     return sum(a != b for a, b in pairwise(kinds))
+
+
+def redact_value(value: Any, depth: int = 0) -> Any:
+    """``value`` (a JSON-shaped metadata object) with ``redact_secrets`` applied to every string in it,
+    keys included; nesting past 64 levels is cut (metadata is bounded far below that anyway)."""
+    if isinstance(value, str):
+        return redact_secrets(value)
+    if depth > 64:
+        return None
+    if isinstance(value, dict):
+        return {redact_secrets(str(k)): redact_value(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v, depth + 1) for v in value]
+    return value
 
 
 def is_pii(name: str) -> bool:

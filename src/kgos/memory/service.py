@@ -205,7 +205,7 @@ class MemoryService:
         Raises InvalidArgument for empty, oversized or binary content; never for enrichment failures.
         """
         text = pii.redact_secrets(clean_content(content, self.config.max_chars))  # keys are never stored
-        meta = clean_metadata(metadata)
+        meta = pii.redact_value(clean_metadata(metadata))  # nor in the metadata beside the text
         stamp = None if created_at is None else iso(created_at if isinstance(created_at, datetime)
                                                     else parse_iso(created_at))
         memory = self.items.insert(text, clean_tags(tags), meta, expert_id, conversation_id, stamp)

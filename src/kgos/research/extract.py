@@ -16,6 +16,7 @@ from typing import Any
 
 from ..index.text import STOPWORDS, fold, tokenize
 from ..model import normalize_name
+from .untrusted import clean
 
 __all__ = ["NEGATIONS", "claim_frame", "extract_document", "numbers_in", "sentences"]
 
@@ -69,7 +70,10 @@ def extract_document(doc: Mapping[str, Any], known: Sequence[str], max_claims: i
             text = " ".join(chunk["text"][s:e].split())
             if len(text.split()) < MIN_WORDS or len(text) > MAX_CHARS:
                 continue
+            text, marks = clean(text)  # secrets never stored; instructions and markup flagged (untrusted.py)
             claim = _claim(doc, text, chunk["start"] + s, chunk["start"] + e, patterns, entities)
+            if marks:
+                claim["flags"] = list(marks)
             claims.append(claim)
             relations.extend(_relations(claim, text))
             if len(claims) >= max_claims:

@@ -117,10 +117,11 @@ class ResearchResult:
     decisions: tuple[dict[str, Any], ...]
     pending_question: str | None = None
     folder: str = ""
+    withheld: tuple[dict[str, Any], ...] = ()  # answer claims left out as untrusted text (research/untrusted.py)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
-        for k in ("citations", "sentences", "conflicts", "decisions"):
+        for k in ("citations", "sentences", "conflicts", "decisions", "withheld"):
             d[k] = list(d[k])
         return d
 
@@ -488,6 +489,8 @@ def answer_markdown(out: Mapping[str, Any]) -> str:
     lines = [f"# {out.get('question', '')}", "", out.get("answer", ""), "", "## Sources", ""]
     for c in out.get("citations", []):
         lines.append(f"[{c['n']}] {c['source']} chars {c['span'][0]}-{c['span'][1]} (claim {c['claim']})")
+    for w in out.get("withheld", []):
+        lines.append(f"\nWithheld claim {w['claim']} ({', '.join(w['flags'])}): untrusted text, not used")
     for c in out.get("conflicts", []):
         lines.append(f"\nConflict ({c['kind']}): claims {', '.join(c['claims'])}"
                      f" — {'resolved by ' + c['resolution']['by'] if c.get('resolution') else 'open'}")
@@ -505,7 +508,7 @@ def result_of(m: Mapping[str, Any], out: Mapping[str, Any] | None, folder: str =
         stopped_by=final.get("convergence_reason"), confidence=float(final.get("confidence") or 0.0),
         coverage=float(final.get("coverage") or 0.0), output_sha256=m.get("output_sha256"),
         kg_delta=delta, decisions=tuple(m.get("decisions", [])), pending_question=m.get("pending_question"),
-        folder=folder)
+        folder=folder, withheld=tuple(out.get("withheld", [])))
 
 
 def _jsonable(value: Any) -> Any:

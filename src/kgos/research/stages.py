@@ -33,6 +33,7 @@ from .extract import extract_document
 from .fusion import STRATEGIES, fuse, routed_backends
 from .merge import AUTHORITY, empty_knowledge, integrate
 from .plan import plan_query
+from .untrusted import flags
 
 __all__ = [
     "STAGES",
@@ -329,7 +330,8 @@ def kg_delta(knowledge: Mapping[str, Any], iteration: int, run_id: str) -> dict[
         claim_id = f"research:claim:{cid[2:]}"
         nodes[claim_id] = {"id": claim_id, "name": c["text"][:80], "type": "claim", "description": c["text"],
                            "properties": {"run_id": run_id, "iteration": c["first_iteration"],
-                                          "sources": len(c["sources"]), "authority": c["authority"]}}
+                                          "sources": len(c["sources"]), "authority": c["authority"],
+                                          **({"flags": list(marks)} if (marks := flags(c["text"])) else {})}}
         for e in c["entities"]:
             eid = _entity_node(nodes, ents.get(e, {"key": e, "name": e, "type": "term", "aliases": []}))
             edges.append({"source": claim_id, "target": eid, "type": "mentions"})

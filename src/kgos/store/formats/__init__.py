@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ...errors import ImportFailed, InvalidArgument
+from ...errors import ImportFailed, InputTooLarge, InvalidArgument
 
 Record = tuple[str, dict[str, Any]]
 
@@ -29,6 +29,13 @@ class Source:
 def open_binary(path: Path) -> IO[bytes]:
     """Open a file for reading, transparently gunzipping ``*.gz``."""
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def open_json(path: Path) -> IO[bytes]:
+    """``open_binary`` with every read checked against the nesting and string bounds of
+    ``store.bounds``, before any JSON parser sees the bytes."""
+    from ..bounds import BoundedReader
+    return BoundedReader(open_binary(path))  # type: ignore[return-value]
 
 
 def open_text_out(path: Path) -> IO[str]:
@@ -89,6 +96,8 @@ def writer_for(path: Path, format: str | None = None) -> Callable[..., Any]:
 
 def parse_error(path: Path, exc: Exception, where: str | None = None) -> ImportFailed:
     """Turn a parser's exception into an ImportFailed that says what to check."""
+    if isinstance(exc, InputTooLarge):  # a bound, not a malformed file: its own message says which
+        return ImportFailed(f"{path.name} is refused: {exc}", record=where)
     detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if isinstance(exc, UnicodeDecodeError):
         detail = f"not UTF-8 text ({exc.reason} at byte {exc.start})"

@@ -16,14 +16,15 @@ import csv
 import json
 import math
 import re
-import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ...errors import ImportFailed, InvalidArgument, PropertiesTooLarge
 from ..base import GraphStore
+from ..bounds import MAX_STRING_BYTES
 from ..limits import parse_json
 from . import Record, Source, open_binary, open_text_out, parse_error
 
@@ -38,7 +39,8 @@ _INT_RE = re.compile(r"-?(0|[1-9][0-9]*)")
 _FLOAT_RE = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _BOOLS = {"true": True, "false": False}
 
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a JSON properties cell can be large
+# a JSON properties cell can be large, but not unbounded: one cell, like one line, is at most 16 MiB
+csv.field_size_limit(MAX_STRING_BYTES)
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -113,7 +115,7 @@ def _rows(path: Path | None, required: tuple[str, ...],
             yield where, convert(where, dict(zip(header, row)))
 
 
-def _records(path: Path, f: Iterable[bytes]) -> Iterator[tuple[int, list[str]]]:
+def _records(path: Path, f: IO[bytes]) -> Iterator[tuple[int, list[str]]]:
     """(first line of the record, cells) for each non-blank CSV record."""
     lines = _Lines(path, f)
     try:
@@ -133,8 +135,9 @@ def _records(path: Path, f: Iterable[bytes]) -> Iterator[tuple[int, list[str]]]:
 class _Lines:
     """Decoded lines of a byte stream, counted, so a decode error names its exact line."""
 
-    def __init__(self, path: Path, f: Iterable[bytes]) -> None:
-        self.path, self.lines, self.count = path, iter(f), 0
+    def __init__(self, path: Path, f: IO[bytes]) -> None:
+        # readline with a limit: a file without line breaks is not read into memory whole
+        self.path, self.lines, self.count = path, iter(partial(f.readline, MAX_STRING_BYTES + 1), b""), 0
 
     def __iter__(self) -> _Lines:
         return self
@@ -142,6 +145,10 @@ class _Lines:
     def __next__(self) -> str:
         raw = next(self.lines)
         self.count += 1
+        if len(raw) > MAX_STRING_BYTES:
+            raise ImportFailed(f"{self.path.name} is refused: the line is longer than {MAX_STRING_BYTES:,} bytes; "
+                               "one record is far smaller: store large content in a file",
+                               record=f"{self.path.name}:{self.count}")
         try:
             # utf-8-sig on the first line only: a BOM elsewhere is data, not a marker.
             return raw.decode("utf-8-sig" if self.count == 1 else "utf-8")

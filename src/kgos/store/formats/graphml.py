@@ -35,11 +35,12 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 from xml.sax.saxutils import escape, quoteattr
 
-from ...errors import ImportFailed, PropertiesTooLarge
+from ...errors import ImportFailed, InputTooLarge, PropertiesTooLarge
 from ...model import Edge, Node
 from ..base import GraphStore
+from ..bounds import MAX_DOCUMENT_DEPTH, open_xml
 from ..limits import parse_json
-from . import Record, Source, open_binary, open_text_out, parse_error
+from . import Record, Source, open_text_out, parse_error
 
 NS = "http://graphml.graphdrawing.org/xmlns"
 JSON_MARK = "kgos.encoding"
@@ -107,6 +108,8 @@ class _Head:
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
         tag, self.depth = _local(name), self.depth + 1
+        if self.depth > MAX_DOCUMENT_DEPTH:
+            raise _Refused(f"elements nest deeper than {MAX_DOCUMENT_DEPTH} levels; GraphML needs 4 or 5")
         if self.depth == 1 and tag != "graphml":
             raise _Refused(f"it is not GraphML: the root element is <{tag}>, expected <graphml>")
         if tag == "key" and attrs.get("for") == "graph" and attrs.get("attr.name") in _META:
@@ -134,7 +137,7 @@ def _read_head(path: Path) -> dict[str, str]:
     parser.StartElementHandler, parser.EndElementHandler = head.start, head.end
     parser.CharacterDataHandler = head.chars
     try:
-        with open_binary(path) as f:
+        with open_xml(path) as f:
             parser.ParseFile(f)
     except _HeadDone:
         pass
@@ -143,6 +146,8 @@ def _read_head(path: Path) -> dict[str, str]:
                            record=f"{path.name}:{parser.CurrentLineNumber}") from None
     except expat.ExpatError as exc:
         raise parse_error(path, exc, where=f"{path.name}:{exc.lineno}") from None
+    except InputTooLarge as exc:
+        raise parse_error(path, exc, where=f"{path.name}:{parser.CurrentLineNumber}") from None
     except _READ_ERRORS as exc:
         raise parse_error(path, exc, where=path.name) from None
     return head.meta
@@ -152,10 +157,12 @@ def _read_head(path: Path) -> dict[str, str]:
 def _parsing(path: Path) -> Iterator[IO[bytes]]:
     """The open file; parser and read errors become an ImportFailed naming the line."""
     try:
-        with open_binary(path) as f:
+        with open_xml(path) as f:
             yield f
     except ET.ParseError as exc:
         raise parse_error(path, exc, where=f"{path.name}:{exc.position[0]}") from None
+    except InputTooLarge as exc:
+        raise parse_error(path, exc, where=path.name) from None
     except _READ_ERRORS as exc:
         raise parse_error(path, exc, where=path.name) from None
 
@@ -194,7 +201,7 @@ def _records(path: Path, want: str) -> Iterator[Record]:
     keys: dict[str, _Key] = {}
     defaults: dict[str, _Key] = {}  # the keys with a default that applies to ``want``
     graphs: list[ET.Element] = []  # open <graph> elements; a node's or edge's parent is the last
-    count = 0
+    count = depth = 0
     convert = _node_record if want == "node" else _edge_record
     with _parsing(path) as f:
         events = ET.iterparse(f, events=("start", "end"))
@@ -203,9 +210,15 @@ def _records(path: Path, want: str) -> Iterator[Record]:
         for event, elem in events:
             tag = elem.tag
             if event == "start":
+                depth += 1  # the tree builder keeps every open element: the depth bounds its memory
+                if depth > MAX_DOCUMENT_DEPTH:
+                    raise ImportFailed(f"{path.name} is refused: elements nest deeper than {MAX_DOCUMENT_DEPTH} "
+                                       f"levels (GraphML needs 4 or 5)", record=f"{path.name}:{want}s[{count}]")
                 if tag == tags.graph:
                     graphs.append(elem)
-            elif tag == tags.data:
+                continue
+            depth -= 1
+            if tag == tags.data:
                 continue  # read with its node or edge
             elif tag == wanted:
                 where = f"{path.name}:{want}s[{count}]"

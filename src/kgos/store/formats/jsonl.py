@@ -13,6 +13,7 @@ import json
 import sys
 import zlib
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import orjson
 
 from ...errors import ImportFailed
 from ..base import GraphStore
+from ..bounds import MAX_STRING_BYTES
 from ..limits import too_deep
 from . import Record, Source, open_binary, open_text_out, parse_error
 
@@ -73,7 +75,12 @@ def _objects(path: Path, skip_kind: str = "",
     lineno = 0
     try:
         with open_binary(path) as f:
-            for lineno, raw in enumerate(f, 1):
+            # readline with a limit: one endless line cannot be read into memory whole
+            for lineno, raw in enumerate(iter(partial(f.readline, MAX_STRING_BYTES + 1), b""), 1):
+                if len(raw) > MAX_STRING_BYTES:
+                    raise ImportFailed(f"{path.name} is refused: the line is longer than {MAX_STRING_BYTES:,} "
+                                       "bytes; one record is far smaller: store large content in a file",
+                                       record=f"{path.name}:{lineno}")
                 if lineno < skip_before:
                     continue
                 if prefix and raw.startswith(prefix):

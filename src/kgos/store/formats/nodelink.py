@@ -17,7 +17,8 @@ from typing import IO, Any
 import ijson
 
 from ..base import GraphStore
-from . import Record, Source, open_binary, open_text_out, parse_error
+from ...errors import InputTooLarge
+from . import Record, Source, open_binary, open_json, open_text_out, parse_error
 from .array_chunks import array_start, document_items, fast_items, ijson_array_items
 
 FORMAT = "kgos-node-link/1"
@@ -56,7 +57,7 @@ def _scan_head(path: Path) -> tuple[dict[str, str], set[str]]:
     arrays: set[str] = set()
     key = None
     try:
-        with open_binary(path) as f:
+        with open_json(path) as f:
             for prefix, event, value in ijson.parse(f, use_float=True):
                 if prefix == "" and event == "map_key":
                     key = value
@@ -68,6 +69,10 @@ def _scan_head(path: Path) -> tuple[dict[str, str], set[str]]:
                         break
                 elif prefix == "" and event == "start_array":
                     raise ValueError("top level is an array, expected an object with nodes and edges")
+    except InputTooLarge as exc:  # deep nesting in the head: the streams name the record it is in
+        arrays = arrays or _keys_in_head(path)
+        if not arrays:
+            raise parse_error(path, exc, where="the document head") from None
     except (ijson.JSONError, ValueError, UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
         if not arrays:
             raise parse_error(path, exc) from None
@@ -76,13 +81,21 @@ def _scan_head(path: Path) -> tuple[dict[str, str], set[str]]:
     return meta, arrays
 
 
+def _keys_in_head(path: Path) -> set[str]:
+    """The record arrays named in the first MB (no parse): enough to pick the reader whose stream then
+    refuses the over-deep record by its location."""
+    with open_binary(path) as f:
+        head = f.read(1 << 20)
+    return {"entities"} if b'"entities"' in head else {"nodes"} if b'"nodes"' in head else set()
+
+
 def _stream(path: Path, key: str, label: str, convert: Callable[[Any], Any], stop: bool = False) -> Iterator[Record]:
     """The items of the top-level array ``key``; ``stop``: parse no further than its end."""
     counter = count()  # zip draws the next index before the next item: an error is at the last drawn
     try:
-        with open_binary(path) as f:
+        with open_json(path) as f:
             # the edge stream reads the whole document, as ijson.items(f, "edges.item") did
-            items = _array_items(f, key) if stop else document_items(f, lambda: open_binary(path), key)
+            items = _array_items(f, key) if stop else document_items(f, lambda: open_json(path), key)
             # zip and map iterate in C: no Python frame per record on the way to the importer
             yield from zip(map(f"{label}[{{}}]".format, counter), items if convert is _plain else map(convert, items))
     except (ijson.JSONError, ValueError, UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:

@@ -1,0 +1,316 @@
+"""Replay issue 33's abuse table against a real ``kgos serve`` on loopback, one fresh server per row.
+
+    python benchmarks/abuse.py [--scale 1.0] [--rows 1a,1b,...] [--src PATH] [--cap-mb 4000]
+
+Each row starts a server (its data segment capped at ``--cap-mb`` with RLIMIT_DATA, so an old
+build that balloons dies instead of taking the machine), probes ``GET /api/health`` every 0.1 s
+while the abuse runs, and prints: the server's peak RSS (VmHWM), the slowest health answer (and how
+many took over 0.5 s or failed), and the result. ``--src`` serves another source tree (e.g.
+``/work/main/src``: the code before this change) with this interpreter, for the before/after note.
+``--scale`` shrinks the inputs (1.0: the issue's sizes). Loopback only; every row has a deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROW_DEADLINE = 300.0  # seconds any one row may take
+HEADERS = {"X-KGOS-Client": "abuse-bench"}
+
+
+@dataclass
+class Probe:
+    """Health probes every 0.1 s in a thread, until stopped."""
+
+    base: str
+    latencies: list[float] = field(default_factory=list)
+    failures: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> Probe:
+        threading.Thread(target=self._run, daemon=True).start()
+        return self
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.base, timeout=10) as c:
+            while not self._stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    ok = c.get("/api/health").status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                self.latencies.append(time.monotonic() - t0)
+                self.failures += not ok
+                self._stop.wait(0.1)
+
+    def stop(self) -> str:
+        self._stop.set()
+        worst = max(self.latencies, default=0.0)
+        slow = sum(t > 0.5 for t in self.latencies)
+        return f"health max {worst:6.2f} s ({slow}/{len(self.latencies)} > 0.5 s, {self.failures} failed)"
+
+
+class Server:
+    """``kgos serve`` in a process of its own on a free loopback port."""
+
+    def __init__(self, home: Path, src: str | None, cap_mb: int, env: dict[str, str] | None = None) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        environ = {**os.environ, "KGOS_HOME": str(home), **(env or {})}
+        if src:
+            environ["PYTHONPATH"] = src
+        cap = cap_mb * 1024 * 1024
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kgos", "--home", str(home), "serve", "--port", str(self.port)],
+            env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (cap, cap)))
+        deadline = time.monotonic() + 180  # a loaded shared machine can take a minute to import everything
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base}/api/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise RuntimeError("the server did not start")
+
+    def peak_mb(self) -> float:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return float("nan")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _said(r: httpx.Response) -> str:
+    try:
+        body = r.json()
+        detail = body.get("detail") or body.get("error") or body.get("status") or body
+    except ValueError:
+        detail = r.text
+    return f"{r.status_code} {str(detail)[:110]}"
+
+
+def _upload(name: str, data: Callable[[Path], Path]) -> Callable[[httpx.Client, Path], str]:
+    def run(c: httpx.Client, tmp: Path) -> str:
+        path = data(tmp / name)
+        with open(path, "rb") as f:
+            # embed=none: the row measures the import, not a background embedding of a million nodes
+            return _said(c.post("/api/kg/up/import", files={"file": (name, f)}, params={"embed": "none"},
+                                headers=HEADERS))
+    return run
+
+
+def _write(path: Path, *parts: tuple[str, int]) -> Path:
+    with open(path, "w") as f:
+        for text, times in parts:
+            for _ in range(times // 1_000_000):
+                f.write(text * 1_000_000)
+            f.write(text * (times % 1_000_000))
+    return path
+
+
+def _tiny_records(path: Path, n: int) -> Path:
+    with open(path, "w") as f:
+        f.write('{"nodes":[')
+        f.write(",".join(f'{{"id":"n{i}","name":"n{i}"}}' for i in range(n)))
+        f.write('],"edges":[]}')
+    return path
+
+
+def _wait_job(c: httpx.Client, job_id: str) -> dict:
+    deadline = time.monotonic() + ROW_DEADLINE
+    while time.monotonic() < deadline:
+        job = c.get(f"/api/jobs/{job_id}", timeout=30).json()
+        if job.get("status") in ("complete", "failed", "cancelled"):
+            return job
+        time.sleep(0.5)
+    return {"status": "still running at the deadline"}
+
+
+def _ingest(size: int, max_bytes: int) -> Callable[[httpx.Client, Path], str]:
+    def run(c: httpx.Client, tmp: Path) -> str:
+        folder = tmp / "roots" / "src"
+        folder.mkdir(parents=True, exist_ok=True)
+        unit = 'def f{}(x):\n    """Doc."""\n    return x + 1\n\n'
+        with open(folder / "big.py", "w") as f:
+            i = 0
+            while f.tell() < size:
+                f.write("".join(unit.format(i + k) for k in range(1000)))
+                i += 1000
+        r = c.post("/api/kg/code/ingest", json={"paths": [str(folder)], "max_bytes": max_bytes, "embed": False,
+                                                "dimensions": False}, timeout=60)
+        if r.status_code != 202:
+            return _said(r)
+        job = _wait_job(c, r.json()["job_id"])
+        result = job.get("result") or {}
+        return f"job {job['status']}: {job.get('error') or ''}{result.get('skipped') or result.get('files') or ''}"[:140]
+    return run
+
+
+def _names_during_build(c: httpx.Client, tmp: Path) -> str:
+    """A fresh home: an embedding request starts the fast tier's build; delete names while it builds,
+    then keep probing health until the build ends."""
+    model = tmp / "home" / "models" / "minilm-int8-static-256" / "model.safetensors"
+    c.post("/api/kg/t/embedding", json={}, headers=HEADERS)
+    time.sleep(3)
+    building = not model.exists()
+    t0 = time.monotonic()
+    r = c.delete("/api/kg/t/names", headers=HEADERS, timeout=ROW_DEADLINE)
+    took = time.monotonic() - t0
+    deadline = time.monotonic() + ROW_DEADLINE
+    while not model.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return (f"DELETE names {_said(r)[:40]} after {took:.1f} s, the build "
+            f"{'running' if building else 'already done'} then; built: {model.exists()}")
+
+
+def _budget(c: httpx.Client, tmp: Path) -> str:
+    return _said(c.post("/api/research/runs", json={"question": "what is x?", "budget_tokens": 10**30},
+                        headers=HEADERS))
+
+
+def _idle_connections(count: int) -> Callable[[httpx.Client, Path], str]:
+    def run(c: httpx.Client, tmp: Path) -> str:
+        socks = []
+        port = int(str(c.base_url).rsplit(":", 1)[1].strip("/"))
+        for _ in range(count):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished: a slow client
+            socks.append(s)
+        time.sleep(3)
+        answered = c.get("/api/health", timeout=10).status_code
+        for s in socks:
+            s.close()
+        return f"{count} idle connections open; health {answered}"
+    return run
+
+
+SRC: list[str] = []  # the --src tree, for the processes a row starts itself
+
+
+def _busy_port(c: httpx.Client, tmp: Path) -> str:
+    port = str(c.base_url).rsplit(":", 1)[1].strip("/")
+    env = {**os.environ, **({"PYTHONPATH": SRC[0]} if SRC else {})}
+    done = subprocess.run([sys.executable, "-m", "kgos", "--home", str(tmp / "h2"), "serve", "--port", port],
+                          capture_output=True, text=True, timeout=60, env=env)
+    return f"second serve on the port: exit {done.returncode}: {done.stderr.strip().splitlines()[-1][:100]}"
+
+
+def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], str], dict[str, str]]]:
+    n = lambda x: max(int(x * scale), 1)  # noqa: E731
+    return {
+        "1a": ('upload {"nodes": + 20 M "["', _upload("b.json", lambda p: _write(p, ('{"nodes":', 1), ("[", n(20e6)))), {}),
+        "1b": ('upload 20 MB of "["', _upload("c.json", lambda p: _write(p, ("[", n(20e6)))), {}),
+        "1c": ("upload one 100 MB string", _upload("s.json", lambda p: _write(
+            p, ('{"nodes":[{"id":"a","name":"', 1), ("x", n(100e6)), ('"}],"edges":[]}', 1))), {}),
+        "1d": ("upload 1 M tiny records", _upload("t.json", lambda p: _tiny_records(p, n(1e6))), {}),
+        "1e": ('upload 20 MB of "[" as JSON Lines', _upload("d.jsonl", lambda p: _write(p, ("[", n(20e6)))), {}),
+        "1f": ("upload GraphML nested 5 M deep", _upload("g.graphml", lambda p: _write(
+            p, ('<graphml xmlns="http://graphml.graphdrawing.org/xmlns"><graph>', 1), ("<a>", n(5e6)))), {}),
+        "2a": ("ingest a 200 MB .py, max_bytes 10^9", _ingest(n(200e6), 10**9), {}),
+        "2b": ("ingest a 9.9 MB .py at the hard max", _ingest(min(n(9.9e6), 9_900_000), 10_000_000), {}),
+        "3": ("names delete while the fast tier builds", _names_during_build, {"FRESH_MODELS": "1"}),
+        "4": ("research budget_tokens=10**30", _budget, {}),
+        "8a": ("1,000 idle connections", _idle_connections(n(1000)), {}),
+        "8b": ("kgos serve on a busy port", _busy_port, {}),
+    }
+
+
+def run_row(key: str, what: str, fn: Callable[[httpx.Client, Path], str], extra: dict[str, str],
+            src: str | None, cap_mb: int) -> str:
+    with tempfile.TemporaryDirectory(prefix="kgos-abuse-") as tmp_name:
+        tmp = Path(tmp_name)
+        home = tmp / "home"
+        env = {"KGOS_INGEST_ROOTS": str(tmp / "roots")}
+        if extra.get("FRESH_MODELS"):
+            _seed_fast_kg(home)
+        else:
+            env["KGOS_FAST_EMBEDDER"] = "none"  # no fast-tier build at start: the row measures its abuse only
+            _share_models(home)
+        server = Server(home, src, cap_mb, env)
+        probe = Probe(server.base).start()
+        try:
+            with httpx.Client(base_url=server.base, timeout=ROW_DEADLINE) as c:
+                try:
+                    result = fn(c, tmp)
+                except (httpx.HTTPError, OSError) as exc:
+                    result = f"request failed: {type(exc).__name__} {exc}"[:140]
+            health = probe.stop()
+            alive = server.proc.poll() is None
+            peak = server.peak_mb()
+        finally:
+            probe.stop()
+            server.stop()
+    return f"{key:3} {what:42} | peak RSS {peak:7.0f} MB | {health} | {'alive' if alive else 'DEAD'} | {result}"
+
+
+def _share_models(home: Path) -> None:
+    """Link the built models of the default home, so a row does not pay for a fast-tier build."""
+    models = Path(os.environ.get("KGOS_HOME", Path.home() / ".kgos")) / "models"
+    if models.is_dir():
+        home.mkdir(parents=True, exist_ok=True)
+        os.symlink(models, home / "models")
+
+
+def _seed_fast_kg(home: Path) -> None:
+    import kgos
+    with kgos.Workspace(home) as ws:
+        kg = ws.create("t")
+        kg.add_node("Alpha", id="a")
+        kg.store.set_meta(embedder="fast")
+    shutil.rmtree(home / "models", ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--rows", default="")
+    ap.add_argument("--src", default=None, help="serve this source tree (PYTHONPATH) instead of the installed one")
+    ap.add_argument("--cap-mb", type=int, default=4000, help="RLIMIT_DATA of the server (MB)")
+    args = ap.parse_args()
+    table = rows(args.scale)
+    SRC[:] = [args.src] if args.src else []
+    wanted = [k for k in args.rows.split(",") if k] or list(table)
+    print(f"abuse table, scale {args.scale}, server {'from ' + args.src if args.src else 'installed'}, "
+          f"cap {args.cap_mb} MB")
+    for key in wanted:
+        what, fn, extra = table[key]
+        try:
+            print(run_row(key, what, fn, extra, args.src, args.cap_mb), flush=True)
+        except RuntimeError as exc:  # the server did not start: the row is reported, the others still run
+            print(f"{key:3} {what:42} | {exc}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

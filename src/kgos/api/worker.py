@@ -1,0 +1,126 @@
+"""Heavy job work in a worker process with its own memory ceiling, so a runaway input kills the job,
+not the server.
+
+Why a process and not the job thread: parsing runs in C calls that hold the GIL for their whole
+length (``ast.parse`` of a 12 MB Python file: a minute, 1.8 GB), so a thread stalls every route of
+the server, health included, and its memory is the server's. The worker is started with ``spawn``
+(a fork of a threaded server can inherit a held lock), caps its private memory with
+``resource.setrlimit(RLIMIT_DATA)`` (``KGOS_JOB_MEMORY_MB``, default 4096) and reports progress over a
+pipe; the job thread relays it, so cancelling the job terminates the process.
+
+``run_in_worker(fn, args, progress)`` returns ``fn(*args, progress)`` or raises: the ``KGOSError``
+the work raised (same class and message), ``InputTooLarge`` when it ran out of its memory ceiling,
+``WorkerFailed`` when the process died (killed for memory, a crash).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+from collections.abc import Callable
+from typing import Any
+
+from .. import errors
+from ..errors import InputTooLarge, KGOSError, WorkerFailed
+
+DEFAULT_MEMORY_MB = 4096
+_POLL = 0.2  # seconds between checks that the worker is alive
+ProgressFn = Callable[[str, int, int], None]
+
+
+def memory_ceiling_mb() -> int:
+    """The worker's memory ceiling in MB: ``KGOS_JOB_MEMORY_MB``, else 4096."""
+    raw = os.environ.get("KGOS_JOB_MEMORY_MB", "").strip()
+    try:
+        value = int(raw) if raw else DEFAULT_MEMORY_MB
+    except ValueError:
+        value = DEFAULT_MEMORY_MB
+    return max(value, 256)
+
+
+def run_in_worker(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: ProgressFn,
+                  memory_mb: int | None = None) -> dict[str, Any]:
+    """``fn(*args, progress)`` in a spawned process capped at ``memory_mb`` (module-level ``fn``)."""
+    limit = memory_mb or memory_ceiling_mb()
+    ctx = multiprocessing.get_context("spawn")
+    reader, writer = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(writer, fn, args, limit), daemon=True, name="kgos-job-worker")
+    proc.start()
+    writer.close()
+    try:
+        return _relay(proc, reader, progress, limit)
+    finally:
+        if proc.is_alive():  # cancelled (progress raised) or the pipe broke: the work stops here
+            proc.terminate()
+        proc.join(5)
+        reader.close()
+
+
+def _relay(proc: Any, reader: Any, progress: ProgressFn, limit: int) -> dict[str, Any]:
+    while True:
+        if reader.poll(_POLL):
+            try:
+                kind, *payload = reader.recv()
+            except EOFError:
+                break
+            if kind == "progress":
+                progress(*payload)
+            elif kind == "result":
+                return payload[0]  # type: ignore[no-any-return]
+            else:
+                raise _rebuilt(*payload)
+        elif not proc.is_alive():
+            break
+    proc.join(5)
+    raise WorkerFailed(f"the job's worker process ended without a result (exit code {proc.exitcode}); "
+                       f"if it was killed for memory, the input is too large for the {limit:,} MB ceiling "
+                       "(KGOS_JOB_MEMORY_MB)")
+
+
+_CARRIED = ("record", "suggestions", "candidates")  # the attributes the API's error body shows
+
+
+def _rebuilt(kind: str, message: str, attrs: dict[str, Any] | None = None) -> KGOSError:
+    """The error the worker raised, as the same KGOSError class with its record or suggestions
+    (others: WorkerFailed)."""
+    cls = getattr(errors, kind, None)
+    err: KGOSError = WorkerFailed(message)
+    if isinstance(cls, type) and issubclass(cls, KGOSError):
+        try:
+            err = cls(message)
+        except TypeError:  # an error class that needs more than a message
+            pass
+    for key, value in (attrs or {}).items():
+        setattr(err, key, value)
+    return err
+
+
+def _child(writer: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], limit_mb: int) -> None:
+    """The worker: cap memory, run, send the result or the error."""
+    _cap_memory(limit_mb)
+    try:
+        result = fn(*args, lambda phase, done, total: writer.send(("progress", phase, done, total)))
+        writer.send(("result", result))
+    except MemoryError:
+        writer.send(("error", InputTooLarge.__name__,
+                     f"the job ran out of its memory ceiling of {limit_mb:,} MB (KGOS_JOB_MEMORY_MB): "
+                     "the input is too large; leave the largest files out (--exclude) or lower max_bytes"))
+    except KGOSError as exc:
+        writer.send(("error", type(exc).__name__, str(exc), {k: getattr(exc, k) for k in _CARRIED if hasattr(exc, k)}))
+    except Exception as exc:  # a bug: reported with its type, as the job thread did
+        writer.send(("error", "WorkerFailed", f"{type(exc).__name__}: {exc}"))
+    finally:
+        writer.close()
+
+
+def _cap_memory(limit_mb: int) -> None:
+    """RLIMIT_DATA counts private writable memory (the heap, anonymous maps) but not mapped model files
+    or reserved address space, so onnxruntime's mappings do not count against the ceiling."""
+    limit = limit_mb * 1024 * 1024
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    except (ValueError, OSError):  # a platform without RLIMIT_DATA: the job runs uncapped
+        pass
