@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import ChatProvider, Message, StreamItem, ToolSpec
+from .usage import TOKENIZER, Usage, count_tokens
 
 RELATION_VERBS = {
     "requires": "requires", "depends_on": "depends on", "has_limitation": "is limited by",
@@ -35,10 +36,14 @@ class OfflineProvider(ChatProvider):
                timeout: float = 60.0, tools: Sequence[ToolSpec] | None = None,
                cancel: threading.Event | None = None, grounding: Any = None) -> Iterator[StreamItem]:
         text = compose(grounding) if grounding is not None else NO_GROUNDING
-        for piece in _pieces(_limit_words(text, max_tokens)):
+        said = _limit_words(text, max_tokens)
+        for piece in _pieces(said):
             if cancel is not None and cancel.is_set():
                 return
             yield piece
+        # no service counts for us: the prompt it was given and the answer, by the stated tokenizer
+        prompt = sum(count_tokens(m.content) for m in messages) + count_tokens(system or "")
+        yield Usage(prompt, count_tokens(said), "length" if said != text else "stop", TOKENIZER)
 
 
 NO_GROUNDING = ("The offline provider answers only from a knowledge-graph context, and none was given. "
