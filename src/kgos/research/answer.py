@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 from ..errors import PipelineError
 from ..pipeline import BaseModule, ProcessContext, StageInput, StageOutput, content_hash, register
 from .plan import addressed
+from .conflicts import same_quantities
+from .merge import _stemmed
 
 __all__ = ["AnswerModule", "extractive_answer"]
 
@@ -78,27 +80,94 @@ def _citation(claim: Mapping[str, Any], source: Mapping[str, Any], n: int) -> di
 
 def extractive_answer(question: str, claims: Sequence[Mapping[str, Any]],
                       knowledge: Mapping[str, Any]) -> dict[str, Any]:
-    """One sentence per claim, cited by every source that supports it."""
-    citations: list[dict[str, Any]] = []
-    index: dict[tuple[str, tuple[int, ...]], int] = {}
-    sentences = []
+    """Readable prose from the claims (issue 29): one sentence per distinct claim (a claim that
+    restates an earlier one adds its sources to it), each cited by every source that supports it;
+    then every disagreement among them, both sides quoted with their sources."""
+    cite = _Citer()
+    sentences: list[dict[str, Any]] = []
     for c in claims:
-        nums = []
-        for s in c["sources"]:
-            key = (s["source"], tuple(s["span"]))
-            if key not in index:
-                index[key] = len(citations) + 1
-                citations.append(_citation(c, s, index[key]))
-            nums.append(index[key])
-        text = c["text"].rstrip()
-        sentences.append({"text": text, "citations": nums, "claims": [c["id"]],
-                          "nodes": [f"research:claim:{c['id'][2:]}"]})
+        same = next((s for s in sentences if _restates(s["words"], c)), None)  # same words, numbers, polarity
+        if same is not None:
+            same["citations"] += [n for n in cite.all(c) if n not in same["citations"]]
+            same["claims"].append(c["id"])
+            continue
+        sentences.append({"text": _sentence(c["text"]), "citations": cite.all(c), "claims": [c["id"]],
+                          "nodes": [f"research:claim:{c['id'][2:]}"], "words": _key(c)})
     conflicts = _conflicts(claims, knowledge)
+    flagged = [_flag(k, knowledge, cite) for k in conflicts]
+    for s in sentences:
+        del s["words"]
     body = " ".join(f"{s['text']} {''.join(f'[{n}]' for n in s['citations'])}" for s in sentences)
+    if flagged:
+        body += "\n\n" + " ".join(f["text"] for f in flagged)  # each cites both sides inline
     if not sentences:
         body = f"No source found answers {question!r}."
-    return {"question": question, "answer": body, "sentences": sentences, "citations": citations,
+    return {"question": question, "answer": body, "sentences": sentences + flagged, "citations": cite.citations,
             "conflicts": conflicts, "mode": "extractive"}
+
+
+class _Citer:
+    """Citation numbers, one per (source, span), in order of first use."""
+
+    def __init__(self) -> None:
+        self.citations: list[dict[str, Any]] = []
+        self.index: dict[tuple[str, tuple[int, ...]], int] = {}
+
+    def all(self, claim: Mapping[str, Any]) -> list[int]:
+        nums = []
+        for s in claim["sources"]:
+            key = (s["source"], tuple(s["span"]))
+            if key not in self.index:
+                self.index[key] = len(self.citations) + 1
+                self.citations.append(_citation(claim, s, self.index[key]))
+            nums.append(self.index[key])
+        return list(dict.fromkeys(nums))
+
+
+KINDS = {"number": "numbers", "negation": "one says yes, one says no", "comparative": "which is more",
+         "date": "dates"}
+RESTATES = 0.8  # stemmed content words shared (of the shorter claim): the same statement again
+
+
+Key = tuple[frozenset[str], tuple[str, ...], bool, str]
+
+
+def _key(claim: Mapping[str, Any]) -> Key:
+    return (frozenset(_stemmed(claim["text"])), tuple(claim.get("numbers", ())), bool(claim.get("negated")),
+            claim["text"])
+
+
+def _restates(key: Key, claim: Mapping[str, Any]) -> bool:
+    words, numbers, negated, text = key
+    other, other_numbers, other_negated, other_text = _key(claim)
+    if negated != other_negated or not (words and other):
+        return False
+    if numbers != other_numbers and not same_quantities(text, other_text):
+        return False  # different figures are different statements (or a conflict, flagged below)
+    return len(words & other) / min(len(words), len(other)) >= RESTATES
+
+
+def _sentence(text: str) -> str:
+    """A claim as a sentence of the answer: capitalised, ending in a full stop."""
+    text = text.strip().rstrip(",;:")
+    if text and text[0].islower() and not text.startswith(("-", "`")):
+        text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _flag(conflict: Mapping[str, Any], knowledge: Mapping[str, Any], cite: _Citer) -> dict[str, Any]:
+    """The sentence that flags a conflict: both claims quoted, both cited, the resolution if any."""
+    a, b = (knowledge["claims"][cid] for cid in conflict["claims"])
+    about = f" about {conflict['about']}" if conflict.get("about") else ""
+    text = (f"Sources disagree{about} ({KINDS.get(conflict['kind'], conflict['kind'])}): \u201c{a['text'].rstrip('.')}\u201d "
+            f"{''.join(f'[{n}]' for n in cite.all(a))} versus \u201c{b['text'].rstrip('.')}\u201d "
+            f"{''.join(f'[{n}]' for n in cite.all(b))}")
+    win = (conflict.get("resolution") or {}).get("winner")
+    text += (f"; the {conflict['resolution']['by']} of its source favours the "
+             f"{'first' if win == a['id'] else 'second'}." if win else "; the sources do not settle it.")
+    return {"text": text, "citations": list(dict.fromkeys(cite.all(a) + cite.all(b))), "claims": [a["id"], b["id"]],
+            "conflict": True,
+            "nodes": [f"research:claim:{c['id'][2:]}" for c in (a, b)]}
 
 
 def _conflicts(claims: Sequence[Mapping[str, Any]], knowledge: Mapping[str, Any]) -> list[dict[str, Any]]:
