@@ -87,22 +87,21 @@ def extractive_answer(question: str, claims: Sequence[Mapping[str, Any]],
     sentences: list[dict[str, Any]] = []
     for c in claims:
         same = next((s for s in sentences if _restates(s["words"], c)), None)  # same words, numbers, polarity
-        if same is not None:
-            same["citations"] += [n for n in cite.all(c) if n not in same["citations"]]
+        if same is not None:  # its sources say it in other words: cited beside, not as its text
+            same["restated"] += [n for n in cite.all(c) if n not in same["citations"] + same["restated"]]
             same["claims"].append(c["id"])
             continue
-        sentences.append({"text": _sentence(c["text"]), "citations": cite.all(c), "claims": [c["id"]],
-                          "nodes": [f"research:claim:{c['id'][2:]}"], "words": _key(c)})
-    conflicts = _conflicts(claims, knowledge)
-    flagged = [_flag(k, knowledge, cite) for k in conflicts]
+        sentences.append({"text": _sentence(c["text"]), "citations": cite.all(c), "restated": [],
+                          "claims": [c["id"]], "nodes": [f"research:claim:{c['id'][2:]}"], "words": _key(c)})
+    conflicts = [{**k, **_flag(k, knowledge, cite)} for k in _conflicts(claims, knowledge)]
     for s in sentences:
         del s["words"]
-    body = " ".join(f"{s['text']} {''.join(f'[{n}]' for n in s['citations'])}" for s in sentences)
-    if flagged:
-        body += "\n\n" + " ".join(f["text"] for f in flagged)  # each cites both sides inline
+    body = " ".join(f"{s['text']} {''.join(f'[{n}]' for n in s['citations'] + s['restated'])}" for s in sentences)
+    if conflicts:
+        body += "\n\n" + " ".join(k["sentence"] for k in conflicts)  # each cites both sides inline
     if not sentences:
         body = f"No source found answers {question!r}."
-    return {"question": question, "answer": body, "sentences": sentences + flagged, "citations": cite.citations,
+    return {"question": question, "answer": body, "sentences": sentences, "citations": cite.citations,
             "conflicts": conflicts, "mode": "extractive"}
 
 
@@ -156,7 +155,8 @@ def _sentence(text: str) -> str:
 
 
 def _flag(conflict: Mapping[str, Any], knowledge: Mapping[str, Any], cite: _Citer) -> dict[str, Any]:
-    """The sentence that flags a conflict: both claims quoted, both cited, the resolution if any."""
+    """The sentence that flags a conflict (both claims quoted and cited, the resolution if any) and the
+    citation numbers of each side: added to the conflict's record."""
     a, b = (knowledge["claims"][cid] for cid in conflict["claims"])
     about = f" about {conflict['about']}" if conflict.get("about") else ""
     text = (f"Sources disagree{about} ({KINDS.get(conflict['kind'], conflict['kind'])}): \u201c{a['text'].rstrip('.')}\u201d "
@@ -165,9 +165,7 @@ def _flag(conflict: Mapping[str, Any], knowledge: Mapping[str, Any], cite: _Cite
     win = (conflict.get("resolution") or {}).get("winner")
     text += (f"; the {conflict['resolution']['by']} of its source favours the "
              f"{'first' if win == a['id'] else 'second'}." if win else "; the sources do not settle it.")
-    return {"text": text, "citations": list(dict.fromkeys(cite.all(a) + cite.all(b))), "claims": [a["id"], b["id"]],
-            "conflict": True,
-            "nodes": [f"research:claim:{c['id'][2:]}" for c in (a, b)]}
+    return {"sentence": text, "citations": [cite.all(a), cite.all(b)]}
 
 
 def _conflicts(claims: Sequence[Mapping[str, Any]], knowledge: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -22,10 +22,11 @@ near-duplicate documents stay within the run's caps.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..index.text import STOPWORDS, fold, make_stemmer, tokenize
@@ -182,19 +183,23 @@ def entities_of(claim: Mapping[str, Any]) -> frozenset[str]:
 
 
 def facts_of(claim: Mapping[str, Any]) -> Fact:
-    text = claim["text"]
-    entities = entities_of(claim)
+    sources = frozenset(s["source"] for s in claim.get("sources", [])) or frozenset({claim.get("source", "")})
+    return replace(_read(claim["text"], tuple(claim.get("entities", ()))), claim=claim["id"], source=sources)
+
+
+@functools.lru_cache(maxsize=65_536)  # a claim's text is read once per run, not once per iteration
+def _read(text: str, extracted: tuple[str, ...]) -> Fact:
+    entities = entities_of({"text": text, "entities": extracted})
     skip = frozenset(t for e in entities for t in e.split())
     words = frozenset(_stem(t) for t in tokenize(text) if t not in STOPWORDS and t not in NEGATIONS
                       and not t[0].isdigit() and t not in COMPARATIVES) - skip - _UNIT_STEMS
     lowered = fold(text)
     # polarity by parity: "cannot run without a GPU" is two negations, the same as "runs with one"
     negations = sum(w in NEGATIONS or w.endswith("n't") for w in re.findall(r"[a-z']+", lowered))
-    return Fact(claim=claim["id"], entities=entities, words=words, quantities=tuple(quantities(text, skip)),
+    return Fact(claim="", entities=entities, words=words, quantities=tuple(quantities(text, skip)),
                 years=tuple(int(y) for y in _YEAR.findall(text)),
                 events=frozenset(w for w in words if w.startswith(EVENTS)),
-                comparisons=tuple(_comparisons(lowered)), negated=negations % 2 == 1,
-                source=frozenset(s["source"] for s in claim.get("sources", [])) or frozenset({claim.get("source", "")}))
+                comparisons=tuple(_comparisons(lowered)), negated=negations % 2 == 1, source=frozenset())
 
 
 def _comparisons(text: str) -> list[tuple[str, int, str]]:
@@ -251,6 +256,18 @@ def _opposite(a: Fact, b: Fact, da: tuple[str, int, str], db: tuple[str, int, st
     return da[1] != db[1] and not (da[2] or db[2])
 
 
+def _candidates(facts: list[Fact]) -> Iterator[tuple[str, str]]:
+    """The pairs that could disagree at all: both with quantities, both with years, both comparing,
+    or of opposite polarity (most claims of a corpus are none of these: not compared)."""
+    for has in (lambda f: f.quantities, lambda f: f.years, lambda f: f.comparisons):
+        yield from itertools.combinations(sorted(f.claim for f in facts if has(f)), 2)
+    negated = [f.claim for f in facts if f.negated]
+    affirmed = [f.claim for f in facts if not f.negated]
+    for a in negated:
+        for b in affirmed:
+            yield (a, b) if a < b else (b, a)
+
+
 def _display(text: str, a: Fact, b: Fact) -> str:
     """The shared name as written ("Qdrant"), preferring a capitalised one; "" when none is shown."""
     shared = a.entities & b.entities
@@ -280,7 +297,7 @@ def find_conflicts(claims: Mapping[str, Mapping[str, Any]]) -> list[dict[str, An
     seen: set[tuple[str, str]] = set()
     out, budget = [], MAX_PAIRS
     for entity, ids in sorted(buckets.items(), key=lambda kv: len(kv[1])):
-        for a, b in itertools.combinations(ids[:MAX_BUCKET], 2):
+        for a, b in _candidates([facts[i] for i in ids[:MAX_BUCKET]]):
             if (a, b) in seen or budget <= 0:
                 continue
             seen.add((a, b))
