@@ -59,8 +59,8 @@ def bullets(answer: str) -> list[str]:
             continue
         if re.match(r"^(?:[-*•]|\d+\.)\s", line):
             items.append(line)
-        else:
-            items += [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", line) if s.strip()]
+        elif not line.endswith(":"):  # a heading ("How they connect:") is not an item
+            items.append(line)
     return items
 
 
@@ -81,11 +81,9 @@ def expert_answers(ws, provider, db_id: str, expert: str, probes: list) -> dict:
         hits += bool(relevant & set(nodes))
         cited += len(nodes)
         good += sum(n in near for n in nodes)
-        for item in bullets(answer):
-            its = cited_nodes(item, db_id)
-            if its:
-                items += 1
-                filler += not any(n in near for n in its)
+        for item in bullets(answer):  # an item citing nothing relevant or near (or nothing at all) is filler
+            items += 1
+            filler += not any(n in near for n in cited_nodes(item, db_id))
         words += len(answer.split())
     n = len(probes)
     return {"probes": n, "hit_rate": hits / n, "citation_precision": good / cited if cited else 0.0,
@@ -98,6 +96,26 @@ def _neighbours(kg, node_id: str) -> list:
         return [nb.node for nb in kg.neighbors(node_id)] if node_id else []
     except Exception:  # a probe id the KG no longer has
         return []
+
+
+BEFORE = "bdb6ef1"  # the commit this issue's work started from
+
+
+def before_provider():
+    """The offline composer as it was before issue 29 (read from git), or None without git."""
+    import subprocess
+    import types
+    try:
+        code = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{BEFORE}:src/kgos/llm/offline.py"],
+                              capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType("kgos.llm._offline_before")
+    module.__package__ = "kgos.llm"
+    exec(compile(code, "offline_before.py", "exec"), module.__dict__)  # noqa: S102 (our own file, our own commit)
+    provider = module.OfflineProvider()
+    provider.name = "offline (before)"
+    return provider
 
 
 def research_markup(before: bool = False) -> dict:
@@ -156,8 +174,10 @@ def main() -> None:
     load_demo(ws, "hash")
     sets = {"demo probes": devsets.probes("demo"), "demo goal/benefit": devsets.probes("demo-extra")}
     rows = []
-    for spec in ["offline", *args.provider]:
-        provider = get_provider(spec)
+    providers = [("offline, before", before_provider()), *((spec, get_provider(spec)) for spec in ["offline", *args.provider])]
+    for spec, provider in providers:
+        if provider is None:
+            continue
         for name, probes in sets.items():
             rows.append((spec, name, expert_answers(ws, provider, "demo", "demo", probes)))
     pairs = conflict_pairs.load_pairs()
@@ -180,8 +200,8 @@ def report(rows, conflicts, markup, ids) -> str:
         out.append(f"| {spec} | {name} | {r['probes']} | {r['hit_rate']:.3f} | {r['citation_precision']:.3f} | "
                    f"{r['filler_rate']:.3f} | {r['words']:.0f} |")
     out += ["", "Hit: the answer cites a strict relevant node. Precision: cited nodes that are relevant, lenient "
-            "or one hop from a relevant node. Filler: answer items (bullets, numbered steps, sentences) whose "
-            "citations are none of those. Targets: hit rate >= 0.95, precision >= 0.90, filler <= 0.05.", "",
+            "or one hop from a relevant node. Filler: answer items (bullet and numbered lines, paragraphs) whose "
+            "citations are none of those, or that cite nothing (a heading is not an item). Targets: hit rate >= 0.95, precision >= 0.90, filler <= 0.05.", "",
             "## Research: conflicts however phrased", "",
             f"`benchmarks/data/conflicts/pairs.jsonl`: {conflicts[1]['conflicting']} conflicting pairs, "
             f"{conflicts[1]['agreeing']} agreeing pairs, each two sources in different words.", "",
