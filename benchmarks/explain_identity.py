@@ -42,7 +42,7 @@ def run_set(ws, name: str, embedder: str, k: int) -> dict:
     """Every dev probe of ``name``: metrics, the identity on every hit, the rankings."""
     kg = devsets.open_kg(ws, name, embedder)
     probes = devsets.probes(name)
-    hits = held = 0
+    hits = held = four = 0  # four: what the result's 4 weights and diversity_bonus alone explain
     worst = 0.0
     recall10 = mrr = 0.0
     rankings: dict[str, list[str]] = {}
@@ -59,9 +59,12 @@ def run_set(ws, name: str, embedder: str, k: int) -> dict:
             hits += 1
             held += gap <= TOLERANCE
             worst = max(worst, gap)
+            four += abs(h["score"] - explained({k: v for k, v in h.items() if k not in ("weights", "bonuses")},
+                                               d["weights"])) <= TOLERANCE
     n = len(probes)
     return {"set": name, "probes": n, "recall@10": recall10 / n, "mrr@10": mrr / n, "hits": hits,
             "identity": held / hits if hits else 1.0, "worst_gap": worst,
+            "identity_four": four / hits if hits else 1.0,
             "seconds": time.perf_counter() - t0, "rankings": rankings}
 
 
