@@ -147,3 +147,16 @@ def test_bad_corpora_give_a_clear_answer(tmp_path: Path, kind: str):
     else:
         assert r.answer == "No source found answers 'How many QPS does Qdrant handle?'." and not r.citations
     ws.close()
+
+
+def test_with_a_model_the_prompt_names_the_disagreement(tmp_path: Path, planted: Path):
+    from expert_helpers import ScriptedProvider
+    llm = ScriptedProvider(["Sources disagree: 100K [1] versus 50K [2]."])
+    ws = kgos.Workspace(tmp_path / "ws")
+    r = research(ws, "How many QPS does Qdrant handle on a single node?", corpus=str(planted), max_iterations=1,
+                 provider=llm, configs={"output": {"provider": "scripted"}})
+    prompt = llm.calls[0]["messages"][0].content
+    assert "Disagreements (say so, citing both):" in prompt
+    assert re.search(r"\[\d\] and \[\d\] disagree \(number: (100K QPS vs 50K QPS|50K QPS vs 100K QPS)\)", prompt)
+    assert any(c["kind"] == "number" for c in r.conflicts)
+    ws.close()

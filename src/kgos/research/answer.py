@@ -48,7 +48,7 @@ class AnswerModule(BaseModule):
         if not config["provider"]:
             out = extractive_answer(data["question"], claims, data["knowledge"])
             return StageOutput({**out, "kg_delta_sha256": data.get("kg_delta_sha256")})
-        prompt = _prompt(data["question"], claims)
+        prompt = _prompt(data["question"], claims, data["knowledge"])
         key = "llm|" + content_hash({"provider": config["provider"], "prompt": prompt, "max": config["max_tokens"]})
         text = await asyncio.to_thread(context.external.fetch, key, lambda: _complete(context, config, prompt))
         out = _llm_answer(text, claims, data["knowledge"])
@@ -173,9 +173,13 @@ def _conflicts(claims: Sequence[Mapping[str, Any]], knowledge: Mapping[str, Any]
     return [c for c in knowledge.get("conflicts", []) if ids & set(c["claims"])]
 
 
-def _prompt(question: str, claims: Sequence[Mapping[str, Any]]) -> str:
+def _prompt(question: str, claims: Sequence[Mapping[str, Any]], knowledge: Mapping[str, Any] | None = None) -> str:
     lines = [f"[{i}] {c['text']} (source: {c['sources'][0]['source']})" for i, c in enumerate(claims, 1)]
-    return f"Question: {question}\n\nClaims:\n" + "\n".join(lines)
+    number = {c["id"]: i for i, c in enumerate(claims, 1)}
+    disagree = [f"[{number[a]}] and [{number[b]}] disagree ({k['kind']}{': ' + k['detail'] if k.get('detail') else ''})"
+                for k in _conflicts(claims, knowledge or {}) for a, b in [k["claims"]] if a in number and b in number]
+    text = f"Question: {question}\n\nClaims:\n" + "\n".join(lines)
+    return text + ("\n\nDisagreements (say so, citing both):\n" + "\n".join(disagree) if disagree else "")
 
 
 def _complete(context: ProcessContext, config: Mapping[str, Any], prompt: str) -> str:
