@@ -1,6 +1,7 @@
 """Screenshots of every KG-OS Studio view, from a fresh workspace with the demo KGs, into docs/studio/.
 
     python scripts/studio_screenshots.py            # needs playwright (dev extra) and Debian's chromium
+    python scripts/studio_screenshots.py --only answers   # search, chat and research views only
 
 Each view is opened (and, where it has a form, used) in headless Chromium against a real server on
 loopback, exactly as a user would; the PNGs are what README.md and docs/studio.md show.
@@ -89,7 +90,30 @@ def run_all(page, url: str) -> None:
     shoot(page, "research")
 
 
+def run_answers(page, url: str) -> None:
+    """The views of what a person reads (issue 29): search bars, the rendered chat, a research answer."""
+    open_view(page, url, "/search?q=I%20want%20to%20reduce%20my%20API%20costs&kgs=demo,finance&k=5")
+    shoot(page, "search")
+    open_view(page, url, "/experts/demo")
+    page.fill("#chat-input", "How do I reduce my API costs?")
+    page.click("#chat-send")
+    page.wait_for_selector(".trace h3", state="attached", timeout=60_000)
+    shoot(page, "experts-chat")
+    open_view(page, url, "/research")
+    page.fill("#research-question", "How do I reduce API costs?")
+    page.locator("#view form label", has_text="demo").first.locator("input").check()
+    page.get_by_role("button", name="Start").click()
+    page.wait_for_selector("#view h2.long", timeout=30_000)
+    for _ in range(60):
+        open_view(page, url, page.evaluate("location.hash")[1:])
+        if "live" not in page.locator("#view .card p").first.inner_text():
+            break
+        page.wait_for_timeout(1000)
+    shoot(page, "research")
+
+
 def main() -> None:
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     why = missing()
     if why:
         raise SystemExit(f"studio_screenshots: {why}")
@@ -99,7 +123,7 @@ def main() -> None:
         load_demo(ws)  # as `kgos demo` does: with the default embedder, so screenshots show all four signals
         ws.close()
         with serving(Path(folder) / "ws") as server, chromium(width=1400, height=950) as context:
-            run_all(context.new_page(), server.url)
+            (run_answers if only == "answers" else run_all)(context.new_page(), server.url)
 
 
 if __name__ == "__main__":

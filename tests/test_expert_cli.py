@@ -119,3 +119,11 @@ def test_chat_exits_non_zero_when_the_provider_fails_and_keeps_the_question(home
 def test_interactive_chat_exits_non_zero_after_a_failed_turn(home, dead_provider):
     r = kgos(home, "expert", "chat", "demo", "--provider", "openai:m", input="first\nsecond\nexit\n")
     assert r.exit_code == 1 and r.stderr.count("the model provider failed") == 2, r.output
+
+
+def test_chat_json_carries_usage_and_finish_reason_like_v1(home):
+    from kgos.llm.usage import TOKENIZER, count_tokens
+    d = as_json(home, "expert", "chat", "demo", "How do I reduce my API costs?")
+    assert d["finish_reason"] == "stop" and d["usage"]["counted_by"] == TOKENIZER
+    assert d["usage"]["completion_tokens"] == count_tokens(d["answer"]) > 10
+    assert d["usage"]["total_tokens"] == d["usage"]["prompt_tokens"] + d["usage"]["completion_tokens"]

@@ -29,6 +29,7 @@ from kgos.llm import (
 from kgos.llm._http import HTTPChatProvider
 from kgos.llm.gemini import LOCAL_ID_PREFIX, SKIP_SIGNATURE, to_gemini_contents
 from kgos.llm.sse import SSEEvent, iter_lines, parse_sse
+from kgos.llm.usage import Usage
 
 KEY = "sk-test-SECRET-1234567890"
 ENV_VARS = ["KGOS_LLM_PROVIDER", "KGOS_LLM_MODEL", "KGOS_OPENAI_BASE_URL", "OPENAI_BASE_URL",
@@ -39,6 +40,11 @@ SEARCH = ToolSpec("search", "Search the knowledge graph.",
                   {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"],
                    "additionalProperties": False})
 HELLO = [Message("user", "Hello?")]
+
+
+def texts_of(stream) -> list:
+    """A stream's text pieces and tool calls, without its closing Usage (tested on its own below)."""
+    return [item for item in stream if not isinstance(item, Usage)]
 
 
 @pytest.fixture(autouse=True)
@@ -167,8 +173,8 @@ def test_text_streams_in_order_piece_by_piece(kind: Kind, server: FakeServer,
     for piece in kind.make(server.url).stream(HELLO, system="Be brief."):
         pieces.append(piece)
         first_seen.set()
-    assert pieces == ["The ", "answer ", "is ", "42."]
-    assert "".join(pieces) == "The answer is 42."
+    assert pieces[:-1] == ["The ", "answer ", "is ", "42."] and isinstance(pieces[-1], Usage)
+    assert "".join(pieces[:-1]) == "The answer is 42."
     assert released == [True], "the first piece should reach the caller before the rest is sent"
     assert len(server.requests) == 1
     assert KEY not in caplog.text
@@ -178,7 +184,7 @@ def test_text_streams_in_order_piece_by_piece(kind: Kind, server: FakeServer,
 def test_http_500_reports_status_and_service_message(kind: Kind, server: FakeServer) -> None:
     server.script = lambda reply, req: reply.json(500, kind.error_body)
     with pytest.raises(ProviderError) as err:
-        list(kind.make(server.url).stream(HELLO))
+        texts_of(kind.make(server.url).stream(HELLO))
     assert "HTTP 500" in str(err.value) and "boom: upstream failure" in str(err.value)
     assert err.value.http_status == 500
     assert len(server.requests) == 1  # a 500 is not retried
@@ -189,7 +195,7 @@ def test_http_401_message_never_contains_the_key(kind: Kind, server: FakeServer)
     server.script = lambda reply, req: reply.json(401, {"error": {
         "message": f"Incorrect API key provided: {KEY}", "type": "authentication_error"}})
     with pytest.raises(ProviderError) as err:
-        list(kind.make(server.url).stream(HELLO))
+        texts_of(kind.make(server.url).stream(HELLO))
     msg = str(err.value)
     assert "HTTP 401" in msg and "Incorrect API key provided" in msg and KEY not in msg
 
@@ -198,7 +204,7 @@ def test_http_401_message_never_contains_the_key(kind: Kind, server: FakeServer)
 def test_connection_refused_names_the_url(kind: Kind) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
     with pytest.raises(ProviderError) as err:
-        list(kind.make(url, timeout=3).stream(HELLO))
+        texts_of(kind.make(url, timeout=3).stream(HELLO))
     assert not isinstance(err.value, ProviderTimeout) and err.value.http_status is None
     assert f"cannot reach {kind.make(url).service} at {url}" in str(err.value)
     assert "check" in str(err.value)
@@ -225,14 +231,14 @@ def test_stalled_stream_times_out(kind: Kind, server: FakeServer) -> None:
 def test_server_that_never_answers_times_out(kind: Kind, server: FakeServer) -> None:
     server.script = lambda reply, req: reply.wait(10)
     with pytest.raises(ProviderTimeout, match="did not start answering within 0.3 s"):
-        list(kind.make(server.url).stream(HELLO, timeout=0.3))  # the per-call timeout wins
+        texts_of(kind.make(server.url).stream(HELLO, timeout=0.3))  # the per-call timeout wins
 
 
 @each_kind
 def test_garbage_body_is_an_error(kind: Kind, server: FakeServer) -> None:
     server.script = stream_script([b"this is not\n", b"an event stream at all\n"], content_type="text/plain")
     with pytest.raises(ProviderError, match="not a server-sent event stream: this is not an event stream"):
-        list(kind.make(server.url).stream(HELLO))
+        texts_of(kind.make(server.url).stream(HELLO))
 
 
 @each_kind
@@ -240,17 +246,17 @@ def test_html_and_json_bodies_are_errors(kind: Kind, server: FakeServer) -> None
     server.script = stream_script([b"<html><body><h1>502 Bad Gateway</h1></body></html>"],
                                   content_type="text/html")
     with pytest.raises(ProviderError, match="HTML page instead of an event stream.*502 Bad Gateway"):
-        list(kind.make(server.url).stream(HELLO))
+        texts_of(kind.make(server.url).stream(HELLO))
     server.script = lambda reply, req: reply.json(200, {"error": {"message": "streaming unsupported"}})
     with pytest.raises(ProviderError, match="JSON instead of an event stream: streaming unsupported"):
-        list(kind.make(server.url).stream(HELLO))
+        texts_of(kind.make(server.url).stream(HELLO))
 
 
 @each_kind
 def test_malformed_json_chunk_is_an_error(kind: Kind, server: FakeServer) -> None:
     server.script = stream_script([*kind.text(["ok"], done=False)[:2], b'data: {"choices": [tru\n\n'])
     with pytest.raises(ProviderError, match=r"data is not JSON: \{\"choices\": \[tru"):
-        list(kind.make(server.url).stream(HELLO))
+        texts_of(kind.make(server.url).stream(HELLO))
 
 
 @each_kind
@@ -294,7 +300,7 @@ def test_cancel_stops_the_stream_and_closes_the_connection(kind: Kind, server: F
 def test_cancel_set_before_the_call_sends_nothing(kind: Kind, server: FakeServer) -> None:
     cancel = threading.Event()
     cancel.set()
-    assert list(kind.make(server.url).stream(HELLO, cancel=cancel)) == []
+    assert texts_of(kind.make(server.url).stream(HELLO, cancel=cancel)) == []
     assert server.requests == []
 
 
@@ -307,7 +313,7 @@ def test_429_then_success_is_retried_once(kind: Kind, server: FakeServer) -> Non
             stream_script(kind.text(["fine"]))(reply, req)
 
     server.script = script
-    assert list(kind.make(server.url).stream(HELLO)) == ["fine"]
+    assert texts_of(kind.make(server.url).stream(HELLO)) == ["fine"]
     assert len(server.requests) == 2
 
 
@@ -315,7 +321,7 @@ def test_429_then_success_is_retried_once(kind: Kind, server: FakeServer) -> Non
 def test_503_twice_gives_up_after_one_retry(kind: Kind, server: FakeServer) -> None:
     server.script = lambda reply, req: reply.json(503, {"error": {"message": "overloaded, try later"}})
     with pytest.raises(ProviderError, match="HTTP 503 Service Unavailable.*overloaded, try later"):
-        list(kind.make(server.url).stream(HELLO))
+        texts_of(kind.make(server.url).stream(HELLO))
     assert len(server.requests) == 2
 
 
@@ -329,11 +335,11 @@ def test_complete_joins_the_text(kind: Kind, server: FakeServer) -> None:
 def test_bad_arguments(kind: Kind, server: FakeServer) -> None:
     p = kind.make(server.url)
     with pytest.raises(InvalidArgument, match="timeout"):
-        list(p.stream(HELLO, timeout=0))
+        texts_of(p.stream(HELLO, timeout=0))
     with pytest.raises(InvalidArgument, match="max_tokens"):
-        list(p.stream(HELLO, max_tokens=0))
+        texts_of(p.stream(HELLO, max_tokens=0))
     with pytest.raises(InvalidArgument, match="unknown role 'robot'"):
-        list(p.stream([Message("robot", "beep")]))
+        texts_of(p.stream([Message("robot", "beep")]))
     with pytest.raises(InvalidArgument, match="http"):
         kind.make("ftp://example.org")
     assert server.requests == []
@@ -347,7 +353,7 @@ def test_openai_request_format(server: FakeServer) -> None:
     p = OpenAICompatProvider("llama3.2", base_url=f"{server.url}/v1", api_key=KEY,
                              extra_headers={"X-Trace": "t1"})
     assert p.name == "openai:llama3.2" and p.supports_tools
-    assert list(p.stream(HELLO, system="Be brief.", max_tokens=77)) == ["ok"]
+    assert texts_of(p.stream(HELLO, system="Be brief.", max_tokens=77)) == ["ok"]
     req = server.requests[0]
     assert req.path == "/v1/chat/completions"
     assert req.headers["authorization"] == f"Bearer {KEY}"
@@ -360,7 +366,7 @@ def test_openai_request_format(server: FakeServer) -> None:
 def test_openai_local_server_needs_no_key(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KGOS_OPENAI_BASE_URL", f"{server.url}/v1")
     server.script = stream_script(openai_text(["hi"]))
-    assert list(OpenAICompatProvider("m").stream(HELLO)) == ["hi"]
+    assert texts_of(OpenAICompatProvider("m").stream(HELLO)) == ["hi"]
     assert "authorization" not in server.requests[0].headers
     with pytest.raises(ProviderNotConfigured, match="OPENAI_API_KEY is not set") as err:
         OpenAICompatProvider("m", base_url="https://api.openai.com/v1")
@@ -391,7 +397,7 @@ def _openai_call_chunks() -> list[bytes]:
 def test_openai_tool_calls_assemble_and_round_trip(server: FakeServer) -> None:
     server.script = stream_script(_openai_call_chunks())
     p = OpenAICompatProvider("gpt-test", base_url=f"{server.url}/v1", api_key=KEY)
-    items = list(p.stream(HELLO, tools=[SEARCH]))
+    items = texts_of(p.stream(HELLO, tools=[SEARCH]))
     calls = [ToolCall("call_a", "search", {"query": "prompt caching"}),
              ToolCall("call_b", "search", {"query": "token savings"})]
     assert items == ["Let me look.", *calls]
@@ -402,7 +408,7 @@ def test_openai_tool_calls_assemble_and_round_trip(server: FakeServer) -> None:
     history = [*HELLO, Message("assistant", "Let me look.", tool_calls=tuple(calls)),
                Message("tool", '{"hits": 2}', tool_call_id="call_a", name="search"),
                Message("tool", '{"hits": 0}', tool_call_id="call_b", name="search")]
-    assert list(p.stream(history, tools=[SEARCH])) == ["Done."]
+    assert texts_of(p.stream(history, tools=[SEARCH])) == ["Done."]
     sent = server.requests[1].body["messages"]
     assert sent[1] == {"role": "assistant", "content": "Let me look.", "tool_calls": [
         {"id": "call_a", "type": "function",
@@ -420,13 +426,13 @@ def test_openai_tool_call_with_broken_arguments(server: FakeServer) -> None:
         sse("[DONE]")])
     p = OpenAICompatProvider("gpt-test", base_url=f"{server.url}/v1")
     with pytest.raises(ProviderError, match="called tool 'search' with arguments that are not valid JSON"):
-        list(p.stream(HELLO, tools=[SEARCH]))
+        texts_of(p.stream(HELLO, tools=[SEARCH]))
 
 
 def test_openai_tool_message_needs_its_call_id(server: FakeServer) -> None:
     p = OpenAICompatProvider("gpt-test", base_url=f"{server.url}/v1")
     with pytest.raises(InvalidArgument, match="tool_call_id"):
-        list(p.stream([*HELLO, Message("tool", "{}")]))
+        texts_of(p.stream([*HELLO, Message("tool", "{}")]))
 
 
 def test_openai_cloud_uses_max_completion_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -467,7 +473,7 @@ def test_anthropic_request_format_and_tool_round_trip(server: FakeServer) -> Non
     server.script = stream_script(_anthropic_tool_stream())
     p = AnthropicProvider("claude-test", api_key=KEY, base_url=server.url)
     assert p.name == "anthropic:claude-test"
-    items = list(p.stream([Message("system", "Cite sources."), *HELLO], system="Be brief.",
+    items = texts_of(p.stream([Message("system", "Cite sources."), *HELLO], system="Be brief.",
                           tools=[SEARCH], max_tokens=300))
     calls = [ToolCall("toolu_01", "search", {"query": "prompt caching"}), ToolCall("toolu_02", "list_tools", {})]
     assert items == ["Checking.", *calls]
@@ -485,7 +491,7 @@ def test_anthropic_request_format_and_tool_round_trip(server: FakeServer) -> Non
                Message("tool", "2 hits", tool_call_id="toolu_01"),
                Message("tool", '["search"]', tool_call_id="toolu_02"),
                Message("user", "Thanks, go on.")]
-    assert list(p.stream(history, tools=[SEARCH])) == ["Found it."]
+    assert texts_of(p.stream(history, tools=[SEARCH])) == ["Found it."]
     sent = server.requests[1].body["messages"]
     assert sent[1] == {"role": "assistant", "content": [
         {"type": "text", "text": "Checking."},
@@ -518,7 +524,7 @@ def test_gemini_request_format_and_tool_round_trip(server: FakeServer) -> None:
     ])
     p = GeminiProvider("gemini-test", api_key=KEY, base_url=f"{server.url}/v1beta")
     assert p.name == "gemini:gemini-test"
-    items = list(p.stream(HELLO, system="Be brief.", tools=[SEARCH], max_tokens=200))
+    items = texts_of(p.stream(HELLO, system="Be brief.", tools=[SEARCH], max_tokens=200))
     assert items[:2] == ["Looking ", "it up."]
     calls = items[2:]
     assert [(c.name, dict(c.arguments)) for c in calls] == [("search", {"query": "prompt caching"}),
@@ -539,7 +545,7 @@ def test_gemini_request_format_and_tool_round_trip(server: FakeServer) -> None:
     history = [*HELLO, Message("assistant", "Looking it up.", tool_calls=tuple(calls)),
                Message("tool", '{"hits": 2}', tool_call_id=calls[0].id),
                Message("tool", "nothing found", tool_call_id=calls[1].id, name="search")]
-    assert list(p.stream(history)) == ["Two hits."]
+    assert texts_of(p.stream(history)) == ["Two hits."]
     contents = server.requests[1].body["contents"]
     assert contents[1] == {"role": "model", "parts": [
         {"text": "Looking it up."},
@@ -569,10 +575,10 @@ def test_gemini_blocked_answer_is_an_error(server: FakeServer) -> None:
     server.script = stream_script([gemini_chunk([{"text": "Sure, "}]), gemini_chunk([], "SAFETY")])
     p = GeminiProvider("gemini-test", api_key=KEY, base_url=f"{server.url}/v1beta")
     with pytest.raises(ProviderError, match="finishReason SAFETY"):
-        list(p.stream(HELLO))
+        texts_of(p.stream(HELLO))
     server.script = stream_script([sse({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}})])
     with pytest.raises(ProviderError, match="refused the prompt: blockReason PROHIBITED_CONTENT"):
-        list(p.stream(HELLO))
+        texts_of(p.stream(HELLO))
 
 
 def test_gemini_keys_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -669,3 +675,54 @@ def test_available_providers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "GEMINI_API_KEY" in rows["gemini"]["env"]
     assert sum(r["default"] for r in rows.values()) == 1
     assert KEY not in json.dumps(list(rows.values()))
+
+
+# -- usage and finish_reason (issue 29) ---------------------------------------------------------
+
+
+def _usage_of(provider: HTTPChatProvider) -> Usage:
+    items = list(provider.stream(HELLO, max_tokens=5))
+    assert isinstance(items[-1], Usage) and not any(isinstance(i, Usage) for i in items[:-1])
+    return items[-1]
+
+
+def test_openai_usage_and_length_finish_come_from_the_service(server: FakeServer) -> None:
+    server.script = stream_script([
+        sse({"choices": [{"index": 0, "delta": {"content": "Cut"}, "finish_reason": None}]}),
+        sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+        sse({"choices": [], "usage": {"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22}}),
+        sse("[DONE]")])
+    assert _usage_of(KINDS[0].make(server.url)) == Usage(17, 5, "length", "provider")
+
+
+def test_openai_cloud_asks_for_usage_in_the_stream(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kgos.llm.openai_compat as oc
+    monkeypatch.setattr(oc, "is_openai_cloud", lambda url: True)
+    server.script = stream_script(openai_text(["ok"]))
+    texts_of(OpenAICompatProvider("gpt-test", base_url=f"{server.url}/v1", api_key=KEY).stream(HELLO))
+    assert server.requests[0].body["stream_options"] == {"include_usage": True}
+
+
+def test_anthropic_usage_and_max_tokens_stop(server: FakeServer) -> None:
+    events = anthropic_text(["Cut"], done=False) + [
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 5}},
+            "message_delta"),
+        sse({"type": "message_stop"}, "message_stop")]
+    start = json.loads(events[0].decode().split("data: ", 1)[1])
+    start["message"]["usage"] = {"input_tokens": 23, "output_tokens": 1}
+    events[0] = sse(start, "message_start")
+    server.script = stream_script(events)
+    assert _usage_of(KINDS[1].make(server.url)) == Usage(23, 5, "length", "provider")
+
+
+def test_gemini_usage_metadata_and_max_tokens(server: FakeServer) -> None:
+    last = {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "MAX_TOKENS"}],
+            "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 5, "totalTokenCount": 16}}
+    server.script = stream_script([gemini_chunk([{"text": "Cut"}]), sse(last)])
+    assert _usage_of(KINDS[2].make(server.url)) == Usage(11, 5, "length", "provider")
+
+
+def test_a_service_that_counts_nothing_still_says_why_it_stopped(server: FakeServer) -> None:
+    server.script = stream_script(openai_text(["ok"]))
+    assert _usage_of(KINDS[0].make(server.url)) == Usage(None, None, "stop", "provider")

@@ -266,8 +266,8 @@ def test_research_run_answer_citations_manifest(ws: kgos.Workspace, corpus: Path
     for c in r.citations:  # every citation points at the text it cites
         if not c["source"].startswith("kg:"):
             doc = (corpus / c["source"]).read_text()
-            assert any(s["text"].startswith(" ".join(doc[c["span"][0]:c["span"][1]].split())[:20])
-                       for s in r.sentences if c["n"] in s["citations"])
+            cited = " ".join(doc[c["span"][0]:c["span"][1]].split())[:20].lower()
+            assert any(cited in s["text"].lower() for s in r.sentences if c["n"] in s["citations"]), (cited, r.answer)
     m = json.loads((Path(r.folder) / "manifest.json").read_text())
     assert m["query"]["intent"]["type"] == "comparison"
     stages = [e["stage"] for e in m["iterations"][0]["stages"]]

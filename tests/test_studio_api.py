@@ -247,6 +247,10 @@ def test_vendored_libraries_carry_version_and_licence():
     assert "Permission is hereby granted" in (vendor / "cytoscape-3.34.4.LICENSE").read_text()
     assert "MIT License" in (vendor / "chart-4.6.1.LICENSE.md").read_text()
     assert "sourceMappingURL" not in (vendor / "chart-4.6.1.umd.min.js").read_text()
+    assert {"marked-18.2.1.esm.js", "marked-18.2.1.LICENSE", "dompurify-3.5.0.es.js", "dompurify-3.5.0.LICENSE"} <= names
+    assert "marked v18.2.1" in (vendor / "marked-18.2.1.esm.js").read_text()[:200]
+    assert "3.5.0" in (vendor / "dompurify-3.5.0.es.js").read_text()[:200]
+    assert not [n for n in ("marked-18.2.1.esm.js", "dompurify-3.5.0.es.js") if "sourceMappingURL" in (vendor / n).read_text()]
 
 
 def test_studio_files_stay_in_their_folder_and_out_of_the_openapi_document(c):

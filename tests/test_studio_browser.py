@@ -88,13 +88,21 @@ def test_explorer_draws_the_nodes_the_api_returned(server, page):
     assert page.errors == []
 
 
-def test_search_shows_four_signal_bars_per_hit(server, page):
+def test_search_draws_a_bar_for_every_signal_and_bonus_adding_up_to_the_score(server, page):
+    expected = json.loads(urllib.request.urlopen(urllib.request.Request(
+        f"{server.url}/api/search", json.dumps({"query": "reduce my API costs", "db_ids": ["demo", "finance"], "k": 5,
+                                                "explain": True}).encode(),
+        {"Content-Type": "application/json"}), timeout=30).read())["results"]
     open_view(page, server.url, "/search?q=reduce%20my%20API%20costs&kgs=demo,finance&k=5")
     hits = page.locator(".hit")
     assert hits.count() == 5
-    for i in range(5):
-        assert [b.get_attribute("class") for b in hits.nth(i).locator(".signals .bar").all()] == [
-            "bar embedding", "bar text", "bar graph", "bar intent"]
+    for i, hit in enumerate(expected):
+        bars = hits.nth(i).locator(".signals .bar")
+        assert [b.get_attribute("class") for b in bars.all()] == [
+            "bar embedding", "bar text", "bar graph", "bar intent", "bar name", "bar solution", "bar propagation",
+            "bar bonus"]
+        shown = [float(b.locator("span").last.inner_text()) for b in bars.all()]  # what each one added
+        assert abs(sum(shown) - hit["score"]) < 0.01  # 3-decimal labels of 8 terms
     assert "Intent:" in page.locator("#intent").inner_text()
     assert page.locator(".hit .tag.method").count() >= 5
 

@@ -142,3 +142,34 @@ def test_feedback_keyed_by_the_completion_id(client: openai.OpenAI, base: str) -
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "rating"
     gone = httpx.post(f"{base}/v1/feedback", json={"id": "chatcmpl-turn_0123456789", "rating": "up"})
     assert gone.status_code == 404 and "no conversation holds" in gone.json()["error"]["message"]
+
+
+# -- usage and finish_reason (issue 29) -----------------------------------------------------------------------
+def test_offline_answers_carry_usage_counted_by_the_stated_tokenizer(client: openai.OpenAI) -> None:
+    from kgos.llm.usage import TOKENIZER, count_tokens
+    done = client.chat.completions.create(model="demo", messages=[{"role": "user", "content": QUESTION}])
+    u = done.usage
+    assert u is not None and u.prompt_tokens > count_tokens(QUESTION) and u.completion_tokens > 10
+    assert u.total_tokens == u.prompt_tokens + u.completion_tokens
+    assert u.completion_tokens == count_tokens(done.choices[0].message.content)  # the text it returned
+    assert done.model_extra["kgos"]["usage_counted_by"] == TOKENIZER
+    assert done.choices[0].finish_reason == "stop"
+
+
+def test_an_answer_cut_at_max_tokens_finishes_with_length(client: openai.OpenAI) -> None:
+    done = client.chat.completions.create(model="demo", max_tokens=12, messages=[{"role": "user", "content": QUESTION}])
+    assert done.choices[0].finish_reason == "length" and 0 < done.usage.completion_tokens <= 20
+    chunks = list(client.chat.completions.create(model="demo", stream=True, max_tokens=12,
+                                                 stream_options={"include_usage": True},
+                                                 messages=[{"role": "user", "content": QUESTION}]))
+    assert chunks[-2].choices[0].finish_reason == "length"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == done.usage.completion_tokens
+
+
+def test_a_model_s_own_counts_are_passed_on(client: openai.OpenAI) -> None:
+    from kgos.llm.usage import Usage
+    Slot.provider = ScriptedProvider(["Batching halves it [Source: demo:feature:batch_api].", Usage(812, 9, "stop")])
+    done = client.chat.completions.create(model="demo", messages=[{"role": "user", "content": QUESTION}])
+    assert (done.usage.prompt_tokens, done.usage.completion_tokens, done.usage.total_tokens) == (812, 9, 821)
+    assert done.model_extra["kgos"]["usage_counted_by"] == "provider"
+    assert "Usage" not in done.choices[0].message.content

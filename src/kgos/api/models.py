@@ -291,7 +291,7 @@ class WeightsOut(DerivedModel):
     source: str
 
 
-Components = response_model(RR.Components)
+Components = response_model(RR.Components, rrf=omitted_when_none(float, "Mode rrf only: the fused reciprocal ranks, the whole score"))
 EdgeAnnotation = response_model(RR.EdgeAnnotation)
 register(ClassifiedIntent, SearchIntent)
 register(Weights, WeightsOut)

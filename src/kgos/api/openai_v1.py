@@ -186,7 +186,9 @@ async def chat_completions(request: Request) -> Any:
     except KGOSError as exc:
         return from_library(exc).response()
     if req.stream:
-        return StreamingResponse(bounded(_chunks(engine, turn, req.model)), media_type="text/event-stream",
+        include_usage = bool((req.stream_options or {}).get("include_usage"))
+        return StreamingResponse(bounded(_chunks(engine, turn, req.model, include_usage)),
+                                 media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     answer = collect(await run_in_threadpool(list, engine.events(turn)), turn)
     if answer.error and not answer.answer:
@@ -237,19 +239,26 @@ def _start(rt: Runtime, req: CompletionRequest, question: str,
 def extra(answer: TurnAnswer) -> dict[str, Any]:
     """The ``kgos`` field: what the answer was grounded on and whether its citations hold."""
     return {"conversation_id": answer.conversation_id, "message_id": answer.message_id, "turn_id": answer.turn_id,
-            "intent": answer.intent,
-            "sources": answer.sources, "citations": answer.citations, "error": answer.error}
+            "intent": answer.intent, "sources": answer.sources, "citations": answer.citations, "error": answer.error,
+            "usage_counted_by": answer.usage.get("counted_by")}
 
 
 def completion(answer: TurnAnswer, model: str) -> dict[str, Any]:
     return {"id": _completion_id(answer.turn_id), "object": "chat.completion", "created": int(time.time()),
             "model": model, "system_fingerprint": OWNER,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.answer},
-                         "finish_reason": "stop", "logprobs": None}],
-            "kgos": extra(answer)}
+                         "finish_reason": answer.finish_reason, "logprobs": None}],
+            "usage": openai_usage(answer), "kgos": extra(answer)}
 
 
-async def _chunks(engine: ExpertChat, turn: Turn, model: str) -> AsyncIterator[str]:
+def openai_usage(answer: TurnAnswer) -> dict[str, int]:
+    """OpenAI's ``usage``; how the tokens were counted (the provider, or the offline composer's stated
+    tokenizer, llm/usage.py) is ``kgos.usage_counted_by``."""
+    u = answer.usage
+    return {k: int(u.get(k, 0)) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+
+
+async def _chunks(engine: ExpertChat, turn: Turn, model: str, include_usage: bool = False) -> AsyncIterator[str]:
     cid, created = _completion_id(turn.turn_id), int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
@@ -269,7 +278,10 @@ async def _chunks(engine: ExpertChat, turn: Turn, model: str) -> AsyncIterator[s
         failure = OpenAIError(answer.error_status, answer.error, "api_error", code="provider_error")
         yield sse_frame(failure.body())
     else:
-        yield chunk({}, "stop", kgos=extra(answer))
+        yield chunk({}, answer.finish_reason, kgos=extra(answer))
+        if include_usage:  # OpenAI's stream_options.include_usage: one more chunk, no choices, the usage
+            yield sse_frame({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                             "system_fingerprint": OWNER, "choices": [], "usage": openai_usage(answer)})
     yield "data: [DONE]\n\n"
 
 

@@ -42,11 +42,13 @@ class TurnAnswer:
     error: str | None = None
     error_status: int = 502
     turn_id: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)  # prompt/completion/total tokens, counted_by
+    finish_reason: str = "stop"  # "length" when cut at max_tokens
 
     def to_dict(self) -> dict[str, Any]:
         d = {"conversation_id": self.conversation_id, "answer": self.answer, "sources": self.sources,
              "citations": self.citations, "intent": self.intent, "message_id": self.message_id,
-             "turn_id": self.turn_id}
+             "turn_id": self.turn_id, "usage": self.usage, "finish_reason": self.finish_reason}
         return {**d, "error": self.error} if self.error else d
 
 
@@ -68,7 +70,8 @@ def collect(events: Iterable[dict[str, Any]], turn: Turn) -> TurnAnswer:
             done = e
     return TurnAnswer(turn.conversation_id, "".join(text), sources, done.get("citations") or {},
                       turn.context.intent, done.get("message_id"), error.get("content"),
-                      error.get("status", 502), turn.turn_id)
+                      error.get("status", 502), turn.turn_id, done.get("usage") or {},
+                      done.get("finish_reason", "stop"))
 
 
 def ask(ws: Workspace, provider: ChatProvider, expert: str, question: str, *, conversation_id: str | None = None,

@@ -297,8 +297,9 @@ def _turn(engine: Any, o: Any, expert_id: str, query: str, conversation_id: str 
             done = event
     if o.json:
         o.emit({"conversation_id": turn.conversation_id, "turn_id": turn.turn_id, "answer": "".join(answer),
-                "error": error,
-                "sources": [n.to_dict() for n in turn.context.nodes], "citations": done.get("citations")})
+                "error": error, "sources": [n.to_dict() for n in turn.context.nodes],
+                "citations": done.get("citations"), "usage": done.get("usage"),
+                "finish_reason": done.get("finish_reason")})
     else:
         click.echo()
         _report(o, done, turn.conversation_id)

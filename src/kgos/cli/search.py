@@ -48,6 +48,13 @@ def warn(warnings: Any) -> None:
         click.echo(f"warning: {w}", err=True)
 
 
+def explanation(h: Any) -> str:
+    """Every signal as weight x value, then every bonus, in the JSON's order; they add up to the score."""
+    terms = [f"{h.weights.get(s, 0.0):.3f}x{v:.3f} {s}" for s, v in h.components.items()]
+    terms += [f"{v:.3f} {b} bonus" for b, v in h.bonuses.items()]
+    return " + ".join(terms) + f" = {h.explained():.3f}"
+
+
 def _print(c: Console, r: Any, explain: bool) -> None:
     w = r.weights
     c.print(f"[bold]{escape(r.query)}[/]  intent [cyan]{r.intent.name}[/] ({r.intent.source})  "
@@ -62,12 +69,9 @@ def _print(c: Console, r: Any, explain: bool) -> None:
             cm = h.components
             why = "; ".join(f"{'->' if a.direction == 'outgoing' else '<-'} {a.type} {escape(a.other_name)}"
                             for a in h.edge_annotations)
-            c.print(f"           emb {cm.embedding:.2f}  text {cm.text:.2f}  graph {cm.graph:.2f}  "
-                    f"intent {cm.intent:.2f}" + (f"  name {cm.name:.2f}" if cm.name else "")
-                    + (f"  solution {cm.solution:.2f}" if cm.solution else "")
-                    + (f"  [dim]via {why}[/]" if why else ""))
-            if h.diversity_bonus:
-                c.print(f"           +{h.diversity_bonus:.3f} diversity: first hit of its community (+5%)")
+            c.print("           " + explanation(h))
+            if why:
+                c.print(f"           [dim]via {why}[/]")
             if h.missing_signals:
                 c.print(f"           no {'/'.join(h.missing_signals)} yet: weights spread over its other signals")
     for note in r.notes:

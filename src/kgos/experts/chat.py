@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, KGNotFound, KGOSError
 from ..llm.base import ChatProvider, Message, ProviderError, ToolCall
+from ..llm.usage import Usage
+from ..llm.usage import complete as complete_usage
 from ..memory.pii import redact_secrets
 from .ab import ABService
 from .citations import check_citations
@@ -81,6 +83,7 @@ class _Answer:
     error: str | None = None
     error_status: int = 502
     interrupted: bool = False
+    usage: Usage | None = None  # what the provider reported (summed over tool rounds)
 
 
 def check_history(history: Sequence[Any] | None) -> tuple[Message, ...]:
@@ -208,6 +211,7 @@ class ExpertChat:
             done.update(self._persist(turn, answer))
         if answer.error:
             yield {"type": "error", "content": answer.error, "status": answer.error_status}
+        done.update(_usage(turn, answer))
         yield done
 
     def _infer(self, turn: Turn, answer: _Answer, cancel: threading.Event) -> Iterator[dict[str, Any]]:
@@ -223,6 +227,8 @@ class ExpertChat:
                         return
                     if isinstance(item, ToolCall):
                         calls.append(item)
+                    elif isinstance(item, Usage):
+                        answer.usage = item if answer.usage is None else answer.usage.plus(item)
                     elif item:
                         answer.text.append(item)
                         yield {"type": "token", "content": item}
@@ -289,6 +295,14 @@ class ExpertChat:
                                       metadata={"kg_db_id": turn.expert.config.primary_kg})
         except (KGOSError, sqlite3.Error) as exc:
             log.warning("turn saved, but not remembered: %s", exc)
+
+
+def _usage(turn: Turn, answer: _Answer) -> dict[str, Any]:
+    """The done event's ``usage`` and ``finish_reason`` (OpenAI's words): counts the provider did not
+    report are counted with ``llm.usage.TOKENIZER`` over the system prompt, history, question and answer."""
+    prompt = [turn.context.system_prompt or "", *(m.content for m in turn.history), turn.query]
+    usage = complete_usage(answer.usage, prompt, "".join(answer.text))
+    return {"usage": usage.to_dict(), "finish_reason": usage.finish_reason}
 
 
 def _metadata(turn: Turn, answer: _Answer, citations: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from ._http import (
 )
 from .base import Message, ProviderNotConfigured, StreamItem, ToolCall, ToolSpec
 from .sse import SSEEvent
+from .usage import Usage, finish_reason
 
 __all__ = ["ANTHROPIC_DEFAULT_MODEL", "ANTHROPIC_DEFAULT_URL", "AnthropicProvider"]
 
@@ -79,6 +80,7 @@ class AnthropicProvider(HTTPChatProvider):
     def _decode(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[StreamItem]:
         pending: dict[int, dict[str, Any]] = {}  # index -> tool_use block being streamed
         calls: list[ToolCall] = []
+        counts: dict[str, Any] = {}  # input_tokens from message_start, output_tokens and stop_reason after
         for ev in events:
             data = load_json(self, ev.data)
             if not isinstance(data, dict):
@@ -86,6 +88,8 @@ class AnthropicProvider(HTTPChatProvider):
             kind = ev.event if ev.event != "message" else str(data.get("type", ""))
             if kind == "error" or data.get("type") == "error":
                 self.fail(f"reported an error mid-stream: {service_message(ev.data)}")
+            if kind in ("message_start", "message_delta"):
+                _count(data, counts)
             if kind == "content_block_start":
                 yield from self._start_block(data, pending)
             elif kind == "content_block_delta":
@@ -98,6 +102,8 @@ class AnthropicProvider(HTTPChatProvider):
             elif kind == "message_stop":
                 state.done = True
                 yield from calls
+                yield Usage(counts.get("input_tokens"), counts.get("output_tokens"),
+                            finish_reason(counts.get("stop_reason")))
                 return
 
     def _start_block(self, data: dict[str, Any], pending: dict[int, dict[str, Any]]) -> Iterator[str]:
@@ -147,3 +153,15 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
     blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
                for c in m.tool_calls]
     return blocks
+
+
+def _count(data: dict[str, Any], counts: dict[str, Any]) -> None:
+    """Token counts and the stop reason from message_start / message_delta (integers only)."""
+    message = data.get("message") if isinstance(data.get("message"), dict) else {}
+    for source in (message.get("usage"), data.get("usage")):
+        if isinstance(source, dict):
+            counts.update({k: v for k, v in source.items() if k in ("input_tokens", "output_tokens")
+                           and isinstance(v, int) and not isinstance(v, bool)})
+    delta = data.get("delta")
+    if isinstance(delta, dict) and delta.get("stop_reason"):
+        counts["stop_reason"] = delta["stop_reason"]

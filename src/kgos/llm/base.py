@@ -2,7 +2,8 @@
 
 A provider turns a list of messages into an answer streamed in pieces (``stream``) or whole
 (``complete``). The stream yields ``str`` text pieces and, when ``tools`` were offered and the model
-chose to call some, ``ToolCall`` items (after the text of that turn); the caller runs the tools,
+chose to call some, ``ToolCall`` items (after the text of that turn), and last, optionally, one
+``Usage`` (token counts and ``finish_reason``, llm/usage.py); the caller runs the tools,
 appends an assistant ``Message`` carrying ``tool_calls`` and one ``Message(role="tool")`` per result,
 and streams again.
 
@@ -20,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProviderError, ProviderNotConfigured, ProviderTimeout
+from .usage import Usage
 
 __all__ = ["ChatProvider", "Message", "ProviderError", "ProviderNotConfigured", "ProviderTimeout", "StreamItem",
-           "ToolCall", "ToolSpec"]
+           "ToolCall", "ToolSpec", "Usage"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class Message:
         return d
 
 
-StreamItem = str | ToolCall
+StreamItem = str | ToolCall | Usage  # a provider may end its stream with one Usage (llm/usage.py)
 
 
 class ChatProvider(ABC):

@@ -45,6 +45,7 @@ from ._http import (
 )
 from .base import Message, ProviderNotConfigured, StreamItem, ToolCall, ToolSpec
 from .sse import SSEEvent
+from .usage import Usage, finish_reason
 
 __all__ = ["GEMINI_DEFAULT_MODEL", "GEMINI_DEFAULT_URL", "GeminiProvider"]
 
@@ -125,6 +126,7 @@ class GeminiProvider(HTTPChatProvider):
 
     def _decode(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[StreamItem]:
         calls: list[ToolCall] = []
+        meta: Any = None
         for ev in events:
             chunk = load_json(self, ev.data)
             if isinstance(chunk, list) and len(chunk) == 1:
@@ -133,6 +135,7 @@ class GeminiProvider(HTTPChatProvider):
                 self.fail(f"sent a chunk that is not a JSON object: {ev.data[:200]}")
             if "error" in chunk:
                 self.fail(f"reported an error mid-stream: {service_message(ev.data)}")
+            meta = chunk.get("usageMetadata") or meta  # counts so far; the last chunk has the final ones
             candidate = self._candidate(chunk)
             if candidate is None:
                 continue
@@ -144,6 +147,7 @@ class GeminiProvider(HTTPChatProvider):
                     detail = candidate.get("finishMessage") or ""
                     self.fail(f"stopped the answer: finishReason {reason}{': ' if detail else ''}{detail}")
                 yield from calls
+                yield _usage(meta, reason)
                 return
 
     def _candidate(self, chunk: dict[str, Any]) -> dict[str, Any] | None:
@@ -223,3 +227,10 @@ def _tool_response(m: Message, names: dict[str, str], index: int) -> list[dict[s
     if m.tool_call_id and not m.tool_call_id.startswith(LOCAL_ID_PREFIX):
         response["id"] = m.tool_call_id
     return [{"functionResponse": response}]
+
+
+def _usage(meta: Any, reason: Any) -> Usage:
+    """Gemini's usageMetadata (promptTokenCount, candidatesTokenCount) and finishReason, in OpenAI's words."""
+    meta = meta if isinstance(meta, dict) else {}
+    p, c = (meta.get(k) if isinstance(meta.get(k), int) else None for k in ("promptTokenCount", "candidatesTokenCount"))
+    return Usage(p, c, finish_reason(reason))

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import InvalidArgument, MissingDependency, ProviderError, ProviderNotConfigured
 from .base import ChatProvider, Message, StreamItem, ToolCall, ToolSpec
+from .usage import Usage, finish_reason
 
 GGUF_MAGIC = b"GGUF"
 DEFAULT_MODEL = "smollm2"
@@ -186,17 +187,25 @@ class LocalProvider(ChatProvider):
         with self._lock:
             try:
                 pieces = self.llm.create_chat_completion(messages=chat, max_tokens=max_tokens, stream=True)
-                yield from split_tool_calls(_texts(pieces, cancel), tools)
+                seen: dict[str, Any] = {"tokens": 0, "finish": None}
+                yield from split_tool_calls(_texts(pieces, cancel, seen), tools)
+                # llama.cpp streams one token per chunk; the prompt is left to the stated tokenizer
+                yield Usage(None, seen["tokens"], finish_reason(seen["finish"]))
             except ValueError as exc:  # e.g. the prompt is longer than the context window
                 raise ProviderError(f"the local model could not answer: {exc}") from exc
 
 
-def _texts(chunks: Iterator[dict[str, Any]], cancel: threading.Event | None) -> Iterator[str]:
+def _texts(chunks: Iterator[dict[str, Any]], cancel: threading.Event | None,
+           seen: dict[str, Any] | None = None) -> Iterator[str]:
+    seen = seen if seen is not None else {"tokens": 0, "finish": None}
     for chunk in chunks:
         if cancel is not None and cancel.is_set():
             return
-        text = chunk["choices"][0]["delta"].get("content")
+        choice = chunk["choices"][0]
+        seen["finish"] = choice.get("finish_reason") or seen["finish"]
+        text = choice["delta"].get("content")
         if text:
+            seen["tokens"] += 1
             yield text
 
 

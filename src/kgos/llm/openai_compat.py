@@ -33,6 +33,7 @@ from ._http import (
 )
 from .base import Message, ProviderNotConfigured, StreamItem, ToolCall, ToolSpec
 from .sse import SSEEvent
+from .usage import Usage, finish_reason
 
 __all__ = ["OPENAI_DEFAULT_MODEL", "OPENAI_DEFAULT_URL", "OpenAICompatProvider", "openai_base_url"]
 
@@ -88,6 +89,8 @@ class OpenAICompatProvider(HTTPChatProvider):
                                    "stream": True}
         # OpenAI's newer models reject max_tokens; local servers may not know max_completion_tokens
         payload["max_completion_tokens" if is_openai_cloud(self.base_url) else "max_tokens"] = max_tokens
+        if is_openai_cloud(self.base_url):  # its token counts in a last chunk (other servers may refuse it)
+            payload["stream_options"] = {"include_usage": True}
         if tools:
             payload["tools"] = [{"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
@@ -100,6 +103,7 @@ class OpenAICompatProvider(HTTPChatProvider):
             if ev.data.strip() == "[DONE]":
                 state.done = True
                 yield from calls.finish(self)
+                yield calls.usage()
                 return
             chunk = load_json(self, ev.data)
             if not isinstance(chunk, dict):
@@ -124,12 +128,24 @@ class _ToolCallAssembler:
 
     def __init__(self) -> None:
         self.calls: dict[int, _PendingCall] = {}
+        self.counts: dict[str, Any] = {}  # the service's ``usage`` (a last chunk, when it sends one)
+        self.stop: Any = None
+
+    def usage(self) -> Usage:
+        """What the service said it counted and why it stopped (counts it did not send stay None)."""
+        tokens = [self.counts.get(k) for k in ("prompt_tokens", "completion_tokens")]
+        p, c = (int(t) if isinstance(t, int) else None for t in tokens)
+        return Usage(p, c, finish_reason(self.stop))
 
     def feed(self, provider: OpenAICompatProvider, chunk: dict[str, Any]) -> Iterator[str]:
+        if isinstance(chunk.get("usage"), dict):
+            self.counts = chunk["usage"]
         choices = chunk.get("choices") or []  # a usage-only chunk has none
         if not isinstance(choices, list):
             provider.fail("sent a chunk whose 'choices' is not a list")
         for choice in choices[:1]:
+            if isinstance(choice, dict) and choice.get("finish_reason"):
+                self.stop = choice["finish_reason"]
             delta = choice.get("delta") if isinstance(choice, dict) else None
             if not isinstance(delta, dict):
                 continue

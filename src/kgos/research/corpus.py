@@ -25,6 +25,7 @@ import numpy as np
 from ..embed.registry import get_embedder
 from ..errors import InvalidArgument
 from ..index.text import TextConfig, TextIndex
+from .extract import prose_only
 
 __all__ = ["MAX_FILE_BYTES", "Chunk", "Corpus", "chunk_text", "document_text", "open_corpus"]
 
@@ -232,7 +233,7 @@ def open_corpus(root: str | Path, cache_dir: Path | None = None, embedder: str =
     files = files_of(path)
     spec = get_embedder(embedder).name
     fp = fingerprint(path, files)
-    key = hashlib.sha256(f"{fp}|{chunk_chars}|{spec}|{embedder}".encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{fp}|{chunk_chars}|{spec}|{embedder}|prose1".encode()).hexdigest()[:24]
     with _lock:
         if key in _open:
             return _open[key]
@@ -255,6 +256,7 @@ def _build(root: Path, files: Sequence[Path], fp: str, embedder: str, chunk_char
         if doc is None:
             continue
         title, text = doc
+        text = prose_only(text)  # code, shell, tables, box drawing blanked, offsets kept (issue 29)
         rel = f.relative_to(root).as_posix()
         for i, (s, e) in enumerate(chunk_text(text, chunk_chars)):
             chunks.append(Chunk(f"{rel}#{i}", rel, title, s, e, text[s:e]))

@@ -34,6 +34,32 @@ NEGATIONS = frozenset({"not", "no", "never", "cannot", "can't", "don't", "doesn'
 MIN_WORDS, MAX_CHARS = 4, 480
 
 
+# Document markup that is not prose (issue 29, goal 2): fenced code, code lines, shell sessions,
+# tables and box drawing (not indented blocks: man pages indent all their prose). Blanked out with
+# spaces (newlines kept), so every claim's span still points at its place in the document.
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[^\n]*$|\Z)", re.MULTILINE | re.DOTALL)
+_NOT_PROSE_LINE = re.compile(
+    r"^[ \t]*(?:[$#>%][ \t]+\S.*"                        # shell prompts: $ kgos trace ..., # apt-get ..., > ...
+    r"|\|.*\|[ \t]*"                                     # table rows | a | b |
+    r"|[|+:\- \t]*-{3,}[|+:\- \t]*"                        # table rules |---|:--:| and +-----+
+    r"|.*[\u2500-\u257f\u2580-\u259f].*"                   # box-drawing and block characters
+    r"|[\w./-]+(?:\([^)]*\))?\s*[{};]\s*"                  # a code line ending in { } or ;
+    r"|<[^>\n]+>\s*"                                      # a line that is only a tag
+    r")$", re.MULTILINE)
+_SYMBOLS = re.compile(r"[^\w\s.,;:!?'\"()%$-]")
+
+
+def prose_only(text: str) -> str:
+    """``text`` with its non-prose markup replaced by spaces (same length, newlines kept)."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    return _NOT_PROSE_LINE.sub(blank, _FENCE.sub(blank, text))
+
+
+def is_prose(sentence: str) -> bool:
+    """A sentence worth quoting as a claim: mostly words, not symbols left over from markup."""
+    return len(_SYMBOLS.findall(sentence)) <= max(2, len(sentence) // 20)
+
+
 def sentences(text: str) -> list[tuple[int, int]]:
     """Spans of the sentences of ``text`` (also cut at blank lines and list bullets)."""
     spans, pos = [], 0
@@ -57,7 +83,8 @@ def claim_frame(text: str) -> tuple[str, ...]:
 
 
 def is_negated(text: str) -> bool:
-    return any(w in NEGATIONS for w in re.findall(r"[a-z']+", fold(text)))
+    """An odd number of negations: "cannot run without a GPU" (two) affirms what "runs with a GPU" does."""
+    return sum(w in NEGATIONS for w in re.findall(r"[a-z']+", fold(text))) % 2 == 1
 
 
 def extract_document(doc: Mapping[str, Any], known: Sequence[str], max_claims: int = 40) -> dict[str, Any]:
@@ -66,9 +93,10 @@ def extract_document(doc: Mapping[str, Any], known: Sequence[str], max_claims: i
     patterns = _name_patterns([doc.get("title", ""), *known])
     claims, entities, relations = [], {}, []
     for chunk in doc.get("chunks", []):
-        for s, e in sentences(chunk["text"]):
-            text = " ".join(chunk["text"][s:e].split())
-            if len(text.split()) < MIN_WORDS or len(text) > MAX_CHARS:
+        prose = prose_only(chunk["text"])
+        for s, e in sentences(prose):
+            text = " ".join(prose[s:e].split())
+            if len(text.split()) < MIN_WORDS or len(text) > MAX_CHARS or not is_prose(text):
                 continue
             text, marks = clean(text)  # secrets never stored; instructions and markup flagged (untrusted.py)
             claim = _claim(doc, text, chunk["start"] + s, chunk["start"] + e, patterns, entities)

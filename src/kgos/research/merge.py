@@ -27,6 +27,7 @@ import numpy as np
 
 from ..index.text import make_stemmer
 from ..model import normalize_name
+from .conflicts import find_conflicts, same_quantities
 from .extract import claim_frame
 
 __all__ = ["AUTHORITY", "empty_knowledge", "integrate"]
@@ -78,6 +79,13 @@ def detect_conflicts(claims: Mapping[str, Mapping[str, Any]]) -> list[dict[str, 
                 kind = _disagreement(claims[a], claims[b])
                 if kind:
                     out.append({"kind": kind, "claims": [a, b], "resolution": _resolve(claims[a], claims[b])})
+    # claims phrased differently (issue 29): facts of one entity that disagree (research/conflicts.py)
+    paired = {tuple(sorted(c["claims"])) for c in out}
+    for c in find_conflicts(claims):
+        if tuple(sorted(c["claims"])) not in paired:
+            paired.add(tuple(sorted(c["claims"])))
+            a, b = c["claims"]
+            out.append({**c, "resolution": _resolve(claims[a], claims[b])})
     return out
 
 
@@ -86,7 +94,7 @@ def _disagreement(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
         return None  # one source qualifying itself is not a conflict between sources
     if a.get("subject") != b.get("subject") and not set(a.get("entities", [])) & set(b.get("entities", [])):
         return None  # "the default level is 6" of zip and "... is 9" of gzip speak of different things
-    if a["numbers"] and b["numbers"] and a["numbers"] != b["numbers"]:
+    if a["numbers"] and b["numbers"] and a["numbers"] != b["numbers"] and not same_quantities(a["text"], b["text"]):
         return "number"
     if a["negated"] != b["negated"]:
         return "negation"

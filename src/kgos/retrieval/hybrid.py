@@ -313,6 +313,7 @@ class Signals:
     name: np.ndarray | None = None  # issue 13 lever 2; None when off (spec formula, other modes)
     solution: np.ndarray | None = None  # issue 13 lever 0; None when off
     propagation: np.ndarray | None = None  # issue 13 lever 4; None when off
+    rrf: np.ndarray | None = None  # mode "rrf": the fused reciprocal ranks, the whole score
 
 
 def compute_signals(snap: Snapshot, store: GraphStore, query: str, intent: str,
@@ -558,21 +559,73 @@ def rrf(rankings: Sequence[np.ndarray], depth: int = 100) -> np.ndarray:
     return out
 
 
-def diversify(order: np.ndarray, total: np.ndarray,
+def diversify(order: np.ndarray, base: np.ndarray,
               communities: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """+5% for the first hit of each community, then re-sort (spec/001 1.8; only for > 3 results).
 
-    Returns (order, score, bonus) aligned by position: the boosted score is the one ranked on, so it
-    is the one shown; ``bonus`` is what the boost added (0 for hits of a community already seen).
+    ``base`` is each candidate's score before the boost, aligned with ``order``. Returns (order,
+    score, bonus) aligned by position: the boosted score is the one ranked on, so it is the one
+    shown; ``bonus`` is what the boost added (0 for hits of a community already seen).
     """
-    score = total[order].astype(np.float64)
+    score = np.asarray(base, np.float64)
     bonus = np.zeros(order.size)
-    if communities is None or order.size <= 3:
-        return order, score, bonus
-    _, first = np.unique(communities[order], return_index=True)
-    bonus[first] = score[first] * (DIVERSITY_BOOST - 1.0)
+    if communities is not None and order.size > 3:
+        _, first = np.unique(communities[order], return_index=True)
+        bonus[first] = score[first] * (DIVERSITY_BOOST - 1.0)
     resort = np.argsort(-(score + bonus), kind="stable")
     return order[resort], (score + bonus)[resort], bonus[resort]
+
+
+@dataclass(frozen=True)
+class Weighting:
+    """The weight each signal was given, per row: how a hit's score is explained (issue 29).
+
+    ``base`` holds one weight per signal of ``names``; rows in ``vectorless`` (no vector yet) use
+    ``scaled``, where text/graph/intent carry the embedding's share (see ``combine``)."""
+
+    names: tuple[str, ...]
+    base: np.ndarray
+    scaled: np.ndarray | None = None
+    vectorless: np.ndarray | None = None
+
+    def matrix(self, rows: np.ndarray) -> np.ndarray:
+        """One row of weights per row index in ``rows``."""
+        out = np.tile(self.base, (rows.size, 1))
+        if self.scaled is not None and self.vectorless is not None:
+            out[np.isin(rows, self.vectorless)] = self.scaled
+        return out
+
+
+def weighting(w: Weights, signals: Signals, options: SearchOptions, mode: str,
+              vectorless: np.ndarray | None) -> Weighting:
+    """The weights ``search`` summed its signals with, signal by signal (mirrors ``combine``, ``fuse``,
+    the solution hop and the name signal; mode "rrf" is its fused ranks alone)."""
+    if mode == "rrf":
+        return Weighting((*SIGNALS, "rrf"), np.eye(len(SIGNALS) + 1)[-1])
+    on = {"embedding": w.embedding if signals.embedding is not None else 0.0, "text": w.text,
+          "graph": w.graph, "intent": w.intent,
+          "name": (1.0 if mode == "names" else options.name_weight) if signals.name is not None else 0.0,
+          "solution": options.solution_hop if signals.solution is not None else 0.0,
+          "propagation": options.propagate if signals.propagation is not None else 0.0}
+    base = np.array([on[s] for s in SIGNALS], np.float64)
+    rest = w.text + w.graph + w.intent
+    if signals.embedding is None or vectorless is None or not vectorless.size or rest <= 0:
+        return Weighting(SIGNALS, base)
+    scaled = base.copy()
+    scaled[1:4] *= (rest + w.embedding) / rest
+    return Weighting(SIGNALS, base, scaled, vectorless)
+
+
+def component_matrix(signals: Signals, rows: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Each signal's value (0 when off) at ``rows``, one column per name, in float64."""
+    cols = [getattr(signals, s) for s in names]
+    return np.stack([c[rows].astype(np.float64) if c is not None else np.zeros(rows.size) for c in cols], axis=1)
+
+
+def explained_scores(signals: Signals, rows: np.ndarray, weigh: Weighting) -> np.ndarray:
+    """sum(weight x component) per row, in float64: the score shown is the one its explanation adds
+    up to (the float32 total only chose the candidates; they are ranked on this)."""
+    return (component_matrix(signals, rows, weigh.names) * weigh.matrix(rows)).sum(axis=1)
 
 
 # -- results ---------------------------------------------------------------------------------------
@@ -601,23 +654,23 @@ def annotations(snap: Snapshot, hits: np.ndarray, seeds: np.ndarray,
 
 
 def make_hits(snap: Snapshot, store: GraphStore, order: np.ndarray, score: np.ndarray, bonus: np.ndarray,
-              signals: Signals, mode: str) -> tuple[SearchHit, ...]:
+              signals: Signals, mode: str, weigh: Weighting) -> tuple[SearchHit, ...]:
     """Result objects for the final top k; ``score`` and ``bonus`` are aligned with ``order``."""
     nodes = store.get_nodes(snap.node_ids[i] for i in order)
     notes = annotations(snap, order, signals.seeds)
+    values, weights = component_matrix(signals, order, weigh.names), weigh.matrix(order)
     hits = []
-    for rank, (i, s, b) in enumerate(zip(order, score, bonus), 1):
-        c = Components(embedding=float(signals.embedding[i]) if signals.embedding is not None else 0.0,
-                       text=float(signals.text[i]), graph=float(signals.graph[i]), intent=float(signals.intent[i]),
-                       name=float(signals.name[i]) if signals.name is not None else 0.0,
-                       solution=float(signals.solution[i]) if signals.solution is not None else 0.0,
-                       propagation=float(signals.propagation[i]) if signals.propagation is not None else 0.0)
+    for rank, (i, s, b, v, wt) in enumerate(zip(order, score, bonus, values, weights), 1):
+        by_name = dict(zip(weigh.names, map(float, v)))
+        c = Components(**by_name)
         node = nodes.get(snap.node_ids[i])
         if node is None:  # deleted since the snapshot; the next query rebuilds it
             continue
         hits.append(SearchHit(node=node, score=float(s), components=c,
                               method="rrf" if mode == "rrf" else method_tags(c), rank=rank,
-                              edge_annotations=notes.get(int(i), ()), diversity_bonus=float(b)))
+                              edge_annotations=notes.get(int(i), ()), diversity_bonus=float(b),
+                              weights=dict(zip(weigh.names, map(float, wt))),
+                              bonuses={"diversity": float(b)} if mode in DIVERSE_MODES else {}))
     return tuple(hits)
 
 
@@ -648,7 +701,10 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
         w = fusion_weights(w, signals, options)
         total, qv = fuse(snap, signals, w, options, qv, vectorless, mask)
     else:
-        total = rrf(rrf_rankings(snap, signals, query)) if mode == "rrf" else combine(signals, w, vectorless)
+        if mode == "rrf":
+            total = signals.rrf = rrf(rrf_rankings(snap, signals, query))
+        else:
+            total = combine(signals, w, vectorless)
     if mode == "hybrid" and options.solution_hop > 0 and options.use_graph:
         signals.solution = solution_signal(snap, total, options.hop_seeds, query, options.solution_gate,
                                            options.solution_edges)
@@ -661,8 +717,9 @@ def search(snap: Snapshot, store: GraphStore, query: str, k: int = 10, weights: 
         total = np.where(mask, total, np.float32(0))
     order = top_indices(total, max(k * 3, 30) if options.diversity else k)
     communities = snap.graph.communities() if options.diversity and mode in DIVERSE_MODES else None
-    order, score, bonus = diversify(order, total, communities)
-    hits = make_hits(snap, store, order[:k], score[:k], bonus[:k], signals, mode)
+    weigh = weighting(w, signals, options, mode, vectorless)
+    order, score, bonus = diversify(order, explained_scores(signals, order, weigh), communities)
+    hits = make_hits(snap, store, order[:k], score[:k], bonus[:k], signals, mode, weigh)
     if vectorless is not None and w.embedding > 0:
         hits = _mark_vectorless(snap, hits, w)
     return SearchResult(query=query, intent=it, weights=w, results=hits, mode=mode, kg=snap.db_id,

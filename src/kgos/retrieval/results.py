@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +11,7 @@ from ..model import Node
 from .intents import Intent
 
 SIGNALS = ("embedding", "text", "graph", "intent", "name", "solution", "propagation")
+DIGITS = 9  # JSON rounding of scores, components, weights and bonuses: the identity below holds to ~1e-8
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,17 @@ class Components:
     name: float = 0.0  # the name signal (query = a name or alias of the node), added with its own weight
     solution: float = 0.0  # relevance passed from a top hit this node solves (enables, fixes, ...)
     propagation: float = 0.0  # the fused score of a top hit this node neighbours, by edge-type weight
+    rrf: float | None = None  # mode "rrf" only: the reciprocal-rank fusion score, the whole of its score
+
+    def names(self) -> tuple[str, ...]:
+        """The signals of this hit, in the order every view shows them (JSON, CLI, studio)."""
+        return SIGNALS if self.rrf is None else (*SIGNALS, "rrf")
+
+    def items(self) -> list[tuple[str, float]]:
+        return [(s, float(getattr(self, s))) for s in self.names()]
 
     def to_dict(self) -> dict[str, float]:
-        return {s: round(getattr(self, s), 6) for s in SIGNALS}
+        return {s: round(v, DIGITS) for s, v in self.items()}
 
 
 @dataclass(frozen=True)
@@ -73,12 +83,25 @@ class SearchHit:
     source_kg: str | None = None
     diversity_bonus: float = 0.0  # included in score: +5% for the first hit of a community (spec/001 1.8)
     missing_signals: tuple[str, ...] = ()  # signals this node lacks (no vector yet): weights spread over the rest
+    # The explanation (issue 29): the weight each signal of ``components`` was given for this hit (a
+    # node without a vector has its other weights scaled up, so weights are per hit), and the additive
+    # bonuses by name; ``score == sum(weights[s] * components[s]) + sum(bonuses)`` (``explained()``).
+    weights: Mapping[str, float] = field(default_factory=dict)
+    bonuses: Mapping[str, float] = field(default_factory=dict)
+
+    def explained(self) -> float:
+        """The score its explanation adds up to (equal to ``score`` up to float rounding)."""
+        return (sum(self.weights.get(s, 0.0) * v for s, v in self.components.items())
+                + sum(self.bonuses.values()))
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"rank": self.rank, "node": self.node.to_dict(), "score": round(self.score, 6),
-                             "components": self.components.to_dict(), "method": self.method,
+        d: dict[str, Any] = {"rank": self.rank, "node": self.node.to_dict(), "score": round(self.score, DIGITS),
+                             "components": self.components.to_dict(),
+                             "weights": {s: round(self.weights.get(s, 0.0), DIGITS) for s in self.components.names()},
+                             "bonuses": {b: round(v, DIGITS) for b, v in self.bonuses.items()},
+                             "method": self.method,
                              "edge_annotations": [a.to_dict() for a in self.edge_annotations],
-                             "diversity_bonus": round(self.diversity_bonus, 6),
+                             "diversity_bonus": round(self.diversity_bonus, DIGITS),
                              "missing_signals": list(self.missing_signals)}
         if self.source_kg is not None:
             d["source_kg"] = self.source_kg

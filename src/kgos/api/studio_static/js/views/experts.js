@@ -1,6 +1,7 @@
 // Experts: list, create and edit (forms generated from the ExpertCreate JSON Schema of
 // /openapi.json), duplicate, export/import, delete; chat over SSE with citations that open their
 // node, a collapsible reasoning trace per answer, and the conversation history.
+import { renderAnswer } from "../markdown.js";
 import { download, get, post, raw, send, stream } from "../api.js";
 import { append, bar, clear, field, fmt, h, message, nodeLink, table } from "../dom.js";
 import { showError } from "../app.js";
@@ -82,26 +83,17 @@ async function chat(root, id, conversationId) {
   if (conversationId) {
     const conv = await get(`experts/${eid}/conversations/${encodeURIComponent(conversationId)}`);
     for (const m of conv.messages) {
-      append(log, m.role === "user" ? h("div", { class: "msg user" }, `You: ${m.content}`) : answerText(m.content));
+      append(log, m.role === "user" ? h("div", { class: "msg user" }, `You: ${m.content}`) : answerText(m.content, undefined, m.metadata?.citations?.valid || null));
       if (m.role !== "user" && m.metadata) append(log, fillTrace(h("details", { class: "trace" }, h("summary", {}, "Reasoning trace")), { stored: m.metadata }));
     }
   }
 }
 
-/** Answer text with every "[Source: kg:node; kg:node2]" turned into links that open the nodes. */
-export function answerText(text, el = h("div", { class: "msg answer" })) {
-  let last = 0;
-  for (const m of text.matchAll(/\[Source: ([^\]]+)\]/g)) {
-    append(el, text.slice(last, m.index), "[");
-    m[1].split(/;\s*/).forEach((ref, i) => {
-      const parts = ref.trim().match(/^([a-z0-9_-]{1,64}):(.+)$/);
-      append(el, i ? "; " : "", parts ? h("a", { class: "citation", href: `#/explore/${encodeURIComponent(parts[1])}?node=${encodeURIComponent(parts[2])}`, title: ref.trim() }, parts[2]) : ref);
-    });
-    append(el, "]");
-    last = m.index + m[0].length;
-  }
-  append(el, text.slice(last));
-  return el;
+/** An answer rendered from Markdown (js/markdown.js: sanitised, http(s) links only), every
+ * "[Source: kg:node; kg:node2]" a link that opens the node; ``valid``: the citations the server checked. */
+export function answerText(text, el = h("div", { class: "msg answer" }), valid = null) {
+  el.classList.add("rendered");
+  return renderAnswer(text, el, valid);
 }
 
 async function ask(expert, state, input, log) {
@@ -124,7 +116,7 @@ async function ask(expert, state, input, log) {
     });
     if (!trace.done) trace.errors.push("the stream ended before the answer was complete: the server stopped or restarted; ask again");
   } catch (err) { trace.errors.push(err.message); }
-  clear(answer); answerText(text, answer); answer.classList.remove("streaming");
+  clear(answer); answerText(text, answer, trace.done?.citations?.valid || null); answer.classList.remove("streaming");
   for (const e of trace.errors) append(log, h("div", { class: "bad", role: "alert" }, e));
   if (trace.done?.message_id && state.conversationId) trace.stored = await storedMeta(expert.id, state.conversationId, trace.done.message_id);
   fillTrace(traceEl, trace);

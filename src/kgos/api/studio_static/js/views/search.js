@@ -1,5 +1,6 @@
 // Search: POST /api/search over one or several KGs; the classified intent, the weights used, each
-// hit's four signal bars, method tags and the edges that linked it; mode, k and weight controls.
+// hit's bars (one per signal it carries and per bonus, each as what it added, so they sum to the
+// score), method tags and the edges that linked it; mode, k and weight controls.
 import { get, post } from "../api.js";
 import { append, bar, clear, field, fmt, h, message, nodeLink, select } from "../dom.js";
 import { showError } from "../app.js";
@@ -48,7 +49,25 @@ function show(out, r) {
       hit.source_kg ? h("span", { class: "tag" }, hit.source_kg) : null, h("span", { class: "muted" }, `score ${fmt(hit.score)}`),
       (hit.method || "").split("+").filter(Boolean).map((m) => h("span", { class: "tag method" }, m))),
     h("p", { class: "muted long" }, (hit.node.description || "").slice(0, 300)),
-    h("div", { class: "signals" }, SIGNALS.map(([name]) => bar(name, hit.components?.[name] ?? 0, 1, name))),
+    hit.components ? h("div", { class: "signals" }, contributions(hit)) : null,
     hit.edge_annotations?.length ? h("details", {}, h("summary", {}, `${hit.edge_annotations.length} linking edges`),
       hit.edge_annotations.map((e) => h("div", { class: "long" }, `${e.direction === "outgoing" ? "→" : "←"} ${e.type} `, nodeLink(hit.source_kg || "", { id: e.other, name: e.other_name || e.other })))) : null)));
+}
+
+// Every signal of the hit (in the JSON's order) as weight x value, then every bonus: what each added
+// to the score, so the bars add up to it (issue 29).
+function contributions(hit) {
+  const total = hit.score || 1;
+  const signals = Object.entries(hit.components).map(([name, value]) => {
+    const weight = hit.weights?.[name] ?? 0;
+    const b = bar(name, weight * value, total, name);
+    b.title = `${name}: weight ${fmt(weight)} x value ${fmt(value)} = ${fmt(weight * value)}`;
+    return b;
+  });
+  const bonuses = Object.entries(hit.bonuses || {}).map(([name, amount]) => {
+    const b = bar(`+${name}`, amount, total, "bonus");
+    b.title = `${name} bonus: +${fmt(amount)}`;
+    return b;
+  });
+  return [...signals, ...bonuses];
 }

@@ -1,0 +1,278 @@
+"""What a person reads at the end of each flow, measured (issue 29): one command, figures into
+docs/answers.md.
+
+    python benchmarks/answers.py                 # everything; writes docs/answers.md
+    python benchmarks/answers.py --no-write      # print only
+    python benchmarks/answers.py --all-devsets   # the explanation identity on every dev set (minutes)
+
+1. **Expert answers** (offline composer; ``--provider`` adds a configured one, e.g. ``local``) over
+   the demo probe sets (``probes.jsonl``, 86; ``probes-goal-benefit.jsonl``, 94 written blind): answer
+   hit rate (the answer cites a strict relevant node), citation precision (cited nodes that are
+   relevant, lenient, or one hop from a relevant node), filler rate (bullets citing none of those),
+   length in words.
+2. **Research conflicts** over ``benchmarks/data/conflicts/pairs.jsonl`` (benchmarks/conflict_pairs.py).
+3. **Research markup**: offline research runs over this repository's README and docs/ (Markdown full of
+   code fences, shell sessions and tables); raw markup found in the answers.
+4. **Explanation identity**: the share of search hits whose JSON adds up (benchmarks/explain_identity.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import conflict_pairs  # noqa: E402
+import devsets  # noqa: E402
+import explain_identity  # noqa: E402
+
+DOCS = HERE.parent / "docs"
+CITE = re.compile(r"\[Source: ([^\]]+)\]")
+MARKUP = re.compile(r"```|~~~|(?:^|\s)\$ \S|[\u2500-\u259f]|\|\s*-{3,}|\+-{3,}\+|^\s*\|.*\|\s*$", re.MULTILINE)
+RESEARCH_QUESTIONS = ("How do I reduce API costs?", "How do I trace a path between two nodes?",
+                      "How does hybrid search score a hit?", "How do I serve the studio?",
+                      "What does kgos research do?")
+
+
+def cited_nodes(answer: str, db_id: str) -> list[str]:
+    out = []
+    for m in CITE.finditer(answer):
+        for ref in m.group(1).split(";"):
+            kg, _, node = ref.strip().partition(":")
+            if kg == db_id and node:
+                out.append(node)
+    return out
+
+
+def bullets(answer: str) -> list[str]:
+    """The answer's items: bullet and numbered lines, and the sentences of other paragraphs."""
+    items = []
+    for line in answer.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if re.match(r"^(?:[-*•]|\d+\.)\s", line):
+            items.append(line)
+        elif not line.endswith(":"):  # a heading ("How they connect:") is not an item
+            items.append(line)
+    return items
+
+
+def expert_answers(ws, provider, db_id: str, expert: str, probes: list) -> dict:
+    """Offline (or ``provider``) answers to every probe: hit rate, citation precision, filler, words."""
+    from kgos.experts.chat import ExpertChat
+    from kgos.api.turns import collect
+    kg = ws.kg(db_id)
+    engine = ExpertChat(ws, provider, lock=ws.lock, use_memory=False)
+    hits = cited = good = items = filler = words = 0
+    t0 = time.perf_counter()
+    for p in probes:
+        turn = engine.start(expert, p.query)
+        answer = collect(engine.events(turn), turn).answer
+        relevant = set(p.relevant)
+        near = relevant | set(p.lenient) | {n.id for r in relevant for n in _neighbours(kg, r)}
+        nodes = cited_nodes(answer, db_id)
+        hits += bool(relevant & set(nodes))
+        cited += len(nodes)
+        good += sum(n in near for n in nodes)
+        for item in bullets(answer):  # an item citing nothing relevant or near (or nothing at all) is filler
+            items += 1
+            filler += not any(n in near for n in cited_nodes(item, db_id))
+        words += len(answer.split())
+    n = len(probes)
+    return {"probes": n, "hit_rate": hits / n, "citation_precision": good / cited if cited else 0.0,
+            "filler_rate": filler / items if items else 0.0, "words": words / n,
+            "seconds": time.perf_counter() - t0}
+
+
+def _neighbours(kg, node_id: str) -> list:
+    try:
+        return [nb.node for nb in kg.neighbors(node_id)] if node_id else []
+    except Exception:  # a probe id the KG no longer has
+        return []
+
+
+BEFORE = "bdb6ef1"  # the commit this issue's work started from
+
+
+def before_provider():
+    """The offline composer as it was before issue 29 (read from git), or None without git."""
+    import subprocess
+    import types
+    try:
+        code = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{BEFORE}:src/kgos/llm/offline.py"],
+                              capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType("kgos.llm._offline_before")
+    module.__package__ = "kgos.llm"
+    exec(compile(code, "offline_before.py", "exec"), module.__dict__)  # noqa: S102 (our own file, our own commit)
+    provider = module.OfflineProvider()
+    provider.name = "offline (before)"
+    return provider
+
+
+def research_markup(before: bool = False) -> dict:
+    """Offline research over README.md + docs/*.md: answers with raw markup, before/after the filter
+    (each in a workspace of its own: the corpus index is cached per workspace)."""
+    import kgos
+    from kgos.data import load_demo
+    from kgos.research import research
+    ws = kgos.Workspace(Path(tempfile.mkdtemp(prefix="kgos-answers-research-")))
+    load_demo(ws, "hash")
+    corpus = Path(tempfile.mkdtemp(prefix="kgos-answers-corpus-"))
+    for path in [HERE.parent / "README.md", *sorted(DOCS.glob("*.md"))]:
+        if path.name != "answers.md":
+            (corpus / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    import kgos.research.corpus as corpus_module
+    corpus_module._open.clear()  # the folder is indexed again, with or without the filter
+    keep = mock.patch.multiple("kgos.research.corpus", prose_only=lambda text: text) if before else _Null()
+    patch = mock.patch("kgos.research.extract.prose_only", lambda text: text) if before else _Null()
+    found = sentences = 0
+    with patch, keep:
+        for q in RESEARCH_QUESTIONS:
+            r = research(ws, q, corpus=str(corpus), kgs=["demo"], max_iterations=3)
+            found += bool(MARKUP.search(r.answer))
+            sentences += len(r.sentences)
+    return {"questions": len(RESEARCH_QUESTIONS), "with_markup": found, "sentences": sentences}
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def identity(all_sets: bool) -> list[dict]:
+    import kgos
+    ws = kgos.Workspace(Path(tempfile.mkdtemp(prefix="kgos-answers-id-")))
+    names = devsets.NAMES if all_sets else ("demo", "demo-extra")
+    return [explain_identity.run_set(ws, n, "hash", 10) for n in names if devsets.kg_file(n).exists()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--all-devsets", action="store_true")
+    ap.add_argument("--provider", action="append", default=[], help="also measure this chat provider (kgos.llm spec)")
+    ap.add_argument("--embedder", action="append", default=[],
+                    help="the demo KGs' embedder for the expert answers (default: default and hash)")
+    args = ap.parse_args()
+    import os
+
+    import kgos
+    from kgos.data import load_demo
+    from kgos.llm import get_provider
+    sets = {"demo probes": devsets.probes("demo"), "demo goal/benefit": devsets.probes("demo-extra")}
+    rows = []
+    providers = [("offline, before", before_provider()), *((spec, get_provider(spec)) for spec in ["offline", *args.provider])]
+    for embedder in args.embedder or ["default", "hash"]:  # default: MiniLM, what `kgos demo` gives a user
+        ws = kgos.Workspace(Path(tempfile.mkdtemp(prefix="kgos-answers-")))
+        load_demo(ws, embedder)
+        for spec, provider in providers:
+            if provider is None:
+                continue
+            for name, probes in sets.items():
+                rows.append((f"{spec} ({embedder})", name, expert_answers(ws, provider, "demo", "demo", probes)))
+        ws.close()
+    os.environ.setdefault("KGOS_EMBEDDER", "hash")
+    pairs = conflict_pairs.load_pairs()
+    conflicts = (conflict_pairs.measure(pairs, before=True), conflict_pairs.measure(pairs))
+    markup = (research_markup(before=True), research_markup())
+    ids = identity(args.all_devsets)
+    text = report(rows, conflicts, markup, ids)
+    print(text)
+    if not args.no_write:
+        (DOCS / "answers.md").write_text(text, encoding="utf-8")
+
+
+def report(rows, conflicts, markup, ids) -> str:
+    out = ["# Answers a person can read: measured (issue 29)", "",
+           "`python benchmarks/answers.py` (this file is its output). Expert answers: the demo KGs embedded with the "
+           "default embedder (MiniLM, what `kgos demo` gives) and with the hash embedder; research and identity: "
+           "hash embedder.", "",
+           "## Expert answers", "",
+           "| provider (embedder) | probe set | probes | answer hit rate | citation precision | filler rate | words |",
+           "|---|---|---|---|---|---|---|"]
+    for spec, name, r in rows:
+        out.append(f"| {spec} | {name} | {r['probes']} | {r['hit_rate']:.3f} | {r['citation_precision']:.3f} | "
+                   f"{r['filler_rate']:.3f} | {r['words']:.0f} |")
+    out += ["", "Hit: the answer cites a strict relevant node. Precision: cited nodes that are relevant, lenient "
+            "or one hop from a relevant node. Filler: answer items (bullet and numbered lines, paragraphs) whose "
+            "citations are none of those, or that cite nothing (a heading is not an item). Targets: hit rate >= 0.95, precision >= 0.90, filler <= 0.05.", "",
+            "## Research: conflicts however phrased", "",
+            f"`benchmarks/data/conflicts/pairs.jsonl`: {conflicts[1]['conflicting']} conflicting pairs, "
+            f"{conflicts[1]['agreeing']} agreeing pairs, each two sources in different words.", "",
+            "| | before (same-frame only) | after |", "|---|---|---|",
+            f"| conflict recall | {conflicts[0]['recall']:.2f} | {conflicts[1]['recall']:.2f} |",
+            f"| false conflicts | {conflicts[0]['false_conflicts']:.2f} | {conflicts[1]['false_conflicts']:.2f} |", "",
+            "## Research: raw markup in answers", "",
+            f"Offline research runs (`--kg demo`, 3 iterations) over this repository's README.md and docs/*.md for "
+            f"{markup[1]['questions']} questions; an answer counts when it holds a code fence, a shell prompt, a table "
+            "row or rule, or a box-drawing character.", "",
+            "| | before (no markup filter) | after |", "|---|---|---|",
+            f"| answers with raw markup | {markup[0]['with_markup']} / {markup[0]['questions']} | "
+            f"{markup[1]['with_markup']} / {markup[1]['questions']} |", "",
+            "## Explanation identity", "",
+            "`score == sum(weights[s] * components[s]) + sum(bonuses)` to 1e-6 in every hit's JSON "
+            "(benchmarks/explain_identity.py; `--all-devsets` for every dev set; docs/search.md has the full run: "
+            "before 65.1-92.9%, after 100% of 51,670 hits).", "",
+            "| dev set | queries | hits | explained by the 4 weights + diversity_bonus (before) | identity (after) | worst gap |",
+            "|---|---|---|---|---|---|"]
+    for r in ids:
+        out.append(f"| {r['set']} | {r['probes']} | {r['hits']} | {r['identity_four']:.1%} | {r['identity']:.1%} | "
+                   f"{r['worst_gap']:.1e} |")
+    return "\n".join(out) + "\n" + NOTES
+
+
+NOTES = """
+## What the figures say
+
+- **Explanations, conflicts, markup** meet the issue's targets: identity on 100% of hits, conflict
+  recall 1.00 with 0.00 false conflicts on the planted pairs, no raw markup in the research answers
+  measured here.
+- **Offline expert answers meet the hit-rate target on the demo probes with the default embedder
+  (0.953), not the precision and filler targets.** The composer now leads with the question's own
+  node and what reaches it, shows only nodes scoring at least 0.45 of the best, keeps relations
+  from or to what it shows, drops playbook tips that name nothing it shows and the question echoed
+  as a memory: 8-13% fewer words, lower filler and (goal/benefit) higher precision, hit rate
+  unchanged. What limits it is retrieval: with the hash embedder the relevant node is not among the
+  expert's retrieved nodes at all for 25 of the 180 probes, and the nodes one hop from a relevant
+  node score a median 0.68 of the best while the others score 0.53, too close for a threshold to
+  separate them. Measured alternatives of the threshold (`kgos.llm.offline.FIT_RATIO`, hash
+  embedder, 2026-11-27):
+
+  | FIT_RATIO | demo hit / precision / filler / words | goal/benefit hit / precision / filler / words |
+  |---|---|---|
+  | 0.0 (all top 5) | 0.860 / 0.744 / 0.336 / 198 | 0.809 / 0.489 / 0.555 / 199 |
+  | 0.45 (default) | 0.872 / 0.739 / 0.329 / 189 | 0.819 / 0.520 / 0.505 / 187 |
+  | 0.6 | 0.860 / 0.775 / 0.292 / 157 | 0.819 / 0.553 / 0.470 / 158 |
+
+  (The 0.0 row was measured before relations were widened to "from or to a shown node", which
+  restored the hits a limitation's workaround brings.)
+- **Not measured:** answers by a local GGUF model or another configured provider (`--provider`
+  measures one; no model was installed on the machine these figures come from), and the finance KG
+  (it ships no probe set).
+- **The research benchmark** (`benchmarks/research_bench.py --embedder hash`, 20 man-page questions,
+  same machine, before = commit bdb6ef1): fact recall 0.85 -> 0.825 (34 -> 33 of 40 facts; the
+  gzip question's answer no longer starts with the shell session `$ tar --warning=... tar (child):
+  ...`, and the claims taking its place miss one fact), citations correct 1.000 (129) -> 0.992
+  (127 of 128), replays identical 20/20 both. Merge-stage time went from 0.44x to 0.57x the search
+  stage's (conflict detection on every iteration).
+- **Screenshots** after the change, from headless Chromium (`python scripts/studio_screenshots.py
+  --only answers`): the search view's bars, one per signal and bonus, adding up to the score
+  ([search](studio/search.png)); the chat answer rendered from Markdown with its citations
+  ([chat](studio/experts-chat.png)); a research run's answer ([research](studio/research.png)).
+"""
+
+
+if __name__ == "__main__":
+    main()
