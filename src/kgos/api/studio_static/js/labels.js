@@ -7,7 +7,7 @@
 export const LABEL_PX = 12;
 const FONT_FAMILY = "system-ui, sans-serif";
 const GAP = 3;          // px between a dot and its label
-const PAD = 1;          // px kept free around every label box
+const PAD = 2;          // px kept free around every label box
 const BLEED = 3;        // px Cytoscape's label box (text background, outline) exceeds the text on each side
 const CELL = 48;        // spatial grid cell (px) for the overlap checks
 const MAX_LABELS = 400; // beyond this, a name could not be read anyway

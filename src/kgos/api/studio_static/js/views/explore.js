@@ -5,7 +5,7 @@
 import { get, post } from "../api.js";
 import { append, bar, clear, field, fmt, h, message, select, table } from "../dom.js";
 import { showError } from "../app.js";
-import { LABEL_PX, placeLabels } from "../labels.js";
+import { LABEL_PX, overlaps, placeLabels } from "../labels.js";
 
 const PALETTE = ["#2f6fdb", "#12b76a", "#f79009", "#7a5af8", "#ee46bc", "#06aed4", "#f04438", "#667085", "#84cc16", "#a15c07", "#0e9384", "#c01574"];
 const EDGE_PALETTE = ["#98a2b3", "#6ca0dc", "#e6a23c", "#74c69d", "#c38fd8", "#f08c8c", "#5fb8c9", "#b5a36a"];
@@ -48,7 +48,7 @@ export async function render(root, route) {
   append(root, h("h1", {}, "Graph explorer"),
     h("form", { class: "row card", onsubmit: (e) => { e.preventDefault(); go(); } }, field("KG", kgSel), node, list,
       field("depth", depth), field("max nodes", maxNodes), field("layout", layout), h("button", { class: "primary" }, "Show")),
-    info, h("div", { class: "grid2" }, h("div", {}, h("div", { id: "graph" }), h("div", { id: "legend", class: "legend card" }), tools), panel));
+    info, h("div", { class: "grid2" }, h("div", {}, h("div", { id: "graph" }), zoomBar(), h("div", { id: "legend", class: "legend card" }), tools), panel));
   const params = { node: p.get("node") || undefined, depth: depth.value, max_nodes: maxNodes.value };
   let data;
   const t0 = performance.now();
@@ -80,7 +80,11 @@ function publish() {
     const p = n.renderedPosition();
     return { id: n.id(), x: p.x, y: p.y };
   });
-  window.kgosExplorer = { focus_unnamed: unnamed, ids: cy.nodes().map((n) => n.id()), nodes: cy.nodes().length, edges: cy.edges().length, timing: state.timing,
+  const ext = cy.extent();
+  const onScreen = cy.nodes(":visible").filter((n) => { const q = n.position(); return q.x >= ext.x1 && q.x <= ext.x2 && q.y >= ext.y1 && q.y <= ext.y2; }).length;
+  const c = cy.nodes("[depth = 0]").first();
+  const center = c.nonempty() ? { id: c.id(), ...c.renderedPosition() } : null;
+  window.kgosExplorer = { focus_unnamed: unnamed, center, on_screen: onScreen, hover: state.hovered || null, ids: cy.nodes().map((n) => n.id()), nodes: cy.nodes().length, edges: cy.edges().length, timing: state.timing,
     labels, zoom: cy.zoom(), layout: state.layout, width: cy.width(), height: cy.height() };
 }
 
@@ -167,6 +171,16 @@ function draw(data, panel, layoutName) {
   relabel();
 }
 
+/** Zoom buttons (keyboard users, touchpads): 1.5x about the middle of the graph; "Fit" shows it all. */
+function zoomBar() {
+  const by = (f) => () => { const cy = state.cy; if (cy) cy.zoom({ level: cy.zoom() * f, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } }); };
+  return h("div", { class: "row", id: "zoom-bar" }, h("button", { type: "button", onclick: by(1.5), "aria-label": "zoom in" }, "+"),
+    h("button", { type: "button", onclick: by(1 / 1.5), "aria-label": "zoom out" }, "−"),
+    h("button", { type: "button", onclick: () => state.cy?.fit(undefined, 30) }, "Fit all"),
+    h("button", { type: "button", onclick: () => fitFocus() }, "Fit focus"),
+    h("span", { class: "muted" }, "Scroll or use the buttons to zoom: more nodes are named as there is room."));
+}
+
 /** The default view: the centre and its direct neighbours fill the graph (the rest is around them). */
 function fitFocus() {
   const focus = state.cy.nodes().filter((n) => (n.data("depth") ?? 99) <= 1);
@@ -210,12 +224,26 @@ function relabel() {
     for (const { node, place, text } of placed) {
       const [lv, lh, extra] = place;
       const gap = (3 + extra) / zoom;
-      node.style({ label: text, "font-size": fs, "text-valign": lv, "text-halign": lh, "text-margin-x": lh === "right" ? gap : lh === "left" ? -gap : 0,
+      node.style({ label: text, "font-size": fs, "text-background-padding": 1 / zoom, "text-valign": lv, "text-halign": lh, "text-margin-x": lh === "right" ? gap : lh === "left" ? -gap : 0,
         "text-margin-y": lv === "bottom" ? gap : lv === "top" ? -gap : 0 });
       node.addClass("lbl");
     }
   });
+  dropOverlaps(placed.map((x) => x.node));
   publish();
+}
+
+const BOX = { includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false, includeUnderlays: false };
+
+/** Check the drawn boxes (Cytoscape's own, which can differ from the estimate by a pixel or two
+ * sideways): a label meeting one placed before it is taken off, so none overlap as drawn. */
+function dropOverlaps(nodes) {
+  const kept = [];
+  for (const n of nodes) {
+    const b = n.renderedBoundingBox(BOX);
+    if (kept.some((o) => overlaps(o, b))) n.removeClass("lbl").removeStyle("label");
+    else kept.push(b);
+  }
 }
 
 /** Hover: the node, its neighbours and the edges between them stay; the rest fades; edge types show. */
@@ -225,14 +253,16 @@ function hover(node) {
     cy.elements().removeClass("dim");
     cy.edges(".lbl").removeClass("lbl");
     cy.nodes(".hov").removeClass("hov").removeStyle("label");
+    state.hovered = node ? { id: node.id(), neighbours: node.neighborhood().nodes().map((n) => n.id()) } : null;
     if (!node) return;
     const near = node.closedNeighborhood();
     cy.elements().not(near).addClass("dim");
     near.edges().data("fs", LABEL_PX * 0.85 / cy.zoom()).addClass("lbl");
     // The neighbours left unnamed by the placement are named while the pointer is on their node.
     const zoom = cy.zoom();
-    near.nodes().not(".lbl").addClass("hov").forEach((n) => n.style({ label: n.data("label"), "font-size": LABEL_PX / zoom, "text-valign": "bottom", "text-halign": "center", "text-margin-x": 0, "text-margin-y": 3 / zoom }));
+    near.nodes().not(".lbl").addClass("hov").forEach((n) => n.style({ label: n.data("label"), "font-size": LABEL_PX / zoom, "text-background-padding": 1 / zoom, "text-valign": "bottom", "text-halign": "center", "text-margin-x": 0, "text-margin-y": 3 / zoom }));
   });
+  window.kgosExplorer.hover = state.hovered;
 }
 
 /** Concentric rings by BFS depth (the API's ``depth``), each ring sorted by type. */
@@ -265,6 +295,7 @@ function seeded(fn, seed = 20261127) {
 export function runLayout(name) {
   const cy = state.cy;
   if (!cy) return;
+  state.layout = name;
   if (name === "rings") {
     const positions = ringPositions(cy.nodes().map((n) => n.data()));
     cy.layout({ name: "preset", positions: (n) => positions[n.id()], fit: true, padding: 20 }).run();
