@@ -39,8 +39,18 @@ def workspace(tmp_path_factory):
     ws.import_file("odd", write_nodelink(folder / "odd.json", nodes, edges, name="Odd names"))
     lonely = [{"id": f"n{i}", "name": f"Lonely node {i}", "type": "thing"} for i in range(12)]
     ws.import_file("noedges", write_nodelink(folder / "noedges.json", lonely, [], name="No edges"))
+    ws.import_file("big", write_nodelink(folder / "big.json", *clustered(30, 200), name="Big"))
     ws.close()
     return folder / "ws"
+
+
+def clustered(groups: int, size: int) -> tuple[list[dict], list[dict]]:
+    """``groups`` dense clusters of ``size`` nodes (a ring plus chords), joined in a ring by one edge."""
+    nodes = [{"id": f"g{g}n{i}", "name": f"Group {g} member {i}", "type": f"kind{g % 5}"} for g in range(groups) for i in range(size)]
+    edges = [{"source": f"g{g}n{i}", "target": f"g{g}n{(i + step) % size}", "type": "near"}
+             for g in range(groups) for i in range(size) for step in (1, 7)]
+    edges += [{"source": f"g{g}n0", "target": f"g{(g + 1) % groups}n0", "type": "bridge"} for g in range(groups)]
+    return nodes, edges
 
 
 @pytest.fixture(scope="module")
@@ -156,4 +166,23 @@ def test_a_kg_without_edges_draws_its_nodes(server, page):
     state = drawn(page)
     assert state["edges"] == 0 and state["nodes"] >= 1
     assert_legible(state)
+    assert page.errors == []
+
+
+def test_a_large_kg_opens_on_its_communities_and_a_click_drills_in(server, page):
+    open_view(page, server.url, "/explore/big")
+    state = drawn(page)
+    assert state["overview"] is True
+    communities = api(server, "kg/big/communities/map?k=40")
+    assert state["nodes"] == len(communities["communities"]) >= 20 and state["edges"] == len(communities["links"]) > 0
+    assert "Community overview" in page.locator("#overview-note").inner_text()
+    assert_legible(state)
+    assert state["focus_unnamed"] == []  # every community is named
+    page.locator("#node-panel table a").first.click()  # drill into the largest community's hub
+    page.wait_for_selector("#panel-name")
+    inside = drawn(page)
+    hub = communities["communities"][0]["top"][0]["id"]
+    expected = api(server, f"kg/big/neighborhood?node={hub}&depth=2&max_nodes=300")
+    assert inside["overview"] is False and inside["center"]["id"] == hub and inside["nodes"] == len(expected["nodes"])
+    assert_legible(inside)
     assert page.errors == []

@@ -11,6 +11,7 @@ const PALETTE = ["#2f6fdb", "#12b76a", "#f79009", "#7a5af8", "#ee46bc", "#06aed4
 const EDGE_PALETTE = ["#98a2b3", "#6ca0dc", "#e6a23c", "#74c69d", "#c38fd8", "#f08c8c", "#5fb8c9", "#b5a36a"];
 const LAYOUTS = [["force", "force (fcose)"], ["rings", "rings by depth"], ["breadthfirst", "tree"], ["circle", "circle"], ["grid", "grid"]];
 const MAX_LABEL = 40;
+const OVERVIEW_AT = 5000;  // a KG with more nodes opens on its community overview unless a node is named
 let state = null;
 
 export function colourOf(type) {
@@ -49,6 +50,12 @@ export async function render(root, route) {
     h("form", { class: "row card", onsubmit: (e) => { e.preventDefault(); go(); } }, field("KG", kgSel), node, list,
       field("depth", depth), field("max nodes", maxNodes), field("layout", layout), h("button", { class: "primary" }, "Show")),
     info, h("div", { class: "grid2" }, h("div", {}, h("div", { id: "graph" }), zoomBar(), h("div", { id: "legend", class: "legend card" }), tools), panel));
+  const info0 = kgs.find((k) => k.db_id === dbId);
+  if (p.get("overview") === "communities" || (!p.get("node") && !p.get("overview") && info0.nodes > OVERVIEW_AT)) {
+    await overview(dbId, info, panel, info0);
+    return;
+  }
+  append(info, h("p", {}, h("a", { href: `#/explore/${encodeURIComponent(dbId)}?overview=communities`, id: "to-overview" }, "Community overview of the whole KG")));
   const params = { node: p.get("node") || undefined, depth: depth.value, max_nodes: maxNodes.value };
   let data;
   const t0 = performance.now();
@@ -65,6 +72,38 @@ export async function render(root, route) {
   publish();
   await showNode(data.center, panel);
   state.cy.getElementById(data.center).select();
+}
+
+/** A KG too large to draw node by node: one disc per community (Leiden), sized by its members and
+ * named after its best-connected one, linked by the edges between communities; a click drills into
+ * the community's hub (its neighbourhood, 300 nodes). */
+async function overview(dbId, info, panel, kgInfo) {
+  const t0 = performance.now();
+  let map;
+  try { map = await get(`kg/${encodeURIComponent(dbId)}/communities/map`, { k: 40 }); } catch (err) { showError(err, info); return; }
+  const shown = map.communities.reduce((n, c) => n + c.size, 0);
+  append(info, h("p", { class: "muted", id: "overview-note" }, `Community overview: the ${fmt(map.communities.length)} largest of ${fmt(map.count)} communities, `
+    + `${fmt(shown)} of ${fmt(kgInfo.nodes)} nodes. Click a community to open it.`));
+  const name = (c) => `${c.top[0]?.name || "community " + c.id} +${fmt(c.size - 1)}`;
+  const data = {
+    nodes: map.communities.map((c) => ({ id: `community:${c.id}`, name: name(c), type: Object.keys(c.node_types)[0] || "community", depth: 1, degree: c.size, hub: c.top[0]?.id })),
+    edges: map.links.map((l) => ({ source: `community:${l.source}`, target: `community:${l.target}`, type: "links between communities", count: l.edges })),
+  };
+  const t1 = performance.now();
+  state.overview = true;
+  draw(data, panel, "force");
+  state.cy.off("tap", "node").off("dbltap", "node");
+  const hubs = new Map(data.nodes.map((n) => [n.id, n.hub]));
+  state.cy.on("tap", "node", (e) => {
+    const hub = hubs.get(e.target.id());
+    if (hub) location.hash = `#/explore/${encodeURIComponent(dbId)}?` + new URLSearchParams({ node: hub, depth: 2, max_nodes: 300 });
+  });
+  clear(panel, h("h2", {}, "Communities"), table(["community", "members", "node types"], map.communities.map((c) => [
+    h("a", { href: `#/explore/${encodeURIComponent(dbId)}?` + new URLSearchParams({ node: c.top[0]?.id || "", depth: 2, max_nodes: 300 }), class: "long" }, name(c)),
+    fmt(c.size), Object.entries(c.node_types).slice(0, 3).map(([t, n]) => `${t} ${fmt(n)}`).join(", ")])));
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  state.timing = { fetch_ms: t1 - t0, draw_ms: performance.now() - t1, layout_ms: state.layoutMs, since_navigation_ms: performance.now() };
+  publish();
 }
 
 /** What the browser tests and the benchmark read: the ids drawn and the edge count. */
@@ -85,7 +124,7 @@ function publish() {
   const c = cy.nodes("[depth = 0]").first();
   const center = c.nonempty() ? { id: c.id(), ...c.renderedPosition() } : null;
   window.kgosExplorer = { focus_unnamed: unnamed, center, on_screen: onScreen, hover: state.hovered || null, ids: cy.nodes().map((n) => n.id()), nodes: cy.nodes().length, edges: cy.edges().length, timing: state.timing,
-    labels, zoom: cy.zoom(), layout: state.layout, width: cy.width(), height: cy.height() };
+    labels, overview: Boolean(state.overview), zoom: cy.zoom(), layout: state.layout, width: cy.width(), height: cy.height() };
 }
 
 function suggestions(dbId, ids) {
@@ -138,6 +177,7 @@ function styles(big) {
     { selector: "edge", style: big ? { width: 1, "line-color": "data(colour)", "curve-style": "haystack", opacity: 0.6 } :
       { width: 1.2, "line-color": "data(colour)", "target-arrow-color": "data(colour)", "target-arrow-shape": "triangle", "arrow-scale": 0.7, "curve-style": "bezier", opacity: 0.7 } },
     { selector: "edge.lbl", style: { label: "data(type)", "font-size": "data(fs)", color: "#475467", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.8, opacity: 1, width: 2 } },
+    { selector: "edge[count]", style: { width: "mapData(count, 1, 60, 1, 9)", "target-arrow-shape": "none", "curve-style": "straight" } },
     { selector: "node:selected", style: { "border-width": 3, "border-color": "#101828" } },
     { selector: "node.hl", style: { "border-width": 3, "border-color": "#f04438", "z-index": 10 } },
     { selector: "edge.hl", style: { "line-color": "#f04438", "target-arrow-color": "#f04438", width: 3, opacity: 1, "z-index": 10 } },
