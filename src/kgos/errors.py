@@ -290,3 +290,10 @@ class JobNotCancellable(KGOSError):
     """A cancel request for a job that cannot be stopped (an ingest: one transaction) or has ended."""
 
     status = 409
+
+
+class NodeChanged(KGOSError):
+    """A write that names the version it was based on (``if_updated_at``) to a node changed since:
+    someone else's edit came first; read the node again and redo the change (nothing was written)."""
+
+    status = 409
