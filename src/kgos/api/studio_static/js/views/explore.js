@@ -6,6 +6,7 @@ import { get, post } from "../api.js";
 import { append, bar, clear, field, fmt, h, message, select, table } from "../dom.js";
 import { showError } from "../app.js";
 import { LABEL_PX, overlaps, placeLabels } from "../labels.js";
+import { createEdge, createNode, deleteEdge, deleteNode, nodeForm, undoBar } from "../editor.js";
 
 const PALETTE = ["#2f6fdb", "#12b76a", "#f79009", "#7a5af8", "#ee46bc", "#06aed4", "#f04438", "#667085", "#84cc16", "#a15c07", "#0e9384", "#c01574"];
 const EDGE_PALETTE = ["#98a2b3", "#6ca0dc", "#e6a23c", "#74c69d", "#c38fd8", "#f08c8c", "#5fb8c9", "#b5a36a"];
@@ -49,7 +50,7 @@ export async function render(root, route) {
   append(root, h("h1", {}, "Graph explorer"),
     h("form", { class: "row card", onsubmit: (e) => { e.preventDefault(); go(); } }, field("KG", kgSel), node, list,
       field("depth", depth), field("max nodes", maxNodes), field("layout", layout), h("button", { class: "primary" }, "Show")),
-    info, h("div", { class: "grid2" }, h("div", {}, h("div", { id: "graph" }), zoomBar(), h("div", { id: "legend", class: "legend card" }), tools), panel));
+    undoBar(() => { clear(root); return render(root, route); }), info, h("div", { class: "grid2" }, h("div", {}, h("div", { id: "graph" }), zoomBar(), h("div", { id: "legend", class: "legend card" }), tools), panel));
   const info0 = kgs.find((k) => k.db_id === dbId);
   if (p.get("overview") === "communities" || (!p.get("node") && !p.get("overview") && info0.nodes > OVERVIEW_AT)) {
     await overview(dbId, info, panel, info0);
@@ -68,7 +69,7 @@ export async function render(root, route) {
   draw(data, panel, layout.value);
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));  // painted
   state.timing = { fetch_ms: t1 - t0, draw_ms: performance.now() - t1, layout_ms: state.layoutMs, since_navigation_ms: performance.now() };
-  append(tools, pathTool(), impactTool());
+  append(tools, pathTool(), impactTool(), newNodeTool(panel));
   publish();
   await showNode(data.center, panel);
   state.cy.getElementById(data.center).select();
@@ -399,13 +400,68 @@ async function showNode(id, panel) {
       h("p", { class: "long" }, node.description || ""),
       h("div", { class: "row" }, h("button", { onclick: () => expand(id) }, "Expand"), h("button", { onclick: () => { document.getElementById("path-a").value = id; } }, "Path from"),
         h("button", { onclick: () => { document.getElementById("path-b").value = id; } }, "Path to"), h("button", { onclick: () => impact(id) }, "Impact")),
-      h("h3", {}, "Properties"), table(["key", "value"], Object.entries(node.properties || {}).filter(([k]) => !values.has(k)).map(([k, v]) => [k, h("span", { class: "long" }, typeof v === "string" ? v : JSON.stringify(v))])),
+      h("div", { class: "row" }, h("button", { id: "edit-node", onclick: () => nodeForm(state.dbId, node, catalogue, panel, (saved) => edited(id, saved, panel)) }, "Edit"),
+        h("button", { class: "danger", id: "delete-node", onclick: async () => { if (await deleteNode(state.dbId, node, nbrs.neighbors, panel)) removed(id, panel); } }, "Delete")),
+      h("h3", {}, "Properties"), table(["key", "value"], Object.entries(node.properties || {}).filter(([k]) => !values.has(k)).map(([k, v]) => [k, h("span", { class: "long" }, shorten(typeof v === "string" ? v : JSON.stringify(v)))])),
       h("h3", {}, "Provenance"), table(["", ""], [["created", node.created_at || "—"], ["updated", node.updated_at || "—"], ["source", String(node.properties?.source ?? "—")]]),
-      h("h3", {}, `Edges (${nbrs.neighbors.length})`), table(["dir", "type", "node"], nbrs.neighbors.map((n) => [n.direction === "outgoing" ? "→" : "←", n.edge.type,
-        h("a", { href: "#", class: "long", onclick: (e) => { e.preventDefault(); focusNode(n.node.id, panel); } }, n.node.name)])),
+      h("h3", {}, `Edges (${nbrs.neighbors.length})`), table(["dir", "type", "node", ""], nbrs.neighbors.map((n) => [n.direction === "outgoing" ? "→" : "←", n.edge.type,
+        h("a", { href: "#", class: "long", onclick: (e) => { e.preventDefault(); focusNode(n.node.id, panel); } }, n.node.name),
+        h("button", { class: "danger small", "aria-label": `delete edge ${n.edge.type} ${n.node.id}`, onclick: async () => {
+          if (await deleteEdge(state.dbId, n.edge, panel)) { state.cy.getElementById(`e:${n.edge.source}|${n.edge.type}|${n.edge.target}`).remove(); relabel(); showNode(id, panel); } } }, "×")])),
+      edgeForm(node, nbrs.neighbors, panel),
       h("h3", {}, `Dimensions (${values.size} of ${catalogue.length} set)`),
       h("details", { open: values.size > 0 }, h("summary", {}, "all 56"), catalogue.map((d) => bar(d.name, values.get(d.name)?.value ?? 0, 1))));
   } catch (err) { clear(panel); showError(err, panel); }
+}
+
+const SHOWN_CHARS = 2000;  // a 1 MB property value is shown as its start and its length
+function shorten(text) {
+  return text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS)}… (${text.length.toLocaleString("en")} characters)` : text;
+}
+
+/** After a save: the drawn node takes the new name and type, the panel shows the saved node. */
+function edited(id, saved, panel) {
+  const n = state.cy.getElementById(id);
+  if (saved && n.nonempty()) { n.data({ name: saved.name, label: label(saved.name), type: saved.type, colour: colourOf(saved.type) }); legend(); relabel(); }
+  return showNode(id, panel);
+}
+
+function removed(id, panel) {
+  state.cy.getElementById(id).remove();
+  legend(); relabel();
+  clear(panel, message("Deleted. Undo brings it back with its edges."));
+}
+
+/** "New edge from this node": type and target (id or name, suggested as typed). */
+function edgeForm(node, existing, panel) {
+  const type = h("input", { type: "text", id: "new-edge-type", placeholder: "edge type", required: true, size: 14, "aria-label": "new edge type" });
+  const target = h("input", { type: "search", id: "new-edge-target", placeholder: "target node id", required: true, size: 22, list: "focus-list", "aria-label": "new edge target" });
+  const out = h("div", { id: "edge-result" });
+  return h("form", { class: "row", id: "edge-form", onsubmit: async (e) => {
+    e.preventDefault(); clear(out);
+    const edge = { source: node.id, target: target.value.trim(), type: type.value.trim() };
+    const there = existing.some((n) => n.edge.source === edge.source && n.edge.target === edge.target && n.edge.type === edge.type);
+    const made = await createEdge(state.dbId, edge, there, out);
+    if (!made) return;
+    if (state.cy.getElementById(made.target).nonempty()) state.cy.add({ group: "edges", data: edgeData(made.source, made.type, made.target) });
+    legend(); relabel(); showNode(node.id, panel);
+  } }, h("b", {}, "New edge →"), type, target, h("button", {}, "Add"), out);
+}
+
+/** "New node" under the graph: name, type, description; it is drawn and opened. */
+function newNodeTool(panel) {
+  const name = h("input", { type: "text", id: "new-node-name", placeholder: "name", required: true, "aria-label": "new node name" });
+  const type = h("input", { type: "text", id: "new-node-type", placeholder: "type", required: true, size: 12, "aria-label": "new node type" });
+  const out = h("div", { id: "new-node-result" });
+  return h("form", { class: "card", id: "new-node", onsubmit: async (e) => {
+    e.preventDefault(); clear(out);
+    const node = await createNode(state.dbId, { name: name.value.trim(), type: type.value.trim() }, out);
+    if (!node) return;
+    const centre = state.cy.extent();
+    state.cy.add({ group: "nodes", data: nodeData({ ...node, depth: 1, degree: 0 }), position: { x: (centre.x1 + centre.x2) / 2, y: centre.y1 + 40 / state.cy.zoom() } });
+    legend(); relabel(); focusNode(node.id, panel);
+    name.value = "";
+  } }, h("h3", {}, "New node"), name, " ", type, " ", h("button", {}, "Create"), out);
 }
 
 let catalogue = null;
