@@ -7,6 +7,7 @@ import { append, bar, clear, field, fmt, h, message, select, table } from "../do
 import { showError } from "../app.js";
 import { LABEL_PX, overlaps, placeLabels } from "../labels.js";
 import { createEdge, createNode, deleteEdge, deleteNode, nodeForm, undoBar } from "../editor.js";
+import { discover, pairMode, pending, provenance, showPrediction } from "../discover.js";
 
 const PALETTE = ["#2f6fdb", "#12b76a", "#f79009", "#7a5af8", "#ee46bc", "#06aed4", "#f04438", "#667085", "#84cc16", "#a15c07", "#0e9384", "#c01574"];
 const EDGE_PALETTE = ["#98a2b3", "#6ca0dc", "#e6a23c", "#74c69d", "#c38fd8", "#f08c8c", "#5fb8c9", "#b5a36a"];
@@ -69,7 +70,7 @@ export async function render(root, route) {
   draw(data, panel, layout.value);
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));  // painted
   state.timing = { fetch_ms: t1 - t0, draw_ms: performance.now() - t1, layout_ms: state.layoutMs, since_navigation_ms: performance.now() };
-  append(tools, pathTool(), impactTool(), newNodeTool(panel));
+  append(tools, exploreTool(panel), pathTool(), impactTool(), newNodeTool(panel));
   publish();
   await showNode(data.center, panel);
   state.cy.getElementById(data.center).select();
@@ -124,7 +125,10 @@ function publish() {
   const onScreen = cy.nodes(":visible").filter((n) => { const q = n.position(); return q.x >= ext.x1 && q.x <= ext.x2 && q.y >= ext.y1 && q.y <= ext.y2; }).length;
   const c = cy.nodes("[depth = 0]").first();
   const center = c.nonempty() ? { id: c.id(), ...c.renderedPosition() } : null;
-  window.kgosExplorer = { focus_unnamed: unnamed, center, on_screen: onScreen, hover: state.hovered || null, ids: cy.nodes().map((n) => n.id()), nodes: cy.nodes().length, edges: cy.edges().length, timing: state.timing,
+  // Rendered positions (for tests that click nodes and predicted edges), up to 1,000 nodes.
+  const points = cy.nodes().length <= 1000 ? Object.fromEntries(cy.nodes().map((n) => { const q = n.renderedPosition(); return [n.id(), [q.x, q.y]]; })) : {};
+  const predicted = cy.edges(".pred").map((e) => { const m = e.renderedMidpoint(); return { id: e.id(), source: e.data("source"), target: e.data("target"), type: e.data("type"), x: m.x, y: m.y }; });
+  window.kgosExplorer = { focus_unnamed: unnamed, center, on_screen: onScreen, points, predicted, hover: state.hovered || null, ids: cy.nodes().map((n) => n.id()), nodes: cy.nodes().length, edges: cy.edges().length, timing: state.timing,
     labels, overview: Boolean(state.overview), zoom: cy.zoom(), layout: state.layout, width: cy.width(), height: cy.height() };
 }
 
@@ -182,6 +186,8 @@ function styles(big) {
     { selector: "node:selected", style: { "border-width": 3, "border-color": "#101828" } },
     { selector: "node.hl", style: { "border-width": 3, "border-color": "#f04438", "z-index": 10 } },
     { selector: "edge.hl", style: { "line-color": "#f04438", "target-arrow-color": "#f04438", width: 3, opacity: 1, "z-index": 10 } },
+    { selector: "edge.pred", style: { "line-style": "dashed", "line-dash-pattern": [6, 4], "line-color": "#12b76a", "target-arrow-color": "#12b76a", width: 2.5, opacity: 1, "curve-style": "bezier" } },
+    { selector: "node.picked", style: { "border-width": 4, "border-color": "#12b76a" } },
     { selector: ".faded, .dim", style: { opacity: 0.12 } },
     { selector: ".hidden", style: { display: "none" } },
   ];
@@ -202,7 +208,11 @@ function draw(data, panel, layoutName) {
   if (layoutName !== "rings") runLayout(layoutName);
   const cy = state.cy;
   fitFocus();
-  cy.on("tap", "node", (e) => showNode(e.target.id(), panel));
+  cy.on("tap", "node", (e) => {
+    if (state.pick) { e.target.addClass("picked"); if (state.pick(e.target.id())) { state.pick = null; cy.nodes(".picked").removeClass("picked"); } return; }
+    showNode(e.target.id(), panel);
+  });
+  cy.on("tap", "edge.pred", (e) => showPrediction(explore(panel), e.target, panel));
   cy.on("dbltap", "node", (e) => expand(e.target.id()));
   cy.on("mouseover", "node", (e) => hover(e.target));
   cy.on("mouseout", "node", () => hover(null));
@@ -354,7 +364,7 @@ export function runLayout(name) {
 function legend() {
   const el = document.getElementById("legend");
   const nodeTypes = [...new Set(state.cy.nodes().map((n) => n.data("type")))].sort();
-  const edgeTypes = [...new Set(state.cy.edges().map((e) => e.data("type")))].sort();
+  const edgeTypes = [...new Set(state.cy.edges().not(".pred").map((e) => e.data("type")))].sort();
   const toggle = (set, type, what) => h("input", { type: "checkbox", checked: !set.has(type), onchange: (e) => {
     e.target.checked ? set.delete(type) : set.add(type); applyFilters(); }, "aria-label": `show ${what} ${type}` });
   clear(el, h("div", {}, h("b", {}, "Node types "), nodeTypes.map((t) => {
@@ -400,12 +410,15 @@ async function showNode(id, panel) {
       h("p", { class: "long" }, node.description || ""),
       h("div", { class: "row" }, h("button", { onclick: () => expand(id) }, "Expand"), h("button", { onclick: () => { document.getElementById("path-a").value = id; } }, "Path from"),
         h("button", { onclick: () => { document.getElementById("path-b").value = id; } }, "Path to"), h("button", { onclick: () => impact(id) }, "Impact")),
+      h("div", { class: "row" }, h("button", { id: "discover-node", onclick: () => discover(explore(panel), id, document.getElementById("explore-status")) }, "Predict missing edges"),
+        h("button", { id: "pending-node", onclick: () => pending(explore(panel), id, document.getElementById("explore-status")) }, "Pending proposals")),
       h("div", { class: "row" }, h("button", { id: "edit-node", onclick: () => nodeForm(state.dbId, node, catalogue, panel, (saved) => edited(id, saved, panel)) }, "Edit"),
         h("button", { class: "danger", id: "delete-node", onclick: async () => { if (await deleteNode(state.dbId, node, nbrs.neighbors, panel)) removed(id, panel); } }, "Delete")),
       h("h3", {}, "Properties"), table(["key", "value"], Object.entries(node.properties || {}).filter(([k]) => !values.has(k)).map(([k, v]) => [k, h("span", { class: "long" }, shorten(typeof v === "string" ? v : JSON.stringify(v)))])),
       h("h3", {}, "Provenance"), table(["", ""], [["created", node.created_at || "—"], ["updated", node.updated_at || "—"], ["source", String(node.properties?.source ?? "—")]]),
-      h("h3", {}, `Edges (${nbrs.neighbors.length})`), table(["dir", "type", "node", ""], nbrs.neighbors.map((n) => [n.direction === "outgoing" ? "→" : "←", n.edge.type,
+      h("h3", {}, `Edges (${nbrs.neighbors.length})`), table(["dir", "type", "node", "from", ""], nbrs.neighbors.map((n) => [n.direction === "outgoing" ? "→" : "←", n.edge.type,
         h("a", { href: "#", class: "long", onclick: (e) => { e.preventDefault(); focusNode(n.node.id, panel); } }, n.node.name),
+        h("small", { class: "muted provenance" }, provenance(n.edge)),
         h("button", { class: "danger small", "aria-label": `delete edge ${n.edge.type} ${n.node.id}`, onclick: async () => {
           if (await deleteEdge(state.dbId, n.edge, panel)) { state.cy.getElementById(`e:${n.edge.source}|${n.edge.type}|${n.edge.target}`).remove(); relabel(); showNode(id, panel); } } }, "×")])),
       edgeForm(node, nbrs.neighbors, panel),
@@ -462,6 +475,20 @@ function newNodeTool(panel) {
     legend(); relabel(); focusNode(node.id, panel);
     name.value = "";
   } }, h("h3", {}, "New node"), name, " ", type, " ", h("button", {}, "Create"), out);
+}
+
+/** What discover.js needs of the explorer. */
+function explore(panel) {
+  return { dbId: state.dbId, cy: () => state.cy, nodeData, edgeData, refresh: () => { legend(); relabel(); },
+    showNode: (id) => showNode(id, panel), showPrediction: (edge) => showPrediction(explore(panel), edge, panel), onPick: (fn) => { state.pick = fn; } };
+}
+
+/** spec/003's explore tools: the validate-a-pair mode and where discovery messages go. */
+function exploreTool(panel) {
+  const out = h("div", { id: "explore-status", role: "status" });
+  return h("div", { class: "card", id: "explore-tool" }, h("h3", {}, "Discover"),
+    h("p", { class: "muted" }, "Predicted edges are drawn ", h("span", { class: "pred-swatch" }, "dashed green"), ": click one to accept, reject or ask the LLM."),
+    h("button", { type: "button", id: "validate-pair", onclick: () => pairMode(explore(panel), out) }, "Validate a pair"), out);
 }
 
 let catalogue = null;
