@@ -10,7 +10,7 @@ const GAP = 3;          // px between a dot and its label
 const PAD = 2;          // px kept free around every label box
 const BLEED = 3;        // px Cytoscape's label box (text background, outline) exceeds the text on each side
 const CELL = 48;        // spatial grid cell (px) for the overlap checks
-const MAX_LABELS = 400; // beyond this, a name could not be read anyway
+const MAX_LABELS = 150; // a 1,000 x 640 px graph holds about this many 12 px names; each costs a style bypass
 const SHORT = 16;       // characters of a shortened name
 // [text-valign, text-halign] of Cytoscape for each candidate place, in order of preference.
 const NEAR = [["bottom", "center"], ["center", "right"], ["top", "center"], ["center", "left"],

@@ -13,7 +13,8 @@ const PALETTE = ["#2f6fdb", "#12b76a", "#f79009", "#7a5af8", "#ee46bc", "#06aed4
 const EDGE_PALETTE = ["#98a2b3", "#6ca0dc", "#e6a23c", "#74c69d", "#c38fd8", "#f08c8c", "#5fb8c9", "#b5a36a"];
 const LAYOUTS = [["force", "force (fcose)"], ["rings", "rings by depth"], ["breadthfirst", "tree"], ["circle", "circle"], ["grid", "grid"]];
 const MAX_LABEL = 40;
-const OVERVIEW_AT = 5000;  // a KG with more nodes opens on its community overview unless a node is named
+const OVERVIEW_AT = 5000;
+const FORCE_MAX = 1500;  // nodes drawn with the force layout by default  // a KG with more nodes opens on its community overview unless a node is named
 let state = null;
 
 export function colourOf(type) {
@@ -53,7 +54,9 @@ export async function render(root, route) {
       field("depth", depth), field("max nodes", maxNodes), field("layout", layout), h("button", { class: "primary" }, "Show")),
     undoBar(() => { clear(root); return render(root, route); }), info, h("div", { class: "grid2" }, h("div", {}, h("div", { id: "graph" }), zoomBar(), h("div", { id: "legend", class: "legend card" }), tools), panel));
   const info0 = kgs.find((k) => k.db_id === dbId);
-  if (p.get("overview") === "communities" || (!p.get("node") && !p.get("overview") && info0.nodes > OVERVIEW_AT)) {
+  // A large KG opened without a centre or a size opens on its overview (a link asks for it anywhere).
+  const bare = !p.get("node") && !p.get("overview") && !p.get("max_nodes") && !p.get("depth");
+  if (p.get("overview") === "communities" || (bare && info0.nodes > OVERVIEW_AT)) {
     await overview(dbId, info, panel, info0);
     return;
   }
@@ -67,9 +70,13 @@ export async function render(root, route) {
   append(info, h("p", { class: "muted" }, `${fmt(data.nodes.length)} nodes, ${fmt(data.edges.length)} edges around `, h("b", { class: "long" }, data.center),
     ` (${fmt(data.reachable)} reachable within ${data.depth} hops).`));
   const t1 = performance.now();
-  draw(data, panel, layout.value);
+  // Force layout up to FORCE_MAX nodes; past it (unless asked) rings by depth, which cost no layout
+  // time (fCoSE took 1.6 s for 2,000 nodes under load; the overview is the readable view of a big KG).
+  const chosen = p.get("layout") || (data.nodes.length > FORCE_MAX ? "rings" : "force");
+  layout.value = chosen;
+  draw(data, panel, chosen);
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));  // painted
-  state.timing = { fetch_ms: t1 - t0, draw_ms: performance.now() - t1, layout_ms: state.layoutMs, since_navigation_ms: performance.now() };
+  state.timing = { fetch_ms: t1 - t0, draw_ms: performance.now() - t1, layout_ms: state.layoutMs ?? 0, label_ms: state.labelMs ?? 0, since_navigation_ms: performance.now() };
   append(tools, exploreTool(panel), pathTool(), impactTool(), newNodeTool(panel));
   publish();
   await showNode(data.center, panel);
@@ -104,7 +111,7 @@ async function overview(dbId, info, panel, kgInfo) {
     h("a", { href: `#/explore/${encodeURIComponent(dbId)}?` + new URLSearchParams({ node: c.top[0]?.id || "", depth: 2, max_nodes: 300 }), class: "long" }, name(c)),
     fmt(c.size), Object.entries(c.node_types).slice(0, 3).map(([t, n]) => `${t} ${fmt(n)}`).join(", ")])));
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
-  state.timing = { fetch_ms: t1 - t0, draw_ms: performance.now() - t1, layout_ms: state.layoutMs, since_navigation_ms: performance.now() };
+  state.timing = { fetch_ms: t1 - t0, draw_ms: performance.now() - t1, layout_ms: state.layoutMs ?? 0, label_ms: state.labelMs ?? 0, since_navigation_ms: performance.now() };
   publish();
 }
 
@@ -205,7 +212,8 @@ function draw(data, panel, layoutName) {
     container: document.getElementById("graph"), elements: els, layout: { name: "preset", fit: true, padding: 20 },
     textureOnViewport: big, hideEdgesOnViewport: big, pixelRatio: big ? 1 : "auto", style: styles(big),
   });
-  if (layoutName !== "rings") runLayout(layoutName);
+  state.layout = layoutName;
+  if (layoutName !== "rings") runLayout(layoutName, false);
   const cy = state.cy;
   fitFocus();
   cy.on("tap", "node", (e) => {
@@ -254,6 +262,7 @@ function importance() {
 function relabel() {
   const cy = state.cy;
   if (!cy) return;
+  const t0 = performance.now();
   const zoom = cy.zoom();
   let order = importance(), placed = placeLabels(cy, order, inFocus);
   const named = (p) => p.filter((x) => inFocus(x.node)).length;
@@ -281,6 +290,7 @@ function relabel() {
     }
   });
   dropOverlaps(placed.map((x) => x.node));
+  state.labelMs = performance.now() - t0;
   publish();
 }
 
@@ -343,7 +353,7 @@ function seeded(fn, seed = 20261127) {
   try { return fn(); } finally { Math.random = random; }
 }
 
-export function runLayout(name) {
+export function runLayout(name, label = true) {
   const cy = state.cy;
   if (!cy) return;
   state.layout = name;
@@ -358,7 +368,7 @@ export function runLayout(name) {
     const roots = cy.nodes().filter((n) => n.data("depth") === 0);
     cy.layout({ name: name === "force" ? "cose" : name, animate: false, fit: true, padding: 20, roots, numIter: 400 }).run();
   }
-  relabel();
+  if (label) relabel();
 }
 
 function legend() {
