@@ -121,6 +121,10 @@ def run_workbench(page, url: str) -> None:
     page.click("#stage-query .stage-name")
     page.wait_for_selector("#inspector-tree details")
     shoot(page, "research-breakpoint")
+    open_view(page, url, "/embeddings/demo?q=reduce%20my%20API%20costs")
+    page.click("#embed-run")
+    page.wait_for_selector("#embed-compare .col li")
+    shoot(page, "embeddings")
 
 
 def main() -> None:
@@ -131,6 +135,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kgos-studio-shots-") as folder:
         ws = kgos.Workspace(Path(folder) / "ws")
         load_demo(ws)  # as `kgos demo` does: with the default embedder, so screenshots show all four signals
+        ws.kg("demo").embed_side("hash:256")  # a second model, for the embeddings page's side by side
         ws.close()
         with serving(Path(folder) / "ws") as server, chromium(width=1400, height=950) as context:
             # --workbench: only the explorer-as-workbench and debugger shots (minutes fewer)

@@ -187,7 +187,7 @@ function styles(big) {
     { selector: "node.lbl", style: { label: "data(label)" } },
     { selector: "node[depth = 0]", style: { "font-weight": "bold", "border-width": 3, "border-color": "#101828" } },
     { selector: "edge", style: big ? { width: 1, "line-color": "data(colour)", "curve-style": "haystack", opacity: 0.6 } :
-      { width: 1.2, "line-color": "data(colour)", "target-arrow-color": "data(colour)", "target-arrow-shape": "triangle", "arrow-scale": 0.7, "curve-style": "bezier", opacity: 0.7 } },
+      { width: 1.2, "line-color": "data(colour)", "target-arrow-color": "data(colour)", "target-arrow-shape": "triangle", "arrow-scale": 0.7, "curve-style": "bezier", opacity: 0.45 } },
     { selector: "edge.lbl", style: { label: "data(type)", "font-size": "data(fs)", color: "#475467", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.8, opacity: 1, width: 2 } },
     { selector: "edge[count]", style: { width: "mapData(count, 1, 60, 1, 9)", "target-arrow-shape": "none", "curve-style": "straight" } },
     { selector: "node:selected", style: { "border-width": 3, "border-color": "#101828" } },
