@@ -209,6 +209,10 @@ def studio_rows(args: argparse.Namespace) -> list[Row]:
                             budget, anchor=t["anchor_ms"], anchor_name="bare JSON fetch from the page",
                             note=f"fetch {t['fetch_ms']:.0f} ms, draw {t['draw_ms']:.0f} ms; software rendering"))
     rows.append(Row("studio", "drag on 20,000 elements: median frame interval", r["drag_frame_ms_20000"], "ms"))
+    if "pan_zoom_5000" in r:
+        pz = r["pan_zoom_5000"]
+        rows.append(Row("studio", "pan + zoom of 5,000 drawn nodes: frames per second (median)", pz["fps_median"], "fps",
+                        30, higher_is_better=True, note=f"p10 {pz['fps_p10']:.0f} fps over {pz['frames']} frames"))
     return rows
 
 

@@ -11,6 +11,10 @@ Rows (medians):
   Cytoscape drew it (page, modules, API call, layout, paint); split into fetch and draw.
   Anchor: a bare JSON fetch from the same page (``fetch('api/health')``).
 - Interaction on the 20,000 elements: the median frame interval while the mouse drags the graph.
+- The explorer's default force layout (fCoSE) against rings by depth (no layout work) on the same
+  2,000 nodes, and its share of the draw (``layout_ms``).
+- Pan and zoom of 5,000 drawn nodes (synthetic KG, force layout): frames per second from
+  ``requestAnimationFrame`` intervals while the mouse drags and then wheels (median and p10).
 
 Chromium runs software rendering (``--disable-gpu``, as in CI): a desktop GPU is faster.
 """
@@ -88,10 +92,32 @@ def drag_frames(page) -> float:
     return statistics.median(frames[1:])
 
 
+def pan_zoom_fps(page) -> dict[str, float]:
+    """Frames per second while the mouse drags the graph and then zooms with the wheel."""
+    box = page.locator("#graph").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.evaluate("() => { window.kgosFrames = []; let last = performance.now(); const tick = () => { const now = performance.now(); "
+                  "window.kgosFrames.push(now - last); last = now; if (!window.kgosStop) requestAnimationFrame(tick); }; "
+                  "window.kgosStop = false; requestAnimationFrame(tick); }")
+    page.mouse.move(x, y)
+    page.mouse.down()
+    for i in range(40):
+        page.mouse.move(x + i * 5, y + i * 2)
+    page.mouse.up()
+    for _ in range(10):
+        page.mouse.wheel(0, -120)
+        page.wait_for_timeout(16)
+    page.wait_for_timeout(200)
+    frames = sorted(page.evaluate("() => { window.kgosStop = true; return window.kgosFrames; }")[1:])
+    median, p90 = statistics.median(frames), frames[int(0.9 * (len(frames) - 1))]
+    return {"fps_median": 1000 / median, "fps_p10": 1000 / p90, "frames": len(frames)}
+
+
 def run(runs: int) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="kgos-studio-bench-"))
     ws = kgos.Workspace(folder / "ws")
     ws.import_file("synthetic", synthetic(folder))
+    ws.import_file("synthetic5k", synthetic(folder, 5_000, 7_500, seed=11))
     has_go = GO.exists()
     if has_go:
         ws.import_file("go", GO)
@@ -105,8 +131,11 @@ def run(runs: int) -> dict:
             out["api_go_2000_ms"] = http_ms(api, max(30, runs * 10))
             out["api_anchor_ms"] = http_ms(f"{server.url}/api/health", max(30, runs * 10))
             out["go_2000"] = render(page, server.url, "/explore/go?depth=3&max_nodes=2000", runs)
+            out["go_2000_rings"] = render(page, server.url, "/explore/go?depth=3&max_nodes=2000&layout=rings", runs)
         out["synthetic_20000"] = render(page, server.url, "/explore/synthetic?node=n0&depth=10&max_nodes=8000", runs)
         out["drag_frame_ms_20000"] = drag_frames(page)
+        out["synthetic_5000"] = render(page, server.url, "/explore/synthetic5k?node=n0&depth=10&max_nodes=5000", runs)
+        out["pan_zoom_5000"] = pan_zoom_fps(page)
     return out
 
 
@@ -114,13 +143,18 @@ def print_table(r: dict) -> None:
     print("| what | figure | anchor (bare JSON fetch) | ratio |\n|---|---:|---:|---:|")
     if "api_go_2000_ms" in r:
         print(f"| API neighbourhood, go, 2,000 nodes (p50) | {r['api_go_2000_ms']:.1f} ms | {r['api_anchor_ms']:.1f} ms | {r['api_go_2000_ms'] / r['api_anchor_ms']:.1f}x |")
-    for key, label in (("go_2000", "go, 2,000-node neighbourhood"), ("synthetic_20000", "synthetic, 20,000 elements")):
+    for key, label in (("go_2000", "go, 2,000-node neighbourhood, force layout"), ("go_2000_rings", "go, 2,000-node neighbourhood, rings (no layout)"),
+                       ("synthetic_5000", "synthetic, 5,000 nodes"), ("synthetic_20000", "synthetic, 20,000 elements")):
         if key in r:
             t = r[key]
             print(f"| first rendered graph, {label} ({t['nodes']:,.0f} nodes + {t['edges']:,.0f} edges): since navigation | "
                   f"{t['since_navigation_ms']:.0f} ms (fetch {t['fetch_ms']:.0f}, draw {t['draw_ms']:.0f}) | {t['anchor_ms']:.1f} ms | "
                   f"{t['since_navigation_ms'] / t['anchor_ms']:.0f}x |")
+        if key in r and r[key].get("layout_ms") is not None:
+            print(f"| of which force layout ({label}) | {r[key]['layout_ms']:.0f} ms | | |")
     print(f"| drag on 20,000 elements: median frame interval | {r['drag_frame_ms_20000']:.0f} ms | | |")
+    pz = r["pan_zoom_5000"]
+    print(f"| pan + zoom of 5,000 drawn nodes: frames per second (median / p10 of {pz['frames']} frames) | {pz['fps_median']:.0f} / {pz['fps_p10']:.0f} fps | | |")
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
     python scripts/studio_screenshots.py            # needs playwright (dev extra) and Debian's chromium
     python scripts/studio_screenshots.py --only answers   # search, chat and research views only
+    python scripts/studio_screenshots.py --workbench  # only explorer-default/-edit/-discover, research-breakpoint
 
 Each view is opened (and, where it has a form, used) in headless Chromium against a real server on
 loopback, exactly as a user would; the PNGs are what README.md and docs/studio.md show.
@@ -34,15 +35,6 @@ def shoot(page, name: str) -> None:
 def run_all(page, url: str) -> None:
     open_view(page, url, "/workspace/demo")
     shoot(page, "workspace")
-    open_view(page, url, "/explore/demo?node=feature:prompt_caching&depth=2&max_nodes=300")
-    shoot(page, "explorer")
-    page.fill("#path-a", "feature:batch_api")
-    page.fill("#path-b", "goal:cost_reduction")
-    page.get_by_role("button", name="Highlight").click()
-    page.wait_for_selector("#path-result p")
-    page.get_by_role("button", name="Impact").click()
-    page.wait_for_selector("#impact-result details")
-    shoot(page, "explorer-path-impact")
     open_view(page, url, "/search?q=I%20want%20to%20reduce%20my%20API%20costs&kgs=demo,finance&k=5")
     shoot(page, "search")
     open_view(page, url, "/methods/demo?m=can-it")
@@ -77,6 +69,21 @@ def run_all(page, url: str) -> None:
     page.get_by_role("button", name="Run").click()
     page.wait_for_selector("#eval-result canvas", timeout=300_000)
     shoot(page, "evaluation")
+    run_workbench(page, url)
+
+
+def run_workbench(page, url: str) -> None:
+    """The explorer (README example, default view, path and impact, editor, predicted edges) and the
+    research debugger (a finished run's inspector, a run paused at a breakpoint)."""
+    open_view(page, url, "/explore/demo?node=feature:prompt_caching&depth=2&max_nodes=300")
+    shoot(page, "explorer")
+    page.fill("#path-a", "feature:batch_api")
+    page.fill("#path-b", "goal:cost_reduction")
+    page.get_by_role("button", name="Highlight").click()
+    page.wait_for_selector("#path-result p")
+    page.get_by_role("button", name="Impact").click()
+    page.wait_for_selector("#impact-result details")
+    shoot(page, "explorer-path-impact")
     open_view(page, url, "/research")
     page.fill("#research-question", "How do I reduce API costs?")
     page.locator("#view form label", has_text="demo").first.locator("input").check()
@@ -87,7 +94,38 @@ def run_all(page, url: str) -> None:
         if "live" not in page.locator("#view .card p").first.inner_text():
             break
         page.wait_for_timeout(1000)
+    page.click("#stage-search .stage-name")
+    page.wait_for_selector("#inspector-tree details")
     shoot(page, "research")
+    open_view(page, url, "/explore/demo")
+    shoot(page, "explorer-default")
+    open_view(page, url, "/explore/demo?node=feature:prompt_caching&depth=1")
+    page.click("#edit-node")
+    page.wait_for_selector("#node-editor")
+    shoot(page, "explorer-edit")
+    open_view(page, url, "/explore/demo?node=feature:batch_api&depth=1")
+    page.click("#discover-node")
+    page.wait_for_function("() => window.kgosExplorer.predicted.length > 0", timeout=120_000)
+    page.get_by_role("button", name="Fit all").click()
+    page.wait_for_timeout(300)
+    p = page.evaluate("window.kgosExplorer.predicted[0]")
+    box = page.locator("#graph").bounding_box()
+    page.mouse.click(box["x"] + p["x"], box["y"] + p["y"])
+    page.wait_for_selector("#prediction-title")
+    shoot(page, "explorer-discover")
+    open_view(page, url, "/research")
+    page.fill("#research-question", "How do I reduce API costs?")
+    page.locator("#view form label", has_text="demo").first.locator("input").check()
+    page.locator("#view form input[aria-label='breakpoint before extract']").check()
+    page.get_by_role("button", name="Start").click()
+    page.wait_for_selector("#run-status:has-text('paused')", timeout=60_000)
+    page.click("#stage-query .stage-name")
+    page.wait_for_selector("#inspector-tree details")
+    shoot(page, "research-breakpoint")
+    open_view(page, url, "/embeddings/demo?q=reduce%20my%20API%20costs")
+    page.click("#embed-run")
+    page.wait_for_selector("#embed-compare .col li")
+    shoot(page, "embeddings")
 
 
 def run_answers(page, url: str) -> None:
@@ -121,9 +159,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kgos-studio-shots-") as folder:
         ws = kgos.Workspace(Path(folder) / "ws")
         load_demo(ws)  # as `kgos demo` does: with the default embedder, so screenshots show all four signals
+        ws.kg("demo").embed_side("hash:256")  # a second model, for the embeddings page's side by side
         ws.close()
         with serving(Path(folder) / "ws") as server, chromium(width=1400, height=950) as context:
-            (run_answers if only == "answers" else run_all)(context.new_page(), server.url)
+            runner = {"answers": run_answers}.get(only or "", run_all)
+            if "--workbench" in sys.argv:  # only the explorer-as-workbench and debugger shots (minutes fewer)
+                runner = run_workbench
+            runner(context.new_page(), server.url)
 
 
 if __name__ == "__main__":

@@ -157,3 +157,30 @@ def test_a_process_with_a_run_waiting_for_an_answer_still_exits(tmp_path: Path) 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={**__import__("os").environ, "KGOS_EMBEDDER": "hash"})
     assert done.returncode == 0 and done.stdout.strip() == "waiting", done.stderr
+
+
+def test_restart_iteration_of_a_run_that_is_not_running_runs_it_again(ws: kgos.Workspace, corpus: Path) -> None:
+    c = client(ws)
+    res = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": str(corpus), "max_iterations": 1,
+                                             "wait": True}).json()
+    run_id = res["run_id"]
+    before = wait_for(c, run_id, {"completed"})
+    first = c.get(f"/api/research/runs/{run_id}/iterations/1/stages/query").json()
+    error(c.post(f"/api/research/runs/{run_id}/control", json={"action": "pause"}), 409, "RunStateConflict")
+    r = c.post(f"/api/research/runs/{run_id}/control", json={"action": "restart_iteration"})
+    assert r.status_code == 200 and r.json()["status"] == "running" and r.json()["restarted_iteration"] == 1
+    after = wait_for(c, run_id, {"completed"})
+    assert len(after["iterations"]) == 1  # iteration 1 ran again in place of the old one
+    actions = [(d["action"], d["by"]) for d in after["decisions"]]
+    assert actions.count(("restart_iteration", "user")) == 1 and actions[-1][0] == "stop"
+    assert len(after["decisions"]) > len(before["decisions"])
+    again = c.get(f"/api/research/runs/{run_id}/iterations/1/stages/query").json()
+    assert again["output_sha256"] == first["output_sha256"]  # same input, same module: the same plan
+    assert c.get(f"/api/research/runs/{run_id}").json()["answer"]["answer"] == res["answer"]
+    kinds = [e["event"] for e in c.app.state.research_runs.get(run_id).control.events]
+    assert kinds.count("stage_completed") == 8 and kinds[-1] == "run_finished"  # the restart's own run
+
+
+def test_restart_of_an_unknown_run_or_one_with_no_iteration_is_a_clear_4xx(ws: kgos.Workspace, corpus: Path) -> None:
+    c = client(ws)
+    error(c.post("/api/research/runs/r_2020-01-01_001/control", json={"action": "restart_iteration"}), 404, "RunNotFound")

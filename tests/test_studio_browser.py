@@ -275,7 +275,7 @@ def test_research_run_started_from_the_page_shows_its_stages(server, page):
             break
         page.wait_for_timeout(1000)
     text = page.locator("#view").inner_text()
-    assert "Iteration 1" in text and "query.intent" in text and "Decisions" in text
+    assert "Iteration timeline" in text and "query.intent" in text and "Decision log" in text
     assert page.errors == []
 
 

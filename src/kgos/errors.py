@@ -350,3 +350,10 @@ class ServerBusy(KGOSError):
 
     status = 503
     retry_after = 5
+
+
+class NodeChanged(KGOSError):
+    """A write that names the version it was based on (``if_updated_at``) to a node changed since:
+    someone else's edit came first; read the node again and redo the change (nothing was written)."""
+
+    status = 409

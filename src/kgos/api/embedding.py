@@ -249,3 +249,25 @@ def start_embedding(db_id: DbId, rt: Rt, worker: Worker) -> Any:
     with rt.lock:
         status = rt.workspace.kg(db_id).embed_status()  # 404 for an unknown KG before a job is made
     return worker.submit(db_id, urgent=status.search_model is None).to_dict()
+
+
+@router.get("/kg/{db_id}/embedding/models")
+def embedding_models(db_id: DbId, rt: Rt) -> dict[str, Any]:
+    """The models with vectors stored in the KG and how many nodes each covers, and the one search
+    uses (what `kgos embed models` prints); POST .../search with ``model`` searches with any of them."""
+    with rt.lock:
+        kg = rt.workspace.kg(db_id)
+        counts, status = kg.embedding_models(), kg.embed_status()
+    return {"db_id": db_id, "search_model": status.search_model, "nodes": status.nodes, "models": counts,
+            "specs": {name: spec_of(name) for name in counts}}
+
+
+def spec_of(name: str) -> str | None:
+    """The embedder spec whose vectors are stored under ``name`` (what search's ``model`` takes):
+    a backend's default name, or ``hash-<dims>`` -> ``hash:<dims>``; None when it cannot be told."""
+    from ..embed.registry import available_embedders
+    for info in available_embedders():
+        if info.name == name:
+            return info.spec
+    kind, _, dims = name.rpartition("-")
+    return f"{kind}:{dims}" if kind == "hash" and dims.isdigit() else None

@@ -16,13 +16,17 @@ from fastapi.responses import Response
 from ..methods.neighborhood import (
     MAX_EDGES,
     MAX_NODES,
+    CommunityLink,
+    CommunityMap,
     DegreeHistogram,
     GraphEdge,
     GraphNode,
     Neighborhood,
+    community_map,
     degree_histogram,
     neighborhood,
 )
+from ..methods import results as R
 from ..methods.view import MAX_DEPTH
 from . import models as m
 from .errors import RESPONSES
@@ -34,6 +38,8 @@ router = APIRouter(prefix="/api", tags=["graph"], responses=RESPONSES)
 NeighborhoodOut = response_model(Neighborhood, "NeighborhoodOut", nodes=list_of(response_model(GraphNode)),
                                  edges=list_of(response_model(GraphEdge)))
 DegreeHistogramOut = response_model(DegreeHistogram, "DegreeHistogramOut")
+CommunityMapOut = response_model(CommunityMap, "CommunityMapOut", communities=list_of(response_model(R.Community)),
+                                 links=list_of(response_model(CommunityLink)))
 
 
 @router.get("/kg/{db_id}/neighborhood", response_model=NeighborhoodOut)
@@ -58,3 +64,12 @@ def get_neighborhood(
 def get_degrees(db_id: DbId, rt: Rt) -> Any:
     """The KG's total-degree histogram in power-of-two bins (0, 1, 2-3, 4-7, ...)."""
     return on_kg(rt, db_id, lambda kg: degree_histogram(kg.view()).to_dict())
+
+
+@router.get("/kg/{db_id}/communities/map", response_model=CommunityMapOut)
+def get_community_map(db_id: DbId, rt: Rt,
+                      k: Annotated[int, Query(ge=1, le=200, description="How many of the largest communities")] = 40) -> Any:
+    """The overview of a large KG: its ``k`` largest communities (size, best-connected members, node
+    types) and the edge counts between them; the explorer draws one disc per community and opens a
+    community's hub when it is clicked."""
+    return on_kg(rt, db_id, lambda kg: community_map(kg.view(), k).to_dict())

@@ -26,7 +26,7 @@ from fastapi.responses import FileResponse
 from pydantic import AfterValidator
 from starlette.background import BackgroundTask
 
-from ..errors import EdgeNotFound, ImportFailed, InvalidArgument
+from ..errors import EdgeNotFound, ImportFailed, InvalidArgument, NodeChanged
 from ..kg import KG, Workspace, check_db_id
 from ..kg.catalogue import EDGE_SIDE, METHODS, Direction, Method
 from ..kg.embedding import ImportEmbedding, embedding_work
@@ -105,6 +105,18 @@ def list_nodes(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Offset = 0,
     return on_kg(rt, db_id, page)
 
 
+def unchanged(kg: KG, node_id: str, if_updated_at: str | None) -> None:
+    """Refuse (409 NodeChanged, nothing written) a write based on a version of the node that is no
+    longer current: the studio sends the ``updated_at`` it showed, so a concurrent edit is never
+    silently overwritten. Checked under the workspace lock the write then takes."""
+    if if_updated_at is None:
+        return
+    current = kg.node(node_id).updated_at
+    if current != if_updated_at:
+        raise NodeChanged(f"node '{node_id}' changed since it was read (read at {if_updated_at}, now {current}): "
+                          "reload it and make the change again; nothing was written")
+
+
 def _addressable(node_id: str | None) -> None:
     if node_id is not None and node_id.endswith(RESERVED_SUFFIXES):
         raise InvalidArgument(f"node id {node_id!r} ends in {'/'.join(RESERVED_SUFFIXES)}, which the API "
@@ -139,7 +151,10 @@ def get_dimensions(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
 @router.put("/kg/{db_id}/nodes/{node_id:path}/dims", tags=["dimensions"], response_model=m.NodeDimensionsOut)
 def set_dimensions(db_id: DbId, node_id: NodeId, body: m.DimensionsSet, rt: Rt) -> Any:
     """Set dimension values (0..1); names outside the catalog need ``custom``."""
-    return on_kg(rt, db_id, lambda kg: kg.set_dimensions(node_id, body.values, custom=body.custom).to_dict())
+    def write(kg: KG) -> Any:
+        unchanged(kg, node_id, body.if_updated_at)
+        return kg.set_dimensions(node_id, body.values, custom=body.custom).to_dict()
+    return on_kg(rt, db_id, write)
 
 
 @router.get("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
@@ -160,13 +175,22 @@ def upsert_node(db_id: DbId, node_id: NodeId, body: m.NodeUpsert, rt: Rt) -> Any
 def update_node(db_id: DbId, node_id: NodeId, body: m.NodePatch, rt: Rt) -> Any:
     """Change some fields of a node; properties are merged unless ``replace_properties``."""
     changes = body.model_dump(exclude_unset=True)
-    return on_kg(rt, db_id, lambda kg: kg.update_node(node_id, **changes).to_dict(timestamps=True))
+    expected = changes.pop("if_updated_at", None)
+
+    def write(kg: KG) -> Any:
+        unchanged(kg, node_id, expected)
+        return kg.update_node(node_id, **changes).to_dict(timestamps=True)
+    return on_kg(rt, db_id, write)
 
 
 @router.delete("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDeleted)
-def delete_node(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
+def delete_node(db_id: DbId, node_id: NodeId, rt: Rt,
+                if_updated_at: Annotated[str | None, Query(max_length=64, description="409 NodeChanged when the node changed since")] = None) -> Any:
     """Delete a node and its edges."""
-    return on_kg(rt, db_id, lambda kg: {"deleted": node_id, "edges_removed": kg.delete_node(node_id)})
+    def delete(kg: KG) -> Any:
+        unchanged(kg, node_id, if_updated_at)
+        return {"deleted": node_id, "edges_removed": kg.delete_node(node_id)}
+    return on_kg(rt, db_id, delete)
 
 
 # -- edges -------------------------------------------------------------------------------------------------

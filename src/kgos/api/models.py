@@ -102,6 +102,8 @@ class NodePatch(Strict):
     description: str | None = Field(None, max_length=1_000_000)
     properties: Properties | None = None
     replace_properties: bool = Field(False, description="Replace the properties instead of merging them")
+    if_updated_at: str | None = Field(None, max_length=64, description="The node's updated_at this change is based on: "
+                                      "409 NodeChanged (nothing written) when the node changed since")
 
 
 class EdgeCreate(Strict):
@@ -115,6 +117,8 @@ class EdgeCreate(Strict):
 class DimensionsSet(Strict):
     values: dict[str, Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]] = Field(min_length=1)
     custom: bool = Field(False, description="Allow names outside the 56-dimension catalog")
+    if_updated_at: str | None = Field(None, max_length=64, description="The node's updated_at this change is based on: "
+                                      "409 NodeChanged (nothing written) when the node changed since")
 
 
 class DimensionsInfer(Strict):

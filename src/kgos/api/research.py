@@ -217,6 +217,16 @@ async def _stream(runs: LiveRuns, runner: Any, run_id: str, seq: int) -> AsyncIt
 @router.post("/api/research/runs/{run_id}/control", responses=RESPONSES,
              summary="Pause, resume, stop, step one stage or restart the current iteration of a live run")
 def control(run_id: RunId, body: Control, runs: Live) -> dict[str, Any]:
+    if not runs.running(run_id):
+        # A run that is not running: restart really runs its last iteration again; the other
+        # controls have nothing to act on (they were a silent 200 before).
+        if body.action != "restart_iteration":
+            runs.get(run_id)  # 404 for a run this server does not know
+            raise RunStateConflict(f"run {run_id} is not running: '{body.action}' acts on a live run "
+                                   f"(POST /api/research/runs/{run_id}/resume continues a stopped one)")
+        runner = runs.restart(run_id)
+        return {"run_id": run_id, "action": body.action, "paused": False, "stopped": False, "status": "running",
+                "restarted_iteration": len(runner.manifest["iterations"]) + 1}
     runner = runs.get(run_id)
     getattr(runner.control, body.action)()
     return {"run_id": run_id, "action": body.action, "paused": runner.control.paused,

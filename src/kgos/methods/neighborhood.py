@@ -157,3 +157,43 @@ def degree_histogram(view: GraphView) -> DegreeHistogram:
         bins.append(bins[-1] * 2)
     counts = np.bincount(np.searchsorted(bins, degree, side="right") - 1, minlength=len(bins))
     return DegreeHistogram(tuple(bins), tuple(int(c) for c in counts[:len(bins)]))
+
+
+@dataclass(frozen=True)
+class CommunityLink(Record):
+    """Undirected edges between two communities of a ``CommunityMap`` (ids of ``Community``)."""
+
+    source: int
+    target: int
+    edges: int
+
+
+@dataclass(frozen=True)
+class CommunityMap(Record):
+    """The overview of a KG too large to draw node by node: its largest communities (Leiden, as
+    ``analytics.communities``), each with its best-connected members, and how many edges join each
+    pair of them. ``count``: communities in the whole KG; ``nodes``: nodes in the KG."""
+
+    count: int
+    nodes: int
+    communities: tuple[Any, ...]
+    links: tuple[CommunityLink, ...]
+
+
+def community_map(view: GraphView, k: int = 40, top: int = 5) -> CommunityMap:
+    """The ``k`` largest communities and the edge counts between them (edges in both directions,
+    parallel edges once), for the explorer's overview of a large KG."""
+    from .analytics import communities, undirected_edges
+
+    report = communities(view, k=k, top=top)
+    labels = view.graph.communities().astype(np.int64)
+    shown = np.asarray([c.id for c in report.communities], dtype=np.int64)
+    pairs = undirected_edges(view)
+    links: tuple[CommunityLink, ...] = ()
+    if pairs.size and shown.size:
+        a, b = labels[pairs[:, 0]], labels[pairs[:, 1]]
+        keep = (a != b) & np.isin(a, shown) & np.isin(b, shown)
+        lo, hi = np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])
+        found, counts = np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True) if lo.size else (np.empty((0, 2)), np.empty(0))
+        links = tuple(CommunityLink(int(s), int(t), int(n)) for (s, t), n in zip(found, counts, strict=True))
+    return CommunityMap(report.count, view.n, report.communities, links)

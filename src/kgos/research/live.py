@@ -45,6 +45,11 @@ class LiveRuns:
         return self._launch(lambda ws: prepare_resume(ws, run_id, answer, provider=provider, wait_for_answers=True,
                                                       answer_timeout=self.answer_wait))
 
+    def restart(self, run_id: str, provider: Any = None) -> ResearchRunner:
+        """Run a saved run's last completed iteration again, in the background (the run is not running)."""
+        return self._launch(lambda ws: prepare_resume(ws, run_id, provider=provider, wait_for_answers=True,
+                                                      answer_timeout=self.answer_wait, restart=True))
+
     def _launch(self, make: Callable[[Workspace], ResearchRunner]) -> ResearchRunner:
         ws = Workspace(self.home, database_url=self.database_url)
         try:

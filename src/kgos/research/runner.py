@@ -271,7 +271,9 @@ class ResearchRunner:
 
     async def _iteration(self, i: int) -> dict[str, Any] | None:
         reason = "initial_search" if i == 1 or not self.history else (self.history[-1].get("loop_type") or "answer")
-        rec: dict[str, Any] = {"iteration": i, "reason": reason, "stages": [], "reasoning": None}
+        # the refinement it starts from is kept, so a restart of this iteration starts from it again
+        rec: dict[str, Any] = {"iteration": i, "reason": reason, "stages": [], "reasoning": None,
+                               "refinement": dict(self.refinement)}
         self.manifest["iterations"].append(rec)
         self.control.emit("iteration_started", {"iteration": i, "reason": reason})
         refinement = {**self.refinement, **({"answer": " ".join(self.answers)} if self.answers else {})}
@@ -408,14 +410,21 @@ class ResearchRunner:
                                   "tokens": self.tokens, "elapsed_seconds": round(self._elapsed(), 3)}
         self.store.save_manifest(self.manifest)
 
-    def restore(self) -> None:
+    def restore(self, restart_last: bool = False) -> None:
         """Load the loop's memory of a saved run (``resume``): completed iterations are kept, a half-done
-        last one is dropped and runs again."""
+        last one is dropped and runs again. ``restart_last``: the last completed one is dropped too, so
+        it runs again from the refinement it started from (the debugger's restart of a run that is
+        not running)."""
         m = self.manifest
         m["iterations"] = [it for it in m["iterations"] if it.get("reasoning")]
         state = m.get("state") or {}
         self.history, self.answers = list(state.get("history", [])), list(state.get("answers", []))
         self.refinement, self.tokens = dict(state.get("refinement", {})), int(state.get("tokens", 0))
+        if restart_last and m["iterations"]:
+            dropped = m["iterations"].pop()
+            self.refinement = dict(dropped.get("refinement", {}))
+            self._record_decision(dropped["iteration"], {"action": "restart_iteration", "criterion": "user",
+                                                         "rationale": f"iteration {dropped['iteration']} runs again"}, "user")
         self.elapsed_before = float(state.get("elapsed_seconds", 0.0))
         self.history = [h for h in self.history if h["iteration"] <= len(m["iterations"])]
         for it in m["iterations"]:

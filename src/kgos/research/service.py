@@ -45,10 +45,13 @@ def resume(ws: Any, run_id: str, answer: str | None = None, *,
 def prepare_resume(ws: Any, run_id: str, answer: str | None = None, *,
                    on_ask: Callable[[str], str | None] | None = None, provider: Any = None,
                    wait_for_answers: bool = False, control: RunControl | None = None,
-                   answer_timeout: float | None = None) -> ResearchRunner:
-    """The runner of a saved run with its loop state restored and the answer accepted, ready to run."""
+                   answer_timeout: float | None = None, restart: bool = False) -> ResearchRunner:
+    """The runner of a saved run with its loop state restored and the answer accepted, ready to run.
+    ``restart``: its last completed iteration runs again (any saved run that is not running)."""
     m = RunStore(ws.home).manifest(run_id)
     status = m.get("status")
+    if restart:
+        return _restarted(ws, run_id, m, provider, wait_for_answers, control, answer_timeout, on_ask)
     stopped_by_user = status == "stopped" and (m.get("final_state") or {}).get("convergence_reason") == "user_interrupt"
     if status not in ("waiting", "running") and not stopped_by_user:
         raise RunStateConflict(f"run {run_id} is {status}: only a waiting, stopped or interrupted run resumes")
@@ -70,6 +73,20 @@ def prepare_resume(ws: Any, run_id: str, answer: str | None = None, *,
         if not got or not got.strip():
             raise RunStateConflict(f"run {run_id} still waits for an answer")
         runner.accept_answer(got.strip())
+    return runner
+
+
+def _restarted(ws: Any, run_id: str, m: dict[str, Any], provider: Any, wait_for_answers: bool,
+               control: RunControl | None, answer_timeout: float | None,
+               on_ask: Callable[[str], str | None] | None) -> ResearchRunner:
+    if not any(it.get("reasoning") for it in m.get("iterations", [])):
+        raise RunStateConflict(f"run {run_id} has no completed iteration to restart")
+    runner = ResearchRunner(ws, ResearchRequest.from_dict(m["request"]), on_ask=on_ask, provider=provider,
+                            run_id=run_id, wait_for_answers=wait_for_answers, control=control,
+                            answer_timeout=answer_timeout)
+    runner.manifest["final_state"] = None  # the run's end is history: the loop goes on from the restart
+    runner.manifest.pop("pending_question", None)
+    runner.restore(restart_last=True)
     return runner
 
 

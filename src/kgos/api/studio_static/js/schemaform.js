@@ -39,6 +39,7 @@ function input(name, schema, value, schemas) {
     el = h("textarea", { name, class: "json" }, JSON.stringify(value ?? s.default ?? {}, null, 2));
     read = () => JSON.parse(el.value || "null");
   }
+  el.setAttribute("aria-label", title);  // the visible label is beside the input, not around it
   return { el: h("div", { class: "row" }, h("label", { for: null }, title), el), read };
 }
 

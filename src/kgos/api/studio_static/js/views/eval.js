@@ -17,7 +17,7 @@ export async function render(root, route) {
   const kgSel = select(kgs.map((k) => k.db_id), dbId);
   kgSel.addEventListener("change", () => { location.hash = `#/eval/${encodeURIComponent(kgSel.value)}`; });
   const source = select([["demo", "demo probes (shipped)"], ["inline", "upload a probe file (.jsonl)"]], "demo");
-  const file = h("input", { type: "file", accept: ".jsonl,.json,text/plain", id: "probe-file" });
+  const file = h("input", { type: "file", accept: ".jsonl,.json,text/plain", id: "probe-file", "aria-label": "probe file" });
   const ablation = h("input", { type: "checkbox", id: "ablation" });
   const limit = h("input", { type: "number", min: 1, placeholder: "all", id: "probe-limit" });
   const progress = h("progress", { class: "progress", max: 1, value: 0, hidden: true, id: "eval-progress" });

@@ -14,7 +14,7 @@ export async function render(root, route) {
   if (id) return chat(root, id, route.params.get("c"));
   const experts = await get("experts");
   const out = h("div");
-  const file = h("input", { type: "file", accept: ".json,application/json", id: "expert-import" });
+  const file = h("input", { type: "file", accept: ".json,application/json", id: "expert-import", "aria-label": "exported expert file" });
   append(root, h("h1", {}, "Experts"), h("div", { class: "row" }, h("a", { href: "#/experts/new" }, h("button", { class: "primary" }, "New expert")),
     h("span", {}, "Import an exported expert: ", file, h("button", { onclick: () => importExpert(file, out) }, "Import"))), out,
   h("div", { class: "card" }, experts.length ? table(["Expert", "KGs", "Persona", "Conversations", ""], experts.map((x) => [

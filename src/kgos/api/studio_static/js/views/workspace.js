@@ -25,6 +25,7 @@ function actions(kg) {
     catch (err) { showError(err); }
   } }, "Delete");
   const fmtSel = select(["nodelink", "jsonl", "graphml", "csv"], "nodelink");
+  fmtSel.setAttribute("aria-label", `export format of ${kg.db_id}`);
   const exp = h("button", { onclick: () => download(`api/kg/${encodeURIComponent(kg.db_id)}/export?format=${fmtSel.value}`, `${kg.db_id}.${fmtSel.value}`).catch((err) => showError(err)) }, "Export");
   return h("span", { class: "row" }, h("a", { href: `#/explore/${encodeURIComponent(kg.db_id)}` }, "Explore"), fmtSel, exp, del);
 }
@@ -59,8 +60,9 @@ function attachForm(roots) {
 
 function importForm(kgs) {
   const id = h("input", { type: "text", placeholder: "db_id", id: "import-db", required: true });
-  const file = h("input", { type: "file", id: "import-file", required: true });
+  const file = h("input", { type: "file", id: "import-file", required: true, "aria-label": "KG file to import" });
   const mode = select(["create", "merge", "replace"], "create");
+  mode.setAttribute("aria-label", "import mode");
   const bar = h("progress", { class: "progress", max: 1, value: 0, hidden: true });
   const out = h("div", { id: "import-result" });
   const form = h("form", { class: "card", onsubmit: async (e) => {
