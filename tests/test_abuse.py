@@ -360,11 +360,13 @@ def test_an_injected_corpus_document_is_flagged_redacted_and_never_leads_the_ans
     assert "Ignore all previous" not in answer and "<script" not in answer and "attacker@" not in answer
     assert "sk-AbC123" not in answer and r.sentences, answer
     withheld = {flag for w in r.withheld for flag in w["flags"]}
-    assert {"instruction", "markup"} <= withheld, r.withheld
+    assert {"instruction", "secret"} <= withheld, r.withheld
     kg = ws.kg("notes")
     claims = [n for n in kg.store.iter_nodes() if n.type == "claim"]
     flagged = {tuple(n.properties.get("flags", ())) for n in claims}
-    assert ("instruction",) in flagged and ("markup",) in flagged and ("secret",) in flagged
+    assert ("instruction",) in flagged and ("secret",) in flagged
+    # markup is blanked before extraction (issue 29) or, where a claim still holds it, flagged
+    assert all("markup" in n.properties.get("flags", ()) for n in claims if "<script" in n.description.lower())
     assert not any("sk-AbC123dEf456gHi789jKl" in n.description for n in claims), "no secret stored"
 
 

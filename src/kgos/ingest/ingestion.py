@@ -154,9 +154,10 @@ def ingest(ws: Workspace, db_id: str, paths: Sequence[str | Path], options: Inge
 PENDING_KEY = "ingest_post_commit_pending"
 
 
-def _pending(store: NativeStore, pending: bool) -> None:
-    """Set or clear the mark, without a version bump (no snapshot reads it)."""
-    with store.transaction(bump=False) as conn:
+def _pending(store: GraphStore, pending: bool) -> None:
+    """Set or clear the mark, without a version bump (no snapshot reads it). ``store`` is the native
+    SQLite store ``ingest`` checked it is."""
+    with store.transaction(bump=False) as conn:  # type: ignore[attr-defined]
         if pending:
             conn.execute("INSERT OR REPLACE INTO kg_meta VALUES (?, '1')", (PENDING_KEY,))
         else:
