@@ -264,9 +264,10 @@ NOTES = """
 - **The research benchmark** (`benchmarks/research_bench.py --embedder hash`, 20 man-page questions,
   same machine, before = commit bdb6ef1): fact recall 0.85 -> 0.825 (34 -> 33 of 40 facts; the
   gzip question's answer no longer starts with the shell session `$ tar --warning=... tar (child):
-  ...`, and the claims taking its place miss one fact), citations correct 1.000 (129) -> 0.992
-  (127 of 128), replays identical 20/20 both. Merge-stage time went from 0.44x to 0.57x the search
-  stage's (conflict detection on every iteration).
+  ...`, and the claims taking its place miss one fact), citations correct 1.000 (129) -> 1.000
+  (128), replays identical 20/20 both, p50 per run 1.29 s -> 1.06 s (a noisy shared machine).
+  Merge-stage time went from 0.44x to 0.55x the search stage's (conflict detection on every
+  iteration).
 - **Screenshots** after the change, from headless Chromium (`python scripts/studio_screenshots.py
   --only answers`): the search view's bars, one per signal and bonus, adding up to the score
   ([search](studio/search.png)); the chat answer rendered from Markdown with its citations

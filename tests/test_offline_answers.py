@@ -63,3 +63,24 @@ def test_citation_markers_in_node_text_stay_text(ws):
     assert "[Source: finance:secret_node]" not in a.answer and "(quoted source: finance:secret_node]" in a.answer
     assert a.citations["ok"] and not a.citations["unknown"]
     assert "[Source: finance:quokka_ladder]" in a.answer
+
+
+@pytest.mark.parametrize("question", ["What is the capital of Mongolia?", "Who won the 1998 World Cup?"])
+def test_a_question_the_graph_cannot_answer_is_said_plainly(ws, question):
+    a = ask(ws, get_provider("offline"), "demo", question)
+    assert a.answer.startswith(f"The knowledge graph (demo) has nothing on \u201c{question}\u201d")
+    assert "[Source:" not in a.answer and a.citations["count"] == 0
+
+
+def test_every_demo_probe_still_gets_an_answer(ws):
+    """The off-topic rule (no retrieved node shares a word with the question) fires on no probe."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import devsets
+    from kgos.experts.chat import ExpertChat
+    from kgos.llm.offline import _off_topic
+    engine = ExpertChat(ws, get_provider("offline"), lock=ws.lock, use_memory=False)
+    fired = [p.query for p in devsets.probes("demo") + devsets.probes("demo-extra")
+             if _off_topic(engine.start("demo", p.query).context)]
+    assert fired == []

@@ -160,11 +160,10 @@ def _restates(key: Key, claim: Mapping[str, Any]) -> bool:
 
 
 def _sentence(text: str) -> str:
-    """A claim as a sentence of the answer: capitalised, ending in a full stop."""
-    text = text.strip().rstrip(",;:")
-    if text and text[0].islower() and not text.startswith(("-", "`")):
-        text = text[0].upper() + text[1:]
-    return text if text.endswith((".", "!", "?")) else text + "."
+    """A claim as a sentence of the answer, ending in a full stop. Its case is kept: man pages start
+    sentences with lower-case command names ("tar saves ...", "git-archive: ...")."""
+    text = text.strip()
+    return text + "." if text and text[-1].isalnum() else text  # a quote keeps its own punctuation
 
 
 def _flag(conflict: Mapping[str, Any], knowledge: Mapping[str, Any], cite: _Citer) -> dict[str, Any]:

@@ -131,7 +131,6 @@ async function storedMeta(expertId, conversationId, messageId) {
   } catch { return null; }
 }
 
-const SIGNALS = ["embedding", "text", "graph", "intent"];
 
 /** The reasoning trace of one answer: what the stream reported (t.meta, t.sources, t.edges, t.plan,
  * t.done) and what the server stored with the message (t.stored: spec/000 stage 8 metadata). */
@@ -149,7 +148,7 @@ function fillTrace(el, t) {
     h("h3", {}, `Retrieved nodes (${sources.length})`),
     h("p", { class: "muted" }, "Signals are the hybrid search's components (0..1, before weighting and the expert's boosts)."),
     table(["node", "KG", "score", "signals", "linked by"], sources.map((n) => [nodeLink(n.source_kg, n), n.source_kg, fmt(n.score),
-      n.components ? h("div", { class: "signals" }, SIGNALS.map((s) => bar(s, n.components[s] ?? 0, 1, s))) : "—",
+      n.components ? h("div", { class: "signals" }, Object.keys(n.components).map((s) => bar(s, n.components[s] ?? 0, 1, s))) : "—",
       (n.edge_annotations || []).map((e) => h("div", { class: "long" }, `${e.source} —${e.type}→ ${e.target}`))])),
     h("h3", {}, `Edges followed (${edges.length})`),
     edges.length ? h("div", { class: "trace-edges" }, edges.map((e) => h("div", { class: "long" }, nodeLink(e.source_kg, { id: e.source, name: e.source_name || e.source }),
