@@ -435,3 +435,17 @@ def test_a_big_upload_is_imported_in_a_worker_and_errors_keep_their_record(ws, t
                  headers={"X-KGOS-Client": "test"})
     assert bad.status_code == 400 and bad.json()["error"] == "ImportFailed"
     assert bad.json()["record"] == "nodes[0]" and "64 levels" in bad.json()["detail"]
+
+
+@pytest.mark.slow
+def test_the_abuse_bench_at_full_size_keeps_every_server_alive_and_small(tmp_path):
+    """benchmarks/abuse.py at the issue's sizes for the hostile inputs: each row's server is alive at
+    the end, under 1 GB at its peak, and answered the abuse with a 4xx (never a 500)."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "abuse.py"
+    done = subprocess.run([sys.executable, str(bench), "--rows", "1a,1b,1c,1e,1f,2a,4,8b"], capture_output=True,
+                          text=True, timeout=1800)
+    rows = [line for line in done.stdout.splitlines() if " | " in line]
+    assert len(rows) == 8, done.stdout + done.stderr
+    for row in rows:
+        peak = float(row.split("peak RSS")[1].split("MB")[0])
+        assert "| alive |" in row and peak < 1024 and " 500 " not in row, row
