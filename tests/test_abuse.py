@@ -449,3 +449,25 @@ def test_the_abuse_bench_at_full_size_keeps_every_server_alive_and_small(tmp_pat
     for row in rows:
         peak = float(row.split("peak RSS")[1].split("MB")[0])
         assert "| alive |" in row and peak < 1024 and " 500 " not in row, row
+
+
+def test_the_cli_stops_at_its_memory_ceiling_and_leaves_no_kg(tmp_path):
+    """KGOS_MAX_MEMORY_MB caps a command: a small import fits under 600 MB, an import of 1,000,000
+    records (1.6 GB to import) stops with a message, and leaves no KG behind."""
+    import os
+    env = {**os.environ, "KGOS_MAX_MEMORY_MB": "600"}
+    home = tmp_path / "home"
+
+    def run(name: str, path: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kgos", "--home", str(home), "kg", "import", name, str(path),
+                               "--no-embed"], capture_output=True, text=True, timeout=600, env=env)
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"nodes": [{"id": "a", "name": "A"}], "edges": []}))
+    assert run("small", small).returncode == 0
+    many = _w(tmp_path / "many.json", '{"nodes":[' + ",".join(f'{{"id":"n{i}","name":"n{i}"}}' for i in range(1_000_000))
+              + '],"edges":[]}')
+    done = run("many", many)
+    assert done.returncode == 1 and "KGOS_MAX_MEMORY_MB=600" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    with kgos.Workspace(home) as ws:
+        assert ws.exists("small") and not ws.exists("many")
