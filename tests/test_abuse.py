@@ -437,3 +437,39 @@ def test_a_big_upload_is_imported_in_a_worker_and_errors_keep_their_record(ws, t
                  headers={"X-KGOS-Client": "test"})
     assert bad.status_code == 400 and bad.json()["error"] == "ImportFailed"
     assert bad.json()["record"] == "nodes[0]" and "64 levels" in bad.json()["detail"]
+
+
+@pytest.mark.slow
+def test_the_abuse_bench_at_full_size_keeps_every_server_alive_and_small(tmp_path):
+    """benchmarks/abuse.py at the issue's sizes for the hostile inputs: each row's server is alive at
+    the end, under 1 GB at its peak, and answered the abuse with a 4xx (never a 500)."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "abuse.py"
+    done = subprocess.run([sys.executable, str(bench), "--rows", "1a,1b,1c,1e,1f,2a,4,8b"], capture_output=True,
+                          text=True, timeout=1800)
+    rows = [line for line in done.stdout.splitlines() if " | " in line]
+    assert len(rows) == 8, done.stdout + done.stderr
+    for row in rows:
+        peak = float(row.split("peak RSS")[1].split("MB")[0])
+        assert "| alive |" in row and peak < 1024 and " 500 " not in row, row
+
+
+def test_the_cli_stops_at_its_memory_ceiling_and_leaves_no_kg(tmp_path):
+    """KGOS_MAX_MEMORY_MB caps a command: a small import fits under 600 MB, an import of 1,000,000
+    records (1.6 GB to import) stops with a message, and leaves no KG behind."""
+    import os
+    env = {**os.environ, "KGOS_MAX_MEMORY_MB": "600"}
+    home = tmp_path / "home"
+
+    def run(name: str, path: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kgos", "--home", str(home), "kg", "import", name, str(path),
+                               "--no-embed"], capture_output=True, text=True, timeout=600, env=env)
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"nodes": [{"id": "a", "name": "A"}], "edges": []}))
+    assert run("small", small).returncode == 0
+    many = _w(tmp_path / "many.json", '{"nodes":[' + ",".join(f'{{"id":"n{i}","name":"n{i}"}}' for i in range(1_000_000))
+              + '],"edges":[]}')
+    done = run("many", many)
+    assert done.returncode == 1 and "KGOS_MAX_MEMORY_MB=600" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    with kgos.Workspace(home) as ws:
+        assert ws.exists("small") and not ws.exists("many")

@@ -98,7 +98,7 @@ def _rebuilt(kind: str, message: str, attrs: dict[str, Any] | None = None) -> KG
 
 def _child(writer: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], limit_mb: int) -> None:
     """The worker: cap memory, run, send the result or the error."""
-    _cap_memory(limit_mb)
+    cap_memory(limit_mb)
     try:
         result = fn(*args, lambda phase, done, total: writer.send(("progress", phase, done, total)))
         writer.send(("result", result))
@@ -114,7 +114,7 @@ def _child(writer: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]
         writer.close()
 
 
-def _cap_memory(limit_mb: int) -> None:
+def cap_memory(limit_mb: int) -> None:
     """RLIMIT_DATA counts private writable memory (the heap, anonymous maps) but not mapped model files
     or reserved address space, so onnxruntime's mappings do not count against the ceiling."""
     limit = limit_mb * 1024 * 1024

@@ -9,6 +9,7 @@ top-level command, imported only when that command runs or shows its help, so ``
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -134,8 +135,13 @@ class KgosGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
+        ceiling = _memory_ceiling()
         try:
             return super().invoke(ctx)
+        except MemoryError:  # KGOS_MAX_MEMORY_MB: the command stops, the KG stays as it was
+            click.echo(f"Error: out of memory: the command needed more than KGOS_MAX_MEMORY_MB={ceiling} MB; "
+                       "raise the ceiling or give it a smaller input", err=True)
+            sys.exit(1)
         except KGOSError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(1)
@@ -145,6 +151,16 @@ class KgosGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             sys.exit(130)
+
+
+def _memory_ceiling() -> int | None:
+    """Cap this process's private memory at ``KGOS_MAX_MEMORY_MB`` when it is set (docs/limits.md)."""
+    raw = os.environ.get("KGOS_MAX_MEMORY_MB", "").strip()
+    if not raw.isdigit() or int(raw) <= 0:
+        return None
+    from ..api.worker import cap_memory
+    cap_memory(int(raw))
+    return int(raw)
 
 
 def _describe(exc: OSError) -> str:
