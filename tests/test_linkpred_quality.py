@@ -189,3 +189,27 @@ def test_a_run_never_contradicts_a_proposal_already_pending(demo: kgos.KG) -> No
     pair = {top.source, top.target}
     assert all(not ex[rels.index(p.type), rels.index(other)] for p in second.predictions
                if {p.source, p.target} == pair)
+
+
+def test_a_near_duplicate_of_a_pending_proposal_is_folded_into_it(ws: kgos.Workspace) -> None:
+    """b and b2 are near-identical (same text, so the same vector). With a -uses-> b2 pending, a run that
+    finds a -uses-> b (and, within the run, folds a -uses-> b2 into it) adds it to the pending
+    proposal's evidence instead of queueing it beside it."""
+    kg = ws.create("dup")
+    for nid, name in (("a", "alpha tool"), ("b", "beta widget"), ("b2", "beta widget"), ("c", "gamma"),
+                      ("d", "delta"), ("e", "epsilon")):
+        kg.add_node(name, type="thing", id=nid, description=f"{name} for tests")
+    for s, t in (("a", "c"), ("c", "b"), ("c", "b2"), ("d", "b"), ("d", "b2"), ("a", "d"), ("e", "c")):
+        kg.add_edge(s, t, "uses")
+    kg.embed("hash")
+    alone = kg.predict.run(nodes=["a"], k=5, predictor="adamic_adar", calibrated=False, queue=False)
+    best = alone.predictions[0]
+    assert (best.source, best.target) == ("a", "b")  # b2 folded into it within the run
+    assert [(m["source"], m["target"]) for m in best.evidence["merged"]] == [("a", "b2")]
+    pid = kg.proposals.propose_edge("a", "b2", "uses", origin="manual", score=0.5).added[0]
+    report = kg.predict.run(nodes=["a"], k=5, predictor="adamic_adar", calibrated=False)
+    _, pending = kg.proposals.list(limit=20)
+    assert ("a", "b") not in {(p.source, p.target) for p in pending}  # not queued beside a -> b2
+    merged = kg.proposals.get(pid).evidence["merged"]
+    assert [(m["source"], m["target"], m["type"]) for m in merged] == [("a", "b", "uses")]
+    assert pid in report.queued.merged and len(pending) == len(report.queued.added) + 1

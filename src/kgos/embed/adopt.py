@@ -42,7 +42,7 @@ class AdoptReport:
 
 def known_model(store: GraphStore) -> str | None:
     """The KG-OS embedder the file's vectors name, when the file has one model and KG-OS knows it."""
-    tables = getattr(store, "vector_tables", list)()
+    tables: list[Any] = getattr(store, "vector_tables", list)()
     names = {m for t in tables for m in t.models if m}
     if len(names) != 1:
         return None

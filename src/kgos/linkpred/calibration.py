@@ -184,7 +184,7 @@ def calibrate(graph: LinkGraph, fit: Callable[[LinkGraph], Predictor], fraction:
     before, _, _ = reliability(np.exp(-x[:, 2]), y)  # x[:, 2] is log rank
     return Calibration(model.name, tuple(round(float(c), 6) for c in platt(x, y)), int(y.size), int(y.sum()),
                        len(held), int(nodes.size), ece, brier, bins, round(time.perf_counter() - t0, 2), before,
-                       tuple(round(b, 6) for b in targets(y)))
+                       (round(targets(y)[0], 6), round(targets(y)[1], 6)))
 
 
 def _candidates(ranker: Ranker, model: Predictor, nodes: np.ndarray, held: Triples,

@@ -217,7 +217,7 @@ class Predict:
         if cal is not None:  # the run's order is the queue's: expected value, confidence x priority
             best.sort(key=lambda p: -(p.confidence or 0.0) * p.scores["priority"])
         best = [replace(p, rank=rank) for rank, p in enumerate(best, 1)]
-        report = self.stage(best, origin or m.name) if queue else ProposeReport((), (), 0, 0)
+        report = self._stage_run(best, origin or m.name) if queue else ProposeReport((), (), 0, 0)
         weights = m.weights if isinstance(m, Ensemble) else {m.name: 1.0}
         summary = None if cal is None else {k_: v for k_, v in cal.to_dict().items() if k_ != "bins"}
         return RunReport(m.name, len(refs), tuple(best), report, dict(weights), round(time.perf_counter() - t0, 3),
@@ -278,8 +278,28 @@ class Predict:
         tr = self.graph().triples
         index = self.kg.view().index
         h, t, r = index[p.source], index[p.target], tr.relations.index(p.type)
-        evidence = {**m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)}
+        evidence = {**p.evidence, **m.evidence(h, r, t), "similar_edges": self._similar(h, r, t)}  # keeps "merged"
         return Prediction(p.source, p.target, p.type, p.score, rank, p.scores, evidence, p.confidence)
+
+    def _stage_run(self, best: list[Prediction], origin: str) -> ProposeReport:
+        """Stage a run's predictions; one that nearly duplicates a proposal already pending (same
+        relation, one shared end, the other ends near-identical) is folded into that proposal's
+        evidence under ``merged`` instead of queued beside it."""
+        g, index = self.graph(), self.kg.view().index
+        pending = [Prediction(s, t, r, 0.0, 0, {}, {"pending": True}) for s, t, r in
+                   sorted(self.kg.proposals.pending_edges()) if s in index and t in index]
+        if not pending:
+            return self.stage(best, origin)
+        folded = merge_near_duplicates([*pending, *best], g.vectors, index, self._symmetric())
+        fresh = [p for p in folded if not p.evidence.get("pending")]
+        into = [ProposalDraft(q.source, q.target, q.type, origin, 0.0, {}, {"merged": q.evidence["merged"]})
+                for q in folded if q.evidence.get("pending") and "merged" in q.evidence]
+        staged = self.stage(fresh, origin)
+        if not into:
+            return staged
+        extra = self.kg.proposals.propose(into)
+        return ProposeReport(staged.added, staged.merged + extra.merged, staged.skipped_rejected,
+                             staged.skipped_accepted)
 
     def stage(self, predictions: Iterable[Prediction], origin: str) -> ProposeReport:
         """Put predictions in the review queue (rank and scores kept). The confidence is the calibrated

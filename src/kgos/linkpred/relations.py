@@ -30,6 +30,7 @@ from .triples import LinkGraph, Triples
 
 MAX_EDGES = 50_000  # edges sampled to train on: the model has few weights, more edges change little
 ALPHA = 1.0
+MAX_CACHED_TYPES = 32  # per-type offset arrays are (n, 2R) each: kept only when the KG has few types
 
 
 def exclusive_relations(t: Triples) -> np.ndarray:
@@ -78,6 +79,8 @@ class RelationModel:
         d = 3 * self.X.shape[1]
         self.W = np.zeros((d, 2 * nr), np.float32)
         self._xwb: np.ndarray | None = None
+        self._last: tuple[int, np.ndarray] | None = None
+        self._per_node: dict[int, np.ndarray] = {}
         self.b = np.zeros(2 * nr, np.float32)
         with single_thread_blas():
             self._descend(a, b, y, rng)
@@ -133,20 +136,34 @@ class RelationModel:
                 opt_b.step(self.b, p.sum(axis=0).astype(np.float32))
 
     def log_proba_from(self, a: int) -> np.ndarray:
-        """(n, 2R) log probabilities of node ``a`` paired with every node, without building the (n, 3d)
-        pair features: [x_a, X, x_a * X] @ W = x_a W_a + X W_b + X (x_a * W_c)."""
+        """(n, 2R) float32 log probabilities of node ``a`` paired with every node, without building the
+        (n, 3d) pair features: [x_a, X, x_a * X] @ W = x_a W_a + X W_b + X (x_a * W_c). The last node's
+        answer is kept: a discovery asks the same node for its tails, then its heads."""
+        last = self._last  # one read: another thread may replace it meanwhile
+        if last is not None and last[0] == a:
+            return last[1]
         d = self.X.shape[1]
-        if self._xwb is None:
-            with single_thread_blas():
-                self._xwb = self.X @ self.W[d:2 * d]
-        xa = self.X[a]
-        n = self.X.shape[0]
         with single_thread_blas():
-            logits = self._xwb + xa @ self.W[:d] + self.X @ (xa[:, None] * self.W[2 * d:]) + self.b
-        logits = logits + self._offset(int(self.types[a]), self.types[np.arange(n)])
-        logits = logits.astype(np.float64)
+            if self._xwb is None:
+                self._xwb = self.X @ self.W[d:2 * d] + self.b
+            xa = self.X[a]
+            logits = self.X @ (xa[:, None] * self.W[2 * d:])
+        logits += self._xwb
+        logits += xa @ self.W[:d]
+        logits += self._type_offsets(int(self.types[a]))
         logits -= logits.max(axis=1, keepdims=True)
-        return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        out = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        self._last = (a, out)
+        return out
+
+    def _type_offsets(self, type_a: int) -> np.ndarray:
+        """(n, 2R) offsets of node type ``type_a`` against every node (kept per type for KGs of few types)."""
+        if type_a in self._per_node:
+            return self._per_node[type_a]
+        out = self._offset(type_a, self.types)
+        if self.n_types <= MAX_CACHED_TYPES:
+            self._per_node[type_a] = out
+        return out
 
     def proba(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)

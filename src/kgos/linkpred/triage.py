@@ -14,7 +14,7 @@ not seeing the same thing twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -50,7 +50,7 @@ def priority(p: Prediction, degree: dict[str, int], max_degree: int) -> tuple[fl
     return round((0.5 + 0.5 * novelty) * (0.5 + 0.5 * centrality), 6), round(novelty, 6), round(centrality, 6)
 
 
-def merge_near_duplicates(ranked: Sequence[Prediction], vectors: np.ndarray | None, index: dict[str, int],
+def merge_near_duplicates(ranked: Sequence[Prediction], vectors: np.ndarray | None, index: Mapping[str, int],
                           symmetric: set[str]) -> list[Prediction]:
     """``ranked`` (best first) with each near-duplicate folded into the better proposal's evidence."""
     kept: list[Prediction] = []
@@ -65,7 +65,8 @@ def merge_near_duplicates(ranked: Sequence[Prediction], vectors: np.ndarray | No
     return [replace(q, evidence={**q.evidence, "merged": folded[i]}) if i in folded else q for i, q in enumerate(kept)]
 
 
-def _same(p: Prediction, q: Prediction, vectors: np.ndarray | None, index: dict[str, int], symmetric: set[str]) -> bool:
+def _same(p: Prediction, q: Prediction, vectors: np.ndarray | None, index: Mapping[str, int],
+          symmetric: set[str]) -> bool:
     if p.type != q.type:
         return False
     if p.type in symmetric and (p.source, p.target) == (q.target, q.source):
