@@ -202,12 +202,12 @@ def test_a_near_duplicate_of_a_pending_proposal_is_folded_into_it(ws: kgos.Works
     for s, t in (("a", "c"), ("c", "b"), ("c", "b2"), ("d", "b"), ("d", "b2"), ("a", "d"), ("e", "c")):
         kg.add_edge(s, t, "uses")
     kg.embed("hash")
-    alone = kg.predict.run(nodes=["a"], k=5, predictor="adamic_adar", calibrated=False, queue=False)
+    alone = link_predictor(kg).run(nodes=["a"], k=5, predictor="adamic_adar", calibrated=False, queue=False)
     best = alone.predictions[0]
     assert (best.source, best.target) == ("a", "b")  # b2 folded into it within the run
     assert [(m["source"], m["target"]) for m in best.evidence["merged"]] == [("a", "b2")]
     pid = kg.proposals.propose_edge("a", "b2", "uses", origin="manual", score=0.5).added[0]
-    report = kg.predict.run(nodes=["a"], k=5, predictor="adamic_adar", calibrated=False)
+    report = link_predictor(kg).run(nodes=["a"], k=5, predictor="adamic_adar", calibrated=False)
     _, pending = kg.proposals.list(limit=20)
     assert ("a", "b") not in {(p.source, p.target) for p in pending}  # not queued beside a -> b2
     merged = kg.proposals.get(pid).evidence["merged"]
