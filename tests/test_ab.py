@@ -27,6 +27,9 @@ from kgos.llm import get_provider
 TEXT = {"retrieval": {"alpha": 0.1, "beta": 0.8, "gamma": 0.1, "delta": 0.0, "limit": 4}}
 
 
+# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
+DERIVED = shutil.ignore_patterns("cache")
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ab-home")
@@ -38,7 +41,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def ws(home: Path, tmp_path: Path) -> kgos.Workspace:
-    shutil.copytree(home, tmp_path / "h")
+    shutil.copytree(home, tmp_path / "h", ignore=DERIVED)
     w = kgos.Workspace(tmp_path / "h")
     yield w
     w.close()

@@ -4,6 +4,7 @@ from Python, the CLI and HTTP; unknown turns, bad ratings and floods are refused
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from kgos.experts import feedback as fbmod
 from kgos.experts.feedback import FeedbackService
 from kgos.llm import get_provider
 
+# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
+DERIVED = shutil.ignore_patterns("cache")
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -35,8 +38,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo_ws(home: Path, tmp_path: Path) -> kgos.Workspace:
     """A private copy of the demo home, so votes of one test do not count in another."""
-    import shutil
-    shutil.copytree(home, tmp_path / "h")
+    shutil.copytree(home, tmp_path / "h", ignore=DERIVED)
     w = kgos.Workspace(tmp_path / "h")
     yield w
     w.close()

@@ -26,6 +26,9 @@ from kgos.llm import get_provider
 BREAD = ["How do I bake sourdough bread?", "What flour is best for sourdough bread?"]
 
 
+# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
+DERIVED = shutil.ignore_patterns("cache")
+
 @pytest.fixture(scope="module")
 def homes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The demo KGs with (hash) vectors, and without any."""
@@ -41,7 +44,7 @@ def homes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture
 def demo(homes: dict[str, Path], tmp_path: Path) -> kgos.Workspace:
-    shutil.copytree(homes["vectors"], tmp_path / "h")
+    shutil.copytree(homes["vectors"], tmp_path / "h", ignore=DERIVED)
     w = kgos.Workspace(tmp_path / "h")
     yield w
     w.close()
@@ -99,7 +102,7 @@ def test_thumbs_down_on_the_right_node_is_content_insufficient(demo: kgos.Worksp
 
 
 def test_without_vectors_the_term_coverage_decides(homes: dict[str, Path], tmp_path: Path) -> None:
-    shutil.copytree(homes["plain"], tmp_path / "p")
+    shutil.copytree(homes["plain"], tmp_path / "p", ignore=DERIVED)
     ws = kgos.Workspace(tmp_path / "p")
     _ask(ws, BREAD[0])
     _ask(ws, "How do I reduce my API costs?")

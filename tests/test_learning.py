@@ -16,6 +16,8 @@ from kgos.experts.chat import ExpertChat
 from kgos.experts.learning import cues, learn, read_statements
 from kgos.llm import get_provider
 
+# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
+DERIVED = shutil.ignore_patterns("cache")
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -28,7 +30,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def ws(home: Path, tmp_path: Path) -> kgos.Workspace:
-    shutil.copytree(home, tmp_path / "h")
+    shutil.copytree(home, tmp_path / "h", ignore=DERIVED)
     w = kgos.Workspace(tmp_path / "h")
     yield w
     w.close()

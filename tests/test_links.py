@@ -25,6 +25,9 @@ from kgos.llm import get_provider
 A, B = "demo:goal:cost_reduction", "finance:goal:lower_investment_costs"
 
 
+# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
+DERIVED = shutil.ignore_patterns("cache")
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("links-home")
@@ -36,7 +39,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def ws(home: Path, tmp_path: Path) -> kgos.Workspace:
-    shutil.copytree(home, tmp_path / "h")
+    shutil.copytree(home, tmp_path / "h", ignore=DERIVED)
     w = kgos.Workspace(tmp_path / "h")
     yield w
     w.close()
