@@ -259,10 +259,16 @@ class Workspace:
         process loads it instead of building it (DESIGN.md section 8). ``skip_invalid``: records that
         fail their checks are left out and counted (``report.skipped_invalid``) instead of failing.
         """
+        created = mode == "create"
         report = self._import_file(db_id, path, format, mode, skip_dangling, progress, skip_invalid)
         if progress:
             progress("search index", 0)
-        self.kg(db_id).engine.snapshot()
+        try:
+            self.kg(db_id).engine.snapshot()
+        except MemoryError:
+            if created:  # a new KG whose index does not fit (KGOS_MAX_MEMORY_MB) is not left half usable
+                self.delete(db_id)
+            raise
         return report
 
     def _import_file(self, db_id: str, path: str | Path, format: str | None, mode: str,
