@@ -237,6 +237,8 @@ def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], st
         "1e": ('upload 20 MB of "[" as JSON Lines', _upload("d.jsonl", lambda p: _write(p, ("[", n(20e6)))), {}),
         "1f": ("upload GraphML nested 5 M deep", _upload("g.graphml", lambda p: _write(
             p, ('<graphml xmlns="http://graphml.graphdrawing.org/xmlns"><graph>', 1), ("<a>", n(5e6)))), {}),
+        "1g": ("upload a 10 MB string of escaped quotes", _upload("q.json", lambda p: _write(
+            p, ('{"nodes":[{"id":"a","name":"', 1), ('\\"', n(5e6)), ('"}],"edges":[]}', 1))), {}),
         "2a": ("ingest a 200 MB .py, max_bytes 10^9", _ingest(n(200e6), 10**9), {}),
         "2b": ("ingest a 9.9 MB .py at the hard max", _ingest(min(n(9.9e6), 9_900_000), 10_000_000), {}),
         "3": ("names delete while the fast tier builds", _names_during_build, {"FRESH_MODELS": "1"}),

@@ -473,3 +473,21 @@ def test_the_cli_stops_at_its_memory_ceiling_and_leaves_no_kg(tmp_path):
     assert "Traceback" not in done.stderr
     with kgos.Workspace(home) as ws:
         assert ws.exists("small") and not ws.exists("many")
+
+
+def test_worker_processes_are_bounded_a_big_upload_beyond_is_a_503(ws, monkeypatch):
+    import threading as th
+
+    from api_helpers import client
+
+    from kgos.api import worker
+    monkeypatch.setenv("KGOS_IMPORT_WORKER_BYTES", "1")
+    monkeypatch.setattr(worker, "_SLOTS", th.BoundedSemaphore(1))
+    worker._SLOTS.acquire()  # one worker already running: the bound is reached
+    try:
+        busy = client(ws).post("/api/kg/x/import", files={"file": ("x.json", '{"nodes":[],"edges":[]}')},
+                               headers={"X-KGOS-Client": "test"})
+        assert busy.status_code == 503 and busy.json()["error"] == "ServerBusy" and busy.headers["Retry-After"]
+    finally:
+        worker._SLOTS.release()
+    assert not ws.exists("x")

@@ -249,7 +249,7 @@ def import_kg(db_id: DbId, rt: Rt, worker: Annotated[EmbedWorker, Depends(embed_
         fmt = "csv" if path.is_dir() else format
         if _size(path) >= worker_bytes():  # a big upload: parsed in a worker, not under the lock
             done = run_in_worker(import_job, (rt.workspace.home, db_id, path, fmt, mode, skip_dangling,
-                                              skip_invalid), lambda *_: None)
+                                              skip_invalid), lambda *_: None, wait=False)
             report, pending = done["report"], done["pending"]
             with rt.lock:
                 rt.workspace._forget(db_id)  # the worker wrote (or replaced) the file: reopen it on next use

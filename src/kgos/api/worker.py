@@ -18,11 +18,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from .. import errors
-from ..errors import InputTooLarge, KGOSError, WorkerFailed
+from ..errors import InputTooLarge, KGOSError, ServerBusy, WorkerFailed
 
 DEFAULT_MEMORY_MB = 4096
 _POLL = 0.2  # seconds between checks that the worker is alive
@@ -39,9 +40,30 @@ def memory_ceiling_mb() -> int:
     return max(value, 256)
 
 
+def _max_workers() -> int:
+    raw = os.environ.get("KGOS_MAX_WORKERS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_WORKERS
+
+
+DEFAULT_WORKERS = 2  # worker processes at once: each may use its whole memory ceiling
+_SLOTS = threading.BoundedSemaphore(_max_workers())
+
+
 def run_in_worker(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: ProgressFn,
-                  memory_mb: int | None = None) -> dict[str, Any]:
-    """``fn(*args, progress)`` in a spawned process capped at ``memory_mb`` (module-level ``fn``)."""
+                  memory_mb: int | None = None, wait: bool = True) -> dict[str, Any]:
+    """``fn(*args, progress)`` in a spawned process capped at ``memory_mb`` (module-level ``fn``). At
+    most ``KGOS_MAX_WORKERS`` (2) run at once: a job (``wait``) queues for a slot, a request that
+    cannot wait gets ServerBusy (503)."""
+    if not _SLOTS.acquire(blocking=wait):
+        raise ServerBusy(f"{_max_workers()} worker processes are busy (KGOS_MAX_WORKERS); retry in a few seconds")
+    try:
+        return _run(fn, args, progress, memory_mb)
+    finally:
+        _SLOTS.release()
+
+
+def _run(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: ProgressFn,
+         memory_mb: int | None) -> dict[str, Any]:
     limit = memory_mb or memory_ceiling_mb()
     ctx = multiprocessing.get_context("spawn")
     reader, writer = ctx.Pipe(duplex=False)
