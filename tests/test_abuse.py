@@ -453,6 +453,7 @@ def test_the_abuse_bench_at_full_size_keeps_every_server_alive_and_small(tmp_pat
         assert "| alive |" in row and peak < 1024 and " 500 " not in row, row
 
 
+@pytest.mark.slow  # a real 1,000,000-record import: about 20 s
 def test_the_cli_stops_at_its_memory_ceiling_and_leaves_no_kg(tmp_path):
     """KGOS_MAX_MEMORY_MB caps a command: a small import fits under 600 MB, an import of 1,000,000
     records (1.6 GB to import) stops with a message, and leaves no KG behind."""

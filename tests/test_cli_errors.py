@@ -7,7 +7,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from kgos.cli import cli
+from kgos.cli import cli, load_all
+
+load_all()  # the commands load lazily; walking them needs every one (not only those other tests loaded)
 
 SKIP = {"serve", "chat"}  # serve would listen; chat without a question reads a terminal (test_expert_cli)
 BAD_ARGUMENTS = {"db_id": "nope", "db_ids": "demo,nope", "node": "nope", "node_a": "feature:batch_api",

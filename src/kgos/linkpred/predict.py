@@ -190,9 +190,12 @@ class Predict:
         t0 = time.perf_counter()
         _check_k(k)
         _check_k(per_node, "per_node")
-        m = self.model(predictor, **params)
         # the same node named twice is discovered once (its predictions would only repeat)
-        refs = list(dict.fromkeys(nodes)) if nodes is not None else self._busiest()
+        given = list(dict.fromkeys(nodes)) if nodes is not None else None
+        for ref in (given or [])[:RUN_NODES + 1]:
+            self.kg.resolve(ref)  # an unknown node fails now, not after the model's training
+        m = self.model(predictor, **params)
+        refs = given if given is not None else self._busiest()
         if len(refs) > RUN_NODES:
             raise InvalidArgument(f"{len(refs):,} nodes in one run; at most {RUN_NODES:,} (split the list, or "
                                   "leave it out to run on the best-connected nodes)")
