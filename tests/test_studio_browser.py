@@ -107,6 +107,25 @@ def test_search_draws_a_bar_for_every_signal_and_bonus_adding_up_to_the_score(se
     assert page.locator(".hit .tag.method").count() >= 5
 
 
+def test_thumbs_down_under_an_answer_records_the_vote_with_its_comment(server, page):
+    open_view(page, server.url, "/experts/demo")
+    page.fill("#chat-input", "How do I stream tokens to the user?")
+    page.click("#chat-send")
+    page.wait_for_selector(".feedback .vote.down", timeout=60_000)  # shown once the answer is done
+    bar = page.locator(".feedback").last
+    turn_id = bar.get_attribute("data-turn")
+    bar.locator("input").fill("it should start with streaming responses")
+    bar.locator(".vote.down").click()
+    page.wait_for_function("() => document.querySelector('.feedback:last-of-type [role=status]')"
+                           "?.textContent.includes('not helpful')", timeout=10_000)
+    with urllib.request.urlopen(f"{server.url}/api/feedback/{turn_id}") as r:
+        vote = json.loads(r.read())
+    assert vote["rating"] == "down" and vote["comment"] == "it should start with streaming responses"
+    bar.locator(".vote.up").click()  # a second vote replaces the first
+    page.wait_for_function("() => [...document.querySelectorAll('.feedback [role=status]')]"
+                           ".some((e) => e.textContent === 'Recorded: helpful')", timeout=10_000)
+
+
 def test_chat_streams_tokens_and_a_citation_opens_its_node(server, page):
     open_view(page, server.url, "/experts/demo")
     page.evaluate("""() => { window.kgosUpdates = 0; new MutationObserver(() => { window.kgosUpdates++; })

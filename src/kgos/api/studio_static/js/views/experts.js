@@ -84,6 +84,7 @@ async function chat(root, id, conversationId) {
     const conv = await get(`experts/${eid}/conversations/${encodeURIComponent(conversationId)}`);
     for (const m of conv.messages) {
       append(log, m.role === "user" ? h("div", { class: "msg user" }, `You: ${m.content}`) : answerText(m.content, undefined, m.metadata?.citations?.valid || null));
+      if (m.role !== "user" && m.turn_id) append(log, feedbackBar(m.turn_id));
       if (m.role !== "user" && m.metadata) append(log, fillTrace(h("details", { class: "trace" }, h("summary", {}, "Reasoning trace")), { stored: m.metadata }));
     }
   }
@@ -120,7 +121,26 @@ async function ask(expert, state, input, log) {
   for (const e of trace.errors) append(log, h("div", { class: "bad", role: "alert" }, e));
   if (trace.done?.message_id && state.conversationId) trace.stored = await storedMeta(expert.id, state.conversationId, trace.done.message_id);
   fillTrace(traceEl, trace);
+  if (trace.done?.turn_id) traceEl.before(feedbackBar(trace.done.turn_id));
   state.busy = false;
+}
+
+/** Thumbs up or down on one answer, with an optional comment (POST /api/feedback; voting again
+ * replaces the vote; docs/learning.md). The vote feeds the KG's gap report. */
+function feedbackBar(turnId) {
+  const status = h("span", { class: "muted", role: "status" });
+  const comment = h("input", { type: "text", maxlength: "2000", placeholder: "Why? (optional)", "aria-label": "feedback comment" });
+  const vote = (rating) => async () => {
+    try {
+      const fb = await post("feedback", { turn_id: turnId, rating, comment: comment.value.trim() || null });
+      status.textContent = fb.rating === "up" ? "Recorded: helpful" : "Recorded: not helpful";
+    } catch (err) { status.textContent = err.message; }
+  };
+  return h("div", { class: "feedback", dataset: { turn: turnId } },
+    h("span", { class: "muted" }, "Was this answer useful?"),
+    h("button", { type: "button", class: "vote up", onclick: vote("up") }, "Helpful"),
+    h("button", { type: "button", class: "vote down", onclick: vote("down") }, "Not helpful"),
+    comment, status);
 }
 
 /** The metadata the server stored with an answer (intent, skills, tool calls...), or null. */
