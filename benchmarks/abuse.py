@@ -13,7 +13,6 @@ many took over 0.5 s or failed), and the result. ``--src`` serves another source
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil

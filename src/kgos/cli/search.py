@@ -66,7 +66,6 @@ def _print(c: Console, r: Any, explain: bool) -> None:
         c.print(f"{h.rank:>3}  {h.score:.3f}  [bold]{escape(h.node.name)}[/]  [dim]{escape(h.node.id)} "
                 f"({h.node.type})[/]{kg}  [green]{h.method}[/]")
         if explain:
-            cm = h.components
             why = "; ".join(f"{'->' if a.direction == 'outgoing' else '<-'} {a.type} {escape(a.other_name)}"
                             for a in h.edge_annotations)
             c.print("           " + explanation(h))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
