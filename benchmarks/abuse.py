@@ -6,7 +6,7 @@ Each row starts a server (its data segment capped at ``--cap-mb`` with RLIMIT_DA
 build that balloons dies instead of taking the machine), probes ``GET /api/health`` every 0.1 s
 while the abuse runs, and prints: the server's peak RSS (VmHWM), the slowest health answer (and how
 many took over 0.5 s or failed), and the result. ``--src`` serves another source tree (e.g.
-``/work/main/src``: the code before this change) with this interpreter, for the before/after note.
+a checkout of the commit before a change) with this interpreter, for the before/after note.
 ``--scale`` shrinks the inputs (1.0: the issue's sizes). Loopback only; every row has a deadline.
 """
 

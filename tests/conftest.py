@@ -64,3 +64,21 @@ def tiny_graph() -> tuple[list[dict], list[dict]]:
          "weight": 0.8, "properties": {"note": "main lever"}},
     ]
     return nodes, edges
+
+
+def demo_home(path: Path, embedder: str | None) -> Path:
+    """A workspace folder holding the demo KGs and experts (for a module fixture to load once)."""
+    from kgos.data import load_demo
+    w = kgos.Workspace(path)
+    load_demo(w, embedder=embedder)
+    w.close()
+    return path
+
+
+def workspace_copy(home: Path, folder: Path) -> kgos.Workspace:
+    """A private copy of ``home`` opened as a workspace, so one test's writes do not reach another.
+    The derived caches are left out: a background thread may still be saving a snapshot there, and
+    they are rebuilt on use."""
+    import shutil
+    shutil.copytree(home, folder, ignore=shutil.ignore_patterns("cache"))
+    return kgos.Workspace(folder)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import demo_home, workspace_copy
 from fastapi.testclient import TestClient
 
 import kgos
@@ -18,7 +18,6 @@ from kgos.api.app import create_app
 from kgos.api.runtime import ServerSettings
 from kgos.api.turns import ask
 from kgos.cli import cli
-from kgos.data import load_demo
 from kgos.errors import ABTestConflict, ABTestNotFound, InvalidArgument, InvalidConfig
 from kgos.experts.ab import ABService, two_proportion_p, wilson
 from kgos.experts.feedback import FeedbackService
@@ -27,22 +26,14 @@ from kgos.llm import get_provider
 TEXT = {"retrieval": {"alpha": 0.1, "beta": 0.8, "gamma": 0.1, "delta": 0.0, "limit": 4}}
 
 
-# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
-DERIVED = shutil.ignore_patterns("cache")
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("ab-home")
-    w = kgos.Workspace(path)
-    load_demo(w, embedder="hash")
-    w.close()
-    return path
+    return demo_home(tmp_path_factory.mktemp("ab-home"), embedder="hash")
 
 
 @pytest.fixture
 def ws(home: Path, tmp_path: Path) -> kgos.Workspace:
-    shutil.copytree(home, tmp_path / "h", ignore=DERIVED)
-    w = kgos.Workspace(tmp_path / "h")
+    w = workspace_copy(home, tmp_path / "h")
     yield w
     w.close()
 

@@ -4,12 +4,12 @@ from Python, the CLI and HTTP; unknown turns, bad ratings and floods are refused
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import demo_home, workspace_copy
 from fastapi.testclient import TestClient
 
 import kgos
@@ -17,29 +17,21 @@ from kgos.api.app import create_app
 from kgos.api.runtime import ServerSettings
 from kgos.api.turns import ask
 from kgos.cli import cli
-from kgos.data import load_demo
 from kgos.errors import InvalidArgument, RateLimited, TurnNotFound
 from kgos.experts import feedback as fbmod
 from kgos.experts.feedback import FeedbackService
 from kgos.llm import get_provider
 
-# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
-DERIVED = shutil.ignore_patterns("cache")
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("fb-home")
-    w = kgos.Workspace(path)
-    load_demo(w, embedder=None)
-    w.close()
-    return path
+    return demo_home(tmp_path_factory.mktemp("fb-home"), embedder=None)
 
 
 @pytest.fixture
 def demo_ws(home: Path, tmp_path: Path) -> kgos.Workspace:
     """A private copy of the demo home, so votes of one test do not count in another."""
-    shutil.copytree(home, tmp_path / "h", ignore=DERIVED)
-    w = kgos.Workspace(tmp_path / "h")
+    w = workspace_copy(home, tmp_path / "h")
     yield w
     w.close()
 

@@ -5,11 +5,11 @@ insufficient) and a topic, and missing nodes become proposals in the one review 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import demo_home, workspace_copy
 from fastapi.testclient import TestClient
 
 import kgos
@@ -17,7 +17,6 @@ from kgos.api.app import create_app
 from kgos.api.runtime import ServerSettings
 from kgos.api.turns import ask
 from kgos.cli import cli
-from kgos.data import load_demo
 from kgos.experts import ExpertService
 from kgos.experts.feedback import FeedbackService
 from kgos.experts.gaps import GapDetector, calibrate
@@ -26,26 +25,16 @@ from kgos.llm import get_provider
 BREAD = ["How do I bake sourdough bread?", "What flour is best for sourdough bread?"]
 
 
-# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
-DERIVED = shutil.ignore_patterns("cache")
-
 @pytest.fixture(scope="module")
 def homes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The demo KGs with (hash) vectors, and without any."""
-    out = {}
-    for name, embedder in (("vectors", "hash"), ("plain", None)):
-        path = tmp_path_factory.mktemp(name)
-        w = kgos.Workspace(path)
-        load_demo(w, embedder=embedder)
-        w.close()
-        out[name] = path
-    return out
+    return {name: demo_home(tmp_path_factory.mktemp(name), embedder)
+            for name, embedder in (("vectors", "hash"), ("plain", None))}
 
 
 @pytest.fixture
 def demo(homes: dict[str, Path], tmp_path: Path) -> kgos.Workspace:
-    shutil.copytree(homes["vectors"], tmp_path / "h", ignore=DERIVED)
-    w = kgos.Workspace(tmp_path / "h")
+    w = workspace_copy(homes["vectors"], tmp_path / "h")
     yield w
     w.close()
 
@@ -102,8 +91,7 @@ def test_thumbs_down_on_the_right_node_is_content_insufficient(demo: kgos.Worksp
 
 
 def test_without_vectors_the_term_coverage_decides(homes: dict[str, Path], tmp_path: Path) -> None:
-    shutil.copytree(homes["plain"], tmp_path / "p", ignore=DERIVED)
-    ws = kgos.Workspace(tmp_path / "p")
+    ws = workspace_copy(homes["plain"], tmp_path / "p")
     _ask(ws, BREAD[0])
     _ask(ws, "How do I reduce my API costs?")
     report = GapDetector(ws).report("demo", propose=False)

@@ -4,34 +4,26 @@ known edges, negations, injections and personal data do not."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import demo_home, workspace_copy
 
 import kgos
-from kgos.data import load_demo
 from kgos.experts import ExpertService
 from kgos.experts.chat import ExpertChat
 from kgos.experts.learning import cues, learn, read_statements
 from kgos.llm import get_provider
 
-# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
-DERIVED = shutil.ignore_patterns("cache")
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("learn-home")
-    w = kgos.Workspace(path)
-    load_demo(w, embedder="hash")
-    w.close()
-    return path
+    return demo_home(tmp_path_factory.mktemp("learn-home"), embedder="hash")
 
 
 @pytest.fixture
 def ws(home: Path, tmp_path: Path) -> kgos.Workspace:
-    shutil.copytree(home, tmp_path / "h", ignore=DERIVED)
-    w = kgos.Workspace(tmp_path / "h")
+    w = workspace_copy(home, tmp_path / "h")
     yield w
     w.close()
 

@@ -4,11 +4,11 @@ followed by `kgos trace KG_A:NODE KG_B:NODE`, /api/trace and multi-KG experts (w
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import demo_home, workspace_copy
 from fastapi.testclient import TestClient
 
 import kgos
@@ -16,7 +16,6 @@ from kgos.api.app import create_app
 from kgos.api.runtime import ServerSettings
 from kgos.api.turns import ask
 from kgos.cli import cli
-from kgos.data import load_demo
 from kgos.errors import EdgeNotFound, InvalidArgument, KGNotFound, NodeNotFound
 from kgos.experts import ExpertService
 from kgos.kg.links import CrossLinks, parse_ref
@@ -25,22 +24,14 @@ from kgos.llm import get_provider
 A, B = "demo:goal:cost_reduction", "finance:goal:lower_investment_costs"
 
 
-# derived caches (snapshots a background thread may still be saving) are rebuilt, not copied
-DERIVED = shutil.ignore_patterns("cache")
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("links-home")
-    w = kgos.Workspace(path)
-    load_demo(w, embedder=None)
-    w.close()
-    return path
+    return demo_home(tmp_path_factory.mktemp("links-home"), embedder=None)
 
 
 @pytest.fixture
 def ws(home: Path, tmp_path: Path) -> kgos.Workspace:
-    shutil.copytree(home, tmp_path / "h", ignore=DERIVED)
-    w = kgos.Workspace(tmp_path / "h")
+    w = workspace_copy(home, tmp_path / "h")
     yield w
     w.close()
 

@@ -188,7 +188,6 @@ class _Probe:
     vocab: Mapping[str, int]
     analyzer: Any
     kg_index: dict[str, int] = field(default_factory=dict)
-    cache: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = field(default_factory=dict)
 
 
 class GapDetector:
