@@ -321,37 +321,36 @@ def _off_kg(cal: Calibration, ev: Evidence) -> bool:
 
 def _cause(probe: _Probe, turn: _Turn, ev: Evidence, sims: np.ndarray | None) -> tuple[str, dict[str, Any] | None]:
     """The node the weightings agree on (see the module docstring) decides the cause."""
-    tops = {name: kg_top(probe.kg, turn.query, w) for name, w in VARIANTS.items()}
-    votes = Counter(n for n in tops.values() if n)
+    ranked = {name: _ranked(probe.kg, turn.query, w) for name, w in VARIANTS.items()}  # each search once
+    votes = Counter(ids[0] for ids in ranked.values() if ids)
     if not votes:
         return "no_matching_node", None
     node_id, count = votes.most_common(1)[0]
-    node_id = node_id if count >= 2 else (tops["intent profile"] or node_id)
+    profile = ranked["intent profile"]
+    node_id = node_id if count >= 2 or not profile else profile[0]
     cosine = float(sims[probe.kg_index[node_id]]) if sims is not None and node_id in probe.kg_index else None
     weak = probe.calibration.weak
     if (cosine is not None and weak is not None and cosine < weak) or (cosine is None and ev.coverage < 1.0):
         return "no_matching_node", None
-    found = _ranks(probe.kg, turn, node_id, cosine)
+    found = _ranks(probe.kg, turn, node_id, cosine, ranked)
     return ("content_insufficient" if node_id in turn.used else "retrieval_misconfigured"), found
 
 
-def kg_top(kg: KG, query: str, weights: Sequence[float] | None) -> str | None:
-    hits = kg.search(query, k=1, weights=weights).results
-    return hits[0].node.id if hits else None
+def _ranked(kg: KG, query: str, weights: Sequence[float] | None) -> list[str]:
+    """The ids of the best 50 hits, best first."""
+    return [h.node.id for h in kg.search(query, k=50, weights=weights).results]
 
 
-def _ranks(kg: KG, turn: _Turn, node_id: str, cosine: float | None) -> dict[str, Any]:
-    node = kg.node(node_id)
-    used_rank = _rank(kg, turn.query, node_id, turn.weights)
-    ranks = {name: _rank(kg, turn.query, node_id, w) for name, w in VARIANTS.items()}
+def _ranks(kg: KG, turn: _Turn, node_id: str, cosine: float | None,
+           ranked: Mapping[str, list[str]]) -> dict[str, Any]:
+    ranks = {name: _position(ids, node_id) for name, ids in ranked.items()}
     fixed_by = next((name for name, r in ranks.items() if r is not None and r <= 3), None)
-    return {"node": node_id, "name": node.name, "cosine": _r(cosine), "rank": used_rank, "ranks": ranks,
-            "fixed_by": fixed_by}
+    return {"node": node_id, "name": kg.node(node_id).name, "cosine": _r(cosine),
+            "rank": _position(_ranked(kg, turn.query, turn.weights), node_id), "ranks": ranks, "fixed_by": fixed_by}
 
 
-def _rank(kg: KG, query: str, node_id: str, weights: Sequence[float] | None) -> int | None:
-    hits = kg.search(query, k=50, weights=weights).results
-    return next((h.rank for h in hits if h.node.id == node_id), None)
+def _position(ids: list[str], node_id: str) -> int | None:
+    return ids.index(node_id) + 1 if node_id in ids else None
 
 
 # -- topics and suggestions -----------------------------------------------------------------------------
