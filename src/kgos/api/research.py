@@ -224,9 +224,9 @@ def control(run_id: RunId, body: Control, runs: Live) -> dict[str, Any]:
             runs.get(run_id)  # 404 for a run this server does not know
             raise RunStateConflict(f"run {run_id} is not running: '{body.action}' acts on a live run "
                                    f"(POST /api/research/runs/{run_id}/resume continues a stopped one)")
-        runner = runs.restart(run_id)
+        _, restarted = runs.restart(run_id)
         return {"run_id": run_id, "action": body.action, "paused": False, "stopped": False, "status": "running",
-                "restarted_iteration": len(runner.manifest["iterations"]) + 1}
+                "restarted_iteration": restarted}
     runner = runs.get(run_id)
     getattr(runner.control, body.action)()
     return {"run_id": run_id, "action": body.action, "paused": runner.control.paused,

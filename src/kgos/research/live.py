@@ -45,10 +45,20 @@ class LiveRuns:
         return self._launch(lambda ws: prepare_resume(ws, run_id, answer, provider=provider, wait_for_answers=True,
                                                       answer_timeout=self.answer_wait))
 
-    def restart(self, run_id: str, provider: Any = None) -> ResearchRunner:
-        """Run a saved run's last completed iteration again, in the background (the run is not running)."""
-        return self._launch(lambda ws: prepare_resume(ws, run_id, provider=provider, wait_for_answers=True,
-                                                      answer_timeout=self.answer_wait, restart=True))
+    def restart(self, run_id: str, provider: Any = None) -> tuple[ResearchRunner, int]:
+        """Run a saved run's last completed iteration again, in the background (the run is not running).
+
+        Returns the runner and the number of the iteration that runs again, read before the thread
+        starts: once it runs, the manifest already holds the new iteration.
+        """
+        number: list[int] = []
+
+        def make(ws: Workspace) -> ResearchRunner:
+            runner = prepare_resume(ws, run_id, provider=provider, wait_for_answers=True,
+                                    answer_timeout=self.answer_wait, restart=True)
+            number.append(len(runner.manifest["iterations"]) + 1)
+            return runner
+        return self._launch(make), number[0]
 
     def _launch(self, make: Callable[[Workspace], ResearchRunner]) -> ResearchRunner:
         ws = Workspace(self.home, database_url=self.database_url)
