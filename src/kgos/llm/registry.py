@@ -21,10 +21,12 @@ for the configured server is not sent to another provider), else the provider's 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..plugins import add_builtin, entries, hookimpl
 from ._http import display_url
 from .anthropic import ANTHROPIC_DEFAULT_MODEL, ANTHROPIC_DEFAULT_URL, AnthropicProvider
 from .base import ChatProvider, ProviderNotConfigured
@@ -63,8 +65,8 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
         raise InvalidArgument(f"an LLM provider spec must be a string, got {type(spec).__name__}")
     name, _, model = spec.strip().partition(":")
     key = ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key not in PROVIDERS:
-        choices = ", ".join([*PROVIDERS, *ALIASES])
+    if key not in PROVIDERS and key not in _plugin_factories():
+        choices = ", ".join([*PROVIDERS, *_plugin_factories(), *ALIASES])
         raise InvalidArgument(f"unknown LLM provider {name.strip()!r}: choose one of {choices} "
                               "(optionally followed by :model, e.g. openai:gpt-4o-mini)")
     return key, model.strip() or None
@@ -78,14 +80,16 @@ def get_provider(spec: str | None = None, *, model: str | None = None, timeout: 
     Raises InvalidArgument for an unknown provider or option, ProviderNotConfigured when a key or
     model is missing (the message names the variable to set)."""
     key, spec_model = parse_spec(spec if spec and spec.strip() else default_spec())
+    if key not in PROVIDERS:  # a plugin's provider: its factory checks its own options
+        chosen = model or spec_model or _env_model(key)
+        return _plugin_factories()[key](key, chosen, timeout, dict(options))
     family = "openai" if key in LOCAL_SERVERS else key
     unknown = set(options) - _OPTIONS[family]
     if unknown:
         raise InvalidArgument(f"{key} takes no option {', '.join(sorted(unknown))} "
                               f"(accepted: {', '.join(sorted(_OPTIONS[family])) or 'none'})")
     if key == "offline":
-        from .offline import OfflineProvider
-        return OfflineProvider()
+        return _offline(key, None, timeout, options)
     chosen = model or spec_model or _env_model(key) or _builtin_model(key)
     if not chosen:
         raise ProviderNotConfigured(f"{key} needs a model name: use {key}:<model> or set KGOS_LLM_MODEL "
@@ -115,6 +119,7 @@ def available_providers() -> list[dict[str, Any]]:
         rows.append(_row(name, True, _OPENAI_ENV[1:], openai_base_url(url)))
         rows[-1]["configured"] = rows[-1]["default_model"] is not None
     rows.append(_row("local", _local_installed(), ["KGOS_LLM_MODEL"]))
+    rows += [_row(name, True, []) for name in _plugin_factories()]
     for row in rows:
         row["default"] = row["name"] == default
     rows[1]["aliases"] = list(ALIASES)
@@ -163,6 +168,11 @@ def _local_installed() -> bool:
     return find_spec("llama_cpp") is not None
 
 
+def _offline(key: str, model: str | None, timeout: float, options: dict[str, Any]) -> ChatProvider:
+    from .offline import OfflineProvider
+    return OfflineProvider()
+
+
 def _local(key: str, model: str, timeout: float, options: dict[str, Any]) -> ChatProvider:
     from .local import LocalProvider
     return LocalProvider(model, timeout=timeout, **options)
@@ -186,3 +196,18 @@ def _gemini(key: str, model: str, timeout: float, options: dict[str, Any]) -> Ch
 _FACTORIES: dict[str, Callable[[str, str, float, dict[str, Any]], ChatProvider]] = {
     "openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "local": _local,
 }
+
+
+@hookimpl
+def register_llm_providers() -> dict[str, Callable[[str, str | None, float, dict[str, Any]], ChatProvider]]:
+    """The built-in providers, through the hook third-party packages answer too (kgos.plugins);
+    :func:`get_provider` checks their options and models before calling them."""
+    return {"offline": _offline, **_FACTORIES, **{name: _openai for name in LOCAL_SERVERS}}
+
+
+def _plugin_factories() -> dict[str, Callable[[str, str | None, float, dict[str, Any]], ChatProvider]]:
+    """Providers added by plugins: ``{name: factory(name, model or None, timeout, options)}``."""
+    return {e.name: e.value for e in entries("llm_providers") if e.name not in PROVIDERS and callable(e.value)}
+
+
+add_builtin(sys.modules[__name__], "kgos.llm")

@@ -10,12 +10,16 @@ A class registers under a dotted id with the decorator::
         category = "search"
         ...
 
-and a plugin package registers by being installed: it declares an entry point in the group
-``kgos.modules`` whose object is a module class, a Python module (importing it runs its
-``@register`` decorators) or a callable returning module classes::
+and a plugin package registers by being installed, the way every backend family does
+(kgos.plugins, docs/plugins.md): its ``kgos`` entry point answers the ``register_pipeline_modules``
+hook with ``{module id: class}``. The older group ``kgos.modules`` still works: its object is a module
+class, a Python module (importing it runs its ``@register`` decorators) or a callable returning
+module classes::
 
     [project.entry-points."kgos.modules"]
     my_backend = "my_package.search:MySearch"
+
+The built-in modules (kgos.research, kgos.ingest.modules) answer the same hook.
 
 Entry points are loaded once, on the first lookup that misses or listing; a plugin that fails to load
 is reported in ``Registry.errors`` and never breaks KG-OS. Reasoning strategies register the same way
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import entry_points
@@ -33,6 +38,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ..errors import InvalidName, ModuleNotFound
+from ..plugins import add_builtin, entries, hookimpl
 
 __all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "Registry", "register"]
 
@@ -110,12 +116,23 @@ class Registry:
                 return []
             self._discovered = True
             before = set(self._classes)
+            for entry in entries("pipeline_modules"):
+                try:
+                    self._load_entry(entry.name, entry.value)
+                except Exception as exc:  # a broken plugin is reported, never fatal
+                    self.errors[entry.name] = f"{type(exc).__name__}: {exc}"
             for ep in entry_points(group=self.group):
                 try:
                     self._load(ep.load())
                 except Exception as exc:  # a broken plugin is reported, never fatal
                     self.errors[ep.name] = f"{type(exc).__name__}: {exc}"
             return sorted(set(self._classes) - before)
+
+    def _load_entry(self, module_id: str, cls: Any) -> None:
+        if not isinstance(cls, type):
+            raise TypeError(f"{cls!r} is not a module class")
+        if self._classes.get(module_id) is not cls:
+            self.add(cls, module_id)
 
     def _load(self, obj: Any) -> None:
         if isinstance(obj, ModuleType):
@@ -136,3 +153,17 @@ class Registry:
 #: the process-wide registry that ``@register`` fills
 REGISTRY = Registry()
 register = REGISTRY.register
+_BUILTIN_PACKAGES = ("kgos.research", "kgos.ingest")
+
+
+@hookimpl
+def register_pipeline_modules() -> dict[str, type]:
+    """The built-in modules, through the hook third-party packages answer too (kgos.plugins):
+    importing their packages runs their ``@register`` decorators."""
+    from .. import research  # noqa: F401
+    from ..ingest import modules  # noqa: F401
+    classes = dict(REGISTRY._classes)  # a copy, without the lock: discover() holds it while calling hooks
+    return {k: c for k, c in classes.items() if c.__module__.startswith(_BUILTIN_PACKAGES)}
+
+
+add_builtin(sys.modules[__name__], "kgos.pipeline")

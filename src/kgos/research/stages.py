@@ -29,7 +29,7 @@ from ..index.text import fold
 from ..model import slugify
 from ..pipeline import BaseModule, ProcessContext, StageInput, StageOutput, content_hash, register
 from .extract import extract_document
-from .fusion import STRATEGIES, fuse, routed_backends
+from .fusion import fuse, routed_backends, strategies
 from .merge import AUTHORITY, empty_knowledge, integrate
 from .plan import plan_query
 from .untrusted import flags
@@ -65,7 +65,8 @@ class QueryModule(BaseModule):
 
 
 _SEARCH_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": {
-    "strategy": {"enum": list(STRATEGIES), "default": "reciprocal_rank_fusion"},
+    # the strategies known when the module loads: built-ins and those of installed plugins
+    "strategy": {"enum": list(strategies()), "default": "reciprocal_rank_fusion"},
     "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 12, "description": "fused hits kept"},
     "per_backend_k": {"type": "integer", "minimum": 1, "maximum": 500, "default": 20},
     "rrf_k": {"type": "integer", "minimum": 1, "default": 60},
