@@ -47,10 +47,12 @@ T = TypeVar("T", bound=type)
 
 
 class Registry:
-    """Module classes by id, filled by ``register`` and by entry points of ``group``."""
+    """Module classes by id, filled by ``register``, by entry points of ``group`` and, when ``hooks``
+    (the process-wide :data:`REGISTRY`), by the ``register_pipeline_modules`` hook of kgos.plugins."""
 
-    def __init__(self, group: str = ENTRY_POINT_GROUP) -> None:
+    def __init__(self, group: str = ENTRY_POINT_GROUP, *, hooks: bool = False) -> None:
         self.group = group
+        self.hooks = hooks
         self.errors: dict[str, str] = {}
         self._classes: dict[str, type] = {}
         self._discovered = False
@@ -116,7 +118,7 @@ class Registry:
                 return []
             self._discovered = True
             before = set(self._classes)
-            for entry in entries("pipeline_modules"):
+            for entry in entries("pipeline_modules") if self.hooks else ():
                 try:
                     self._load_entry(entry.name, entry.value)
                 except Exception as exc:  # a broken plugin is reported, never fatal
@@ -151,7 +153,7 @@ class Registry:
 
 
 #: the process-wide registry that ``@register`` fills
-REGISTRY = Registry()
+REGISTRY = Registry(hooks=True)
 register = REGISTRY.register
 _BUILTIN_PACKAGES = ("kgos.research", "kgos.ingest")
 
