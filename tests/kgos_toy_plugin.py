@@ -1,14 +1,20 @@
-"""A third-party plugin for tests/test_plugins.py: one embedder and one predictor, registered through
-the hooks of kgos.plugins exactly as an installed package's ``kgos`` entry point would."""
+"""A third-party plugin for tests/test_plugins.py: an embedder, a predictor, a chat provider, a merge
+strategy and a file format, registered through the hooks of kgos.plugins exactly as an installed
+package's ``kgos`` entry point would."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from kgos.embed.base import Embedder
 from kgos.embed.registry import Backend
 from kgos.linkpred.base import Predictor
+from kgos.llm.base import ChatProvider
 from kgos.plugins import hookimpl
+from kgos.research.fusion import fuse
+from kgos.store.formats import Format, Source
 
 
 class LetterEmbedder(Embedder):
@@ -50,3 +56,50 @@ def register_embedders() -> dict[str, Backend]:
 @hookimpl
 def register_predictors() -> dict[str, type[Predictor]]:
     return {"toy_indegree": InDegree}
+
+
+class Echo(ChatProvider):
+    """Answers with the last user message, upper-cased (``echo:<model>``)."""
+
+    def __init__(self, model: str | None) -> None:
+        self.name = f"echo:{model or 'plain'}"
+
+    def stream(self, messages, *, system=None, max_tokens=1024, timeout=60.0, tools=None, cancel=None,
+               grounding=None):
+        yield next(m.content for m in reversed(messages) if m.role == "user").upper()
+
+
+def first_list_only(lists):
+    """A merge strategy that keeps the first backend's ranking (to tell it apart from the built-ins)."""
+    return fuse("round_robin", {"first": lists[0]})
+
+
+def read_pairs(path: Path) -> Source:
+    """``source<TAB>type<TAB>target`` lines: an edge each, its nodes made up from the names."""
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    names = sorted({r[0] for r in rows} | {r[2] for r in rows})
+    return Source("pairs", {"name": path.stem},
+                  lambda: iter((f"{path.name}:{n}", {"id": n, "name": n, "type": "thing"}) for n in names),
+                  lambda: iter((f"{path.name}:{i}", {"source": s, "type": t, "target": d})
+                               for i, (s, t, d) in enumerate(rows, 1)))
+
+
+def write_pairs(store, path: Path, progress=None) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for e in store.iter_edges():
+            f.write(f"{e.source}\t{e.type}\t{e.target}\n")
+
+
+@hookimpl
+def register_llm_providers() -> dict:
+    return {"echo": lambda name, model, timeout, options: Echo(model)}
+
+
+@hookimpl
+def register_fusions() -> dict:
+    return {"first_list_only": first_list_only}
+
+
+@hookimpl
+def register_formats() -> dict:
+    return {"pairs": Format(read_pairs, write_pairs)}

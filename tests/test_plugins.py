@@ -128,3 +128,24 @@ def test_entry_points_load_per_package_and_a_broken_one_is_reported(tmp_path: Pa
         plugins.reload()
     assert "toy_indegree" not in predictors() and sys.path[0] != str(tmp_path)
     assert np.isfinite(get_embedder("hash:16", cache=False).embed(["still works"])).all()
+
+
+def test_a_plugins_provider_fusion_and_format_are_usable_by_name(toy: str, ws: kgos.Workspace,
+                                                                 tmp_path: Path) -> None:
+    from kgos.llm import Message, available_providers, get_provider
+    from kgos.research.fusion import fuse
+
+    provider = get_provider("echo:loud")
+    assert provider.name == "echo:loud" and provider.complete([Message("user", "hi there")]) == "HI THERE"
+    assert "echo" in {row["name"] for row in available_providers()}
+
+    hits = {"a": [{"id": "x", "text": "x", "score": 1.0}], "b": [{"id": "y", "text": "y", "score": 9.0}]}
+    assert [h["id"] for h in fuse("first_list_only", hits)] == ["x"]
+
+    pairs = tmp_path / "tiny.tsv"
+    pairs.write_text("tea\tpairs_with\tlemon\nlemon\tgrows_on\ttree\n", encoding="utf-8")
+    ws.import_file("tiny", pairs, format="pairs")
+    kg = ws.kg("tiny")
+    assert kg.node_count() == 3 and kg.edge_count() == 2
+    ws.export("tiny", tmp_path / "back.tsv", format="pairs")
+    assert sorted((tmp_path / "back.tsv").read_text().splitlines()) == sorted(pairs.read_text().splitlines())
