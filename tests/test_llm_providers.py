@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -709,3 +710,22 @@ def test_gemini_usage_metadata_and_max_tokens(server: FakeServer) -> None:
 def test_a_service_that_counts_nothing_still_says_why_it_stopped(server: FakeServer) -> None:
     server.script = stream_script(openai_text(["ok"]))
     assert _usage_of(KINDS[0].make(server.url)) == Usage(None, None, "stop", "provider")
+
+
+# -- the SDKs are extras ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("make", "module", "extra"), [
+    (lambda: OpenAICompatProvider("m", base_url="http://127.0.0.1:9/v1"), "openai", "openai"),
+    (lambda: AnthropicProvider("m", api_key=KEY), "anthropic", "anthropic"),
+    (lambda: GeminiProvider("m", api_key=KEY), "httpx_sse", "gemini"),
+], ids=["openai", "anthropic", "gemini"])
+def test_a_missing_sdk_names_its_extra(make: Callable[[], HTTPChatProvider], module: str, extra: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgos.errors import MissingDependency
+
+    monkeypatch.setitem(sys.modules, module, None)  # what an uninstalled package looks like to import
+    with pytest.raises(MissingDependency, match=rf"install the kgos\[{extra}\] extra"):
+        make()
+    row = {r["name"]: r for r in available_providers()}["ollama" if extra == "openai" else extra]
+    assert (row["extra"], row["installed"]) == (extra, False)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, MissingDependency
 from .base import ChatProvider, Message, ProviderError, ProviderTimeout, StreamItem, ToolCall, ToolSpec
 
 log = logging.getLogger("kgos.llm")
@@ -67,6 +67,8 @@ class HTTPChatProvider(ChatProvider):
 
     service = "chat service"
     supports_tools = True
+    #: the package its transport needs (import name, pip name) and the kgos extra that installs it
+    package, pip_name, extra = "", "", ""
     #: seconds before the one retry of a 429/503 (a ``Retry-After`` up to ``max_retry_wait`` wins)
     retry_backoff = 0.5
     max_retry_wait = 5.0
@@ -75,6 +77,8 @@ class HTTPChatProvider(ChatProvider):
                  unreachable_hint: str) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidArgument(f"{self.service} needs a model name")
+        if self.package and not _installed(self.package):  # found, not imported: construction stays cheap
+            raise MissingDependency(self.pip_name or self.package, self.extra)
         self.model = model.strip()
         self.base_url = check_base_url(base_url)
         self.timeout = check_timeout(timeout)
@@ -327,6 +331,14 @@ def _wait(seconds: float, cancel: threading.Event | None) -> bool:
         time.sleep(seconds)
         return False
     return cancel.wait(seconds)
+
+
+def _installed(module: str) -> bool:
+    from importlib.util import find_spec
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules (tests) reads as absent
+        return False
 
 
 def _is_set(cancel: threading.Event | None) -> bool:

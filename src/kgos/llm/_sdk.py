@@ -1,7 +1,7 @@
 """The transport of the providers whose service publishes an official Python SDK: OpenAI (and every
 OpenAI-compatible server) through ``openai``, Anthropic through ``anthropic``. Each is an extra
-(``kgos[openai]``, ``kgos[anthropic]``), imported on the first request; without it the request raises
-:class:`~kgos.errors.MissingDependency` naming the extra.
+(``kgos[openai]``, ``kgos[anthropic]``), imported on the first request; without it, creating the
+provider raises :class:`~kgos.errors.MissingDependency` naming the extra.
 
 Both SDKs are generated the same way (Stainless) and have the same shape, which is all this module
 relies on: a client taking ``base_url``, ``timeout`` and ``max_retries`` (0 here: the one retry of a
@@ -30,9 +30,6 @@ __all__ = ["SDKChatProvider"]
 
 class SDKChatProvider(HTTPChatProvider):
     """A provider whose requests go through its service's official SDK."""
-
-    package = ""  #: the SDK's import (and pip) name
-    extra = ""  #: the kgos extra that installs it
 
     _client: Any = None
 

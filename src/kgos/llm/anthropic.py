@@ -43,7 +43,7 @@ class AnthropicProvider(SDKChatProvider):
     """A Claude model behind ``POST {base}/v1/messages`` (streamed; tools as ``tool_use`` blocks)."""
 
     service = "Anthropic"
-    package = extra = "anthropic"
+    package = pip_name = extra = "anthropic"
 
     def __init__(self, model: str = ANTHROPIC_DEFAULT_MODEL, api_key: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0) -> None:

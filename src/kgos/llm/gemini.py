@@ -100,6 +100,7 @@ class GeminiProvider(HTTPChatProvider):
     """A Gemini model behind ``models/{model}:streamGenerateContent?alt=sse``."""
 
     service = "Gemini"
+    package, pip_name, extra = "httpx_sse", "httpx-sse", "gemini"
 
     def __init__(self, model: str = GEMINI_DEFAULT_MODEL, api_key: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0) -> None:

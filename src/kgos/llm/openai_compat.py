@@ -53,7 +53,7 @@ class OpenAICompatProvider(SDKChatProvider):
     """A model behind ``POST {base_url}/chat/completions`` (streamed; tools as ``functions``)."""
 
     service = "OpenAI-compatible server"
-    package = extra = "openai"
+    package = pip_name = extra = "openai"
 
     def __init__(self, model: str = OPENAI_DEFAULT_MODEL, base_url: str | None = None,
                  api_key: str | None = None, timeout: float = 60.0,

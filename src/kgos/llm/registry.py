@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from importlib.util import find_spec
 from typing import Any
 
 from ..errors import InvalidArgument
@@ -45,6 +46,9 @@ LOCAL_SERVERS: dict[str, tuple[str, str | None]] = {
 ALIASES = {"openai-compatible": "openai"}
 PROVIDERS = ("offline", "local", "openai", "anthropic", "gemini", *LOCAL_SERVERS)
 _OPENAI_ENV = ["OPENAI_API_KEY", "KGOS_OPENAI_BASE_URL", "OPENAI_BASE_URL"]
+#: provider -> (the kgos extra its transport needs, the module that extra installs)
+_EXTRAS = {"openai": ("openai", "openai"), "anthropic": ("anthropic", "anthropic"),
+           "gemini": ("gemini", "httpx_sse"), "local": ("local", "llama_cpp")}
 _OPTIONS = {"openai": {"base_url", "api_key", "extra_headers"}, "anthropic": {"api_key", "base_url"},
             "gemini": {"api_key", "base_url"}, "offline": set(), "local": {"n_ctx", "n_threads", "tools"}}
 
@@ -122,6 +126,10 @@ def available_providers() -> list[dict[str, Any]]:
     rows += [_row(name, True, []) for name in _plugin_factories()]
     for row in rows:
         row["default"] = row["name"] == default
+        family = "openai" if row["name"] in LOCAL_SERVERS else row["name"]
+        if family in _EXTRAS:  # the package its transport needs, and whether it is there
+            extra, module = _EXTRAS[family]
+            row["extra"], row["installed"] = extra, find_spec(module) is not None
     rows[1]["aliases"] = list(ALIASES)
     return rows
 
@@ -164,7 +172,6 @@ def _builtin_model(key: str) -> str | None:
 
 def _local_installed() -> bool:
     """llama-cpp-python is importable (found, not imported: a listing stays cheap)."""
-    from importlib.util import find_spec
     return find_spec("llama_cpp") is not None
 
 
