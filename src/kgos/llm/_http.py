@@ -21,6 +21,7 @@ never answered one. API keys travel only in request headers and are scrubbed fro
 
 from __future__ import annotations
 
+import http
 import json
 import logging
 import re
@@ -38,10 +39,6 @@ log = logging.getLogger("kgos.llm")
 
 _RETRY_STATUSES = (429, 503)
 _TAG = re.compile(r"<[^>]*>")
-_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 408: "Request Timeout",
-            409: "Conflict", 413: "Payload Too Large", 422: "Unprocessable Entity", 429: "Too Many Requests",
-            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
-            504: "Gateway Timeout", 529: "Overloaded"}
 
 
 @dataclass
@@ -195,7 +192,10 @@ class HTTPChatProvider(ChatProvider):
         raise _error(ProviderError, self._scrub(f"{self.service} ({self.model}) {what}"), status)
 
     def _fail_http(self, url: str, status: int, raw: bytes) -> NoReturn:
-        reason = _REASONS.get(status, "Error")
+        try:
+            reason = http.HTTPStatus(status).phrase
+        except ValueError:  # a status outside the standard ones (Anthropic's 529 Overloaded)
+            reason = "Error"
         self.fail(f"answered HTTP {status} {reason} at {display_url(url)}: {service_message(raw)}", status)
 
     def _terminator(self) -> str:
