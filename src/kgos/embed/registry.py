@@ -95,7 +95,6 @@ def _static_model() -> Path:
     return default_static_path() / "model.safetensors"
 
 
-_HTTP = (("httpx", "httpx"),)
 BACKENDS: dict[str, Backend] = {b.kind: b for b in (
     Backend("hash", "kgos.embed.hashing:HashingEmbedder", "dims", int, name="hash-512", dims=512,
             description="feature hashing of words and character n-grams; lexical only, numpy only"),
@@ -116,10 +115,11 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
             description="static model distilled from the default minilm with onnxruntime (no torch); built "
                         "once on first use in $KGOS_HOME/models; the fast tier while minilm fills in"),
     Backend("openai", "kgos.embed.api:OpenAIEmbedder", "model", listed="openai:text-embedding-3-small",
-            name="openai:text-embedding-3-small", dims=1536, local=False, extra="api", packages=_HTTP,
+            name="openai:text-embedding-3-small", dims=1536, local=False, extra="api", packages=(("openai", "openai"),),
             description="OpenAI-compatible /embeddings; key $OPENAI_API_KEY, server $KGOS_EMBED_BASE_URL"),
     Backend("gemini", "kgos.embed.api:GeminiEmbedder", "model", listed="gemini:gemini-embedding-001",
-            name="gemini:gemini-embedding-001", dims=3072, local=False, extra="api", packages=_HTTP,
+            name="gemini:gemini-embedding-001", dims=3072, local=False, extra="api",
+            packages=(("google-genai", "google.genai"),),
             description="Gemini batchEmbedContents; key $GEMINI_API_KEY"),
 )}
 
