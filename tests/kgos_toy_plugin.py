@@ -86,8 +86,7 @@ def read_pairs(path: Path) -> Source:
 
 def write_pairs(store, path: Path, progress=None) -> None:
     with open(path, "w", encoding="utf-8") as f:
-        for e in store.iter_edges():
-            f.write(f"{e.source}\t{e.type}\t{e.target}\n")
+        f.writelines(f"{e.source}\t{e.type}\t{e.target}\n" for e in store.iter_edges())
 
 
 @hookimpl

@@ -9,12 +9,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import kgos_toy_plugin
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import kgos
-import kgos_toy_plugin
 from kgos import plugins
 from kgos.cli import cli
 from kgos.cli.plugins import load_builtins

@@ -116,7 +116,7 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
             continue
         try:
             pm.register(ep.load(), name=ep.name)
-        except Exception as exc:  # a broken plugin is reported, never fatal
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, never fatal
             _errors[ep.name] = f"{type(exc).__name__}: {exc}"
             continue
         _packages[ep.name] = ep.dist.name if ep.dist is not None else ep.value

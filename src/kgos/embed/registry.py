@@ -28,8 +28,9 @@ from kgos.plugins import add_builtin, entries, hookimpl
 
 from .base import Embedder
 
-__all__ = ["AUTO_ORDER", "BACKENDS", "backends", "CHEAP_KINDS", "DEFAULT_SPEC", "Backend", "EmbedderInfo",
-           "available_embedders", "building_specs", "embedder_name", "fast_spec", "get_embedder", "resolve_spec"]
+__all__ = ["AUTO_ORDER", "BACKENDS", "CHEAP_KINDS", "DEFAULT_SPEC", "Backend", "EmbedderInfo",
+           "available_embedders", "backends", "building_specs", "embedder_name", "fast_spec", "get_embedder",
+           "resolve_spec"]
 
 #: what ``"default"`` means (see docs/embedders.md for the measurements behind it)
 DEFAULT_SPEC = "minilm"

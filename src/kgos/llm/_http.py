@@ -50,7 +50,7 @@ class StreamState:
     events: int = 0
 
 
-class HTTPStatus(Exception):  # noqa: N818 (a signal between a transport and the shared loop, not an error)
+class HTTPStatus(Exception):
     """A transport got an HTTP error status before the stream started."""
 
     def __init__(self, status: int, body: bytes, retry_after: str | None) -> None:

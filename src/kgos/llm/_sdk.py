@@ -108,7 +108,7 @@ def _dicts(stream: Any, state: StreamState) -> Iterator[dict[str, Any]]:
 def _body(response: Any) -> bytes:
     try:
         return bytes(response.content)
-    except Exception:  # a body that could not be read: the status says enough
+    except Exception:  # noqa: BLE001 - a body that could not be read: the status says enough
         return b""
 
 

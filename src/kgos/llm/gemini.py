@@ -38,8 +38,7 @@ from collections.abc import Generator, Iterable, Iterator
 from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
-from ..errors import InvalidArgument
-from ..errors import MissingDependency
+from ..errors import InvalidArgument, MissingDependency
 from ._http import (
     HTTPChatProvider,
     HTTPStatus,

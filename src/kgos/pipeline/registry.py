@@ -121,7 +121,7 @@ class Registry:
             for entry in entries("pipeline_modules") if self.hooks else ():
                 try:
                     self._load_entry(entry.name, entry.value)
-                except Exception as exc:  # a broken plugin is reported, never fatal
+                except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, never fatal
                     self.errors[entry.name] = f"{type(exc).__name__}: {exc}"
             for ep in entry_points(group=self.group):
                 try:

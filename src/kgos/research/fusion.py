@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidArgument
-from ..plugins import add_builtin, entries, hookimpl
 from ..index.text import fold
+from ..plugins import add_builtin, entries, hookimpl
 
-__all__ = ["STRATEGIES", "strategies", "content_key", "fuse", "interleave_by_score", "reciprocal_rank_fusion", "round_robin",
-           "routed_backends", "union_dedupe", "weighted"]
+__all__ = ["STRATEGIES", "content_key", "fuse", "interleave_by_score", "reciprocal_rank_fusion",
+           "round_robin", "routed_backends", "strategies", "union_dedupe", "weighted"]
 
 Hit = Mapping[str, Any]
 Fused = list[dict[str, Any]]
