@@ -1,5 +1,5 @@
 """A third-party plugin for tests/test_plugins.py: an embedder, a predictor, a chat provider, a merge
-strategy and a file format, registered through the hooks of kgos.plugins exactly as an installed
+strategy, a file format and an ingest extractor, registered through the hooks of kgos.plugins exactly as an installed
 package's ``kgos`` entry point would."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import numpy as np
 
 from kgos.embed.base import Embedder
 from kgos.embed.registry import Backend
+from kgos.ingest.facts import Facts
+from kgos.ingest.files import Extractor
 from kgos.linkpred.base import Predictor
 from kgos.llm.base import ChatProvider
 from kgos.plugins import hookimpl
@@ -102,3 +104,19 @@ def register_fusions() -> dict:
 @hookimpl
 def register_formats() -> dict:
     return {"pairs": Format(read_pairs, write_pairs)}
+
+
+def extract_ini(source, root: Path) -> Facts:
+    """``[section]`` headers of an INI file, each a node linked to the file's node."""
+    facts = Facts(source.rel)
+    file_id = facts.node(f"file:{source.rel}", source.rel, "config_file")
+    for line in (source.text or "").splitlines():
+        if line.strip().startswith("[") and line.strip().endswith("]"):
+            name = line.strip()[1:-1]
+            facts.edge(file_id, facts.node(f"section:{source.rel}:{name}", name, "config_section"), "contains")
+    return facts
+
+
+@hookimpl
+def register_extractors() -> dict:
+    return {"ini": Extractor(extract_ini, (".ini", ".cfg"))}

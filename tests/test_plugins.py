@@ -39,6 +39,7 @@ def test_every_family_has_its_builtins_through_the_hooks() -> None:
     assert {"ensemble", "adamic_adar", "complex"} <= set(got["predictors"])
     assert {"reciprocal_rank_fusion", "weighted"} <= set(got["fusions"])
     assert set(got["formats"]) == {"nodelink", "jsonl", "csv", "graphml"}
+    assert {"python", "markdown", "pdf"} <= set(got["extractors"])
     assert {"search.multi", "reason.default", "ingest.files"} <= set(got["pipeline_modules"])
     assert all(source == plugins.BUILTIN for family in got.values() for source in family.values())
 
@@ -149,3 +150,16 @@ def test_a_plugins_provider_fusion_and_format_are_usable_by_name(toy: str, ws: k
     assert kg.node_count() == 3 and kg.edge_count() == 2
     ws.export("tiny", tmp_path / "back.tsv", format="pairs")
     assert sorted((tmp_path / "back.tsv").read_text().splitlines()) == sorted(pairs.read_text().splitlines())
+
+
+def test_a_plugins_extractor_reads_its_files_at_ingest(toy: str, ws: kgos.Workspace, tmp_path: Path) -> None:
+    from kgos.ingest import ingest_into
+
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "setup.cfg").write_text("[metadata]\nname = x\n[options]\nzip_safe = false\n")
+    (tmp_path / "repo" / "notes.txt").write_text("Plain notes.\n")
+    report = ingest_into(ws, "cfg", [tmp_path / "repo"], tiers=(1,))
+    assert report.files == {"ini": 1, "text": 1} and report.nodes["config_section"] == 2
+    kg = ws.kg("cfg")
+    assert [n.type for n in kg.find_nodes("metadata")] == ["config_section"]
+    assert kg.get_node("section:repo/setup.cfg:options") is not None

@@ -1,5 +1,5 @@
 """``kgos plugins``: the backends of every family (embedders, LLM providers, predictors, fusion
-strategies, formats, pipeline modules), each with its source: built-in, or the package that adds it."""
+strategies, formats, ingest extractors, pipeline modules), each with its source: built-in, or the package that adds it."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ def load_builtins() -> None:
     """Import each family's registry: importing one registers its built-in plugin (kgos.plugins)."""
     from .. import linkpred  # noqa: F401  (its modules' @register fill the built-in predictors)
     from ..embed import registry as _embed  # noqa: F401
+    from ..ingest import ingestion as _ingest  # noqa: F401
     from ..llm import registry as _llm  # noqa: F401
     from ..pipeline import registry as _pipeline  # noqa: F401
     from ..research import fusion as _fusion  # noqa: F401
