@@ -2,8 +2,8 @@
 
 Each family of backends has one hook, ``register_<family>()``, that returns a mapping of names to
 what the family needs (an embedder ``Backend`` row, a predictor class, a chat-provider factory, a
-fusion function, a file format, an ingest extractor, pipeline module classes). The built-ins answer the same hooks as
-third-party packages do: each family's registry registers its own built-in plugin (a module with a
+fusion function, a file format, an ingest extractor, pipeline module classes). The built-ins answer
+the same hooks as third-party packages do: each family's registry registers its own built-in plugin (a module with a
 ``@hookimpl``) when it is imported, so this module, at the bottom of the layer order, never imports
 a higher layer. A package adds backends by declaring an entry point in the group ``kgos``::
 
