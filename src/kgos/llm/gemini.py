@@ -100,6 +100,7 @@ class GeminiProvider(HTTPChatProvider):
 
     service = "Gemini"
     package, pip_name, extra = "httpx_sse", "httpx-sse", "gemini"
+    _client: Any = None
 
     def __init__(self, model: str = GEMINI_DEFAULT_MODEL, api_key: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0) -> None:
@@ -135,9 +136,11 @@ class GeminiProvider(HTTPChatProvider):
                   state: StreamState, cancel: threading.Event | None) -> Generator[StreamItem, None, None]:
         import httpx
         sse = _httpx_sse()
+        if self._client is None:  # one per provider: a new client costs ~200 ms (its SSL context)
+            self._client = httpx.Client()
         try:
-            with httpx.Client(timeout=httpx.Timeout(timeout)) as client, \
-                    client.stream("POST", url, json=payload, headers=headers) as resp:
+            with self._client.stream("POST", url, json=payload, headers=headers,
+                                     timeout=httpx.Timeout(timeout)) as resp:
                 if resp.status_code >= 400:
                     raise HTTPStatus(resp.status_code, resp.read(), resp.headers.get("retry-after"))
                 self.check_content_type(resp.headers.get("content-type", ""), resp.read, url)
