@@ -108,6 +108,7 @@ class Registry:
         """id, name, version, category, config schema and docstring of each module: what a UI lists."""
         return [{"id": k, "name": getattr(c, "name", "") or k, "version": getattr(c, "version", ""),
                  "category": getattr(c, "category", ""), "config_schema": getattr(c, "config_schema", {}),
+                 "input_schema": _schema(c, "input_schema"), "output_schema": _schema(c, "output_schema"),
                  "description": inspect.getdoc(c) or ""}
                 for k in self.ids(category) for c in [self._classes[k]]]
 
@@ -150,6 +151,12 @@ class Registry:
                     self.add(cls)
             return
         raise TypeError(f"entry point object {obj!r} is not a class, module or callable")
+
+
+def _schema(cls: type, which: str) -> dict[str, Any] | None:
+    """A module's input or output JSON Schema (kgos.pipeline.BaseModule), None when it declares none."""
+    get = getattr(cls, which, None)
+    return get() if callable(get) else None
 
 
 #: the process-wide registry that ``@register`` fills

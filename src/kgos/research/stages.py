@@ -28,6 +28,20 @@ from ..errors import InvalidArgument, PipelineError
 from ..index.text import fold
 from ..model import slugify
 from ..pipeline import BaseModule, ProcessContext, StageInput, StageOutput, content_hash, register
+from .contracts import (
+    ExtractIn,
+    ExtractOut,
+    IngestIn,
+    IngestOut,
+    MergeIn,
+    MergeOut,
+    QueryIn,
+    QueryOut,
+    SearchIn,
+    SearchOut,
+    StoreIn,
+    StoreOut,
+)
 from .extract import extract_document
 from .fusion import fuse, routed_backends, strategies
 from .merge import AUTHORITY, empty_knowledge, integrate
@@ -55,6 +69,7 @@ class QueryModule(BaseModule):
     id = "query.intent"
     name = "Query understanding"
     category = "query"
+    input_type, output_type = QueryIn, QueryOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {}}
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
@@ -95,6 +110,7 @@ class SearchModule(BaseModule):
     id = "search.multi"
     name = "Multi-backend search"
     category = "search"
+    input_type, output_type = SearchIn, SearchOut
     config_schema: ClassVar[dict[str, Any]] = _SEARCH_SCHEMA
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
@@ -210,6 +226,7 @@ class IngestModule(BaseModule):
     id = "ingest.documents"
     name = "Document ingestion"
     category = "ingest"
+    input_type, output_type = IngestIn, IngestOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "max_documents": {"type": "integer", "minimum": 1, "default": 40}}}
 
@@ -241,6 +258,7 @@ class ExtractModule(BaseModule):
     id = "extract.claims"
     name = "Claim extraction"
     category = "extract"
+    input_type, output_type = ExtractIn, ExtractOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "max_claims_per_document": {"type": "integer", "minimum": 1, "default": 40}}}
 
@@ -271,6 +289,7 @@ class MergeModule(BaseModule):
     id = "merge.graph"
     name = "Knowledge merge"
     category = "merge"
+    input_type, output_type = MergeIn, MergeOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "entity_similarity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.92},
         "embedder": {"type": "string", "default": "none",
@@ -297,6 +316,7 @@ class StoreModule(BaseModule):
     id = "store.kg"
     name = "KG store"
     category = "store"
+    input_type, output_type = StoreIn, StoreOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "mode": {"enum": ["auto", "apply", "propose", "none"], "default": "auto"}}}
 
