@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..embed.registry import get_embedder
 from ..errors import InvalidArgument, PipelineError
@@ -47,6 +47,10 @@ from .fusion import fuse, routed_backends, strategies
 from .merge import AUTHORITY, empty_knowledge, integrate
 from .plan import plan_query
 from .untrusted import flags
+
+if TYPE_CHECKING:  # types only: a research run is handed these, it never builds them
+    from ..kg import Workspace
+    from .corpus import Corpus
 
 __all__ = [
     "STAGES",
@@ -154,7 +158,7 @@ class SearchModule(BaseModule):
         return out
 
     @staticmethod
-    def _recorded(context: ProcessContext, key: str, call: Any) -> tuple[list[dict[str, Any]], int]:
+    def _recorded(context: ProcessContext, key: str, call: Callable[[], Any]) -> tuple[list[dict[str, Any]], int]:
         got = context.external.fetch(key, lambda: list(call()))
         return got[0], got[1]
 
@@ -166,7 +170,7 @@ def _authority(source: str, config: Mapping[str, Any]) -> str:
     return "unknown"
 
 
-def _kg_hits(ws: Any, db: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+def _kg_hits(ws: Workspace, db: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
     res = ws.kg(db).search(q, k=config["per_backend_k"])
     hits = []
     for h in res.results:
@@ -180,7 +184,7 @@ def _kg_hits(ws: Any, db: str, q: str, config: Mapping[str, Any]) -> tuple[list[
     return hits, len(hits)
 
 
-def _corpus_hits(corpus: Any, backend: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+def _corpus_hits(corpus: Corpus, backend: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
     allowed = corpus.routed(backend, config["source_routing"])
     scored = corpus.search_scored(q, config["per_backend_k"], backend, allowed)
     total = corpus.count_matches(q, backend, allowed)
@@ -380,14 +384,14 @@ def _entity_node(nodes: dict[str, dict[str, Any]], e: Mapping[str, Any]) -> str:
 RUN_META = "research_run"  # kg_meta key: the run that created the KG (its delta goes in directly)
 
 
-def store_mode(ws: Any, target: str, run_id: str) -> str:
+def store_mode(ws: Workspace, target: str, run_id: str) -> str:
     """``auto``'s choice: apply into a KG that does not exist yet or that this run created, else propose."""
     if not ws.exists(target):
         return "apply"
     return "apply" if run_id and ws.kg(target).meta().get(RUN_META) == run_id else "propose"
 
 
-def apply_delta(ws: Any, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
+def apply_delta(ws: Workspace, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
     """Write the delta into ``target`` (created if missing, and marked as this run's) in one unit of
     work: all of it or, on a failure, none (a KG this call created is removed again). Nodes are
     upserted by id and edges by key with spec/002's rules; the written nodes are embedded when it returns."""
@@ -410,7 +414,7 @@ def apply_delta(ws: Any, target: str, delta: Mapping[str, Any], run_id: str = ""
             "created": created}
 
 
-def propose_delta(ws: Any, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
+def propose_delta(ws: Workspace, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
     """Stage the delta in ``target``'s review queue: nodes as node proposals, edges whose two ends exist
     now as edge proposals (an edge to a proposed node waits for that node's acceptance: it is
     counted in ``deferred_edges`` and proposed by the next run once the node exists)."""
