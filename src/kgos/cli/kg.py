@@ -33,11 +33,15 @@ def create(ctx: click.Context, db_id: str, name: str | None, description: str, j
                                  lambda: [(info.db_id, info.path)], columns=("db_id", "path"))
 
 
+# not a click.Choice: a plugin may add formats (docs/plugins.md); an unknown one is a clean error
+FORMAT_HELP = ("File format: nodelink, jsonl, csv, graphml or a plugin's (`kgos plugins --family formats`; "
+               "default: from the file name).")
+
+
 @kg_group.command("import")
 @click.argument("db_id")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["nodelink", "jsonl", "csv", "graphml"]),
-              help="File format (default: from the file name).")
+@click.option("--format", "fmt", metavar="FORMAT", help=FORMAT_HELP)
 @click.option("--merge", is_flag=True, help="Add to an existing KG (upsert nodes and edges).")
 @click.option("--replace", is_flag=True, help="Replace an existing KG with the file's content.")
 @click.option("--skip-dangling", is_flag=True, help="Drop edges whose source or target is missing (counted).")
@@ -131,8 +135,7 @@ def _print_import(c: Console, r: Any) -> None:
 @kg_group.command("export")
 @click.argument("db_id")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["nodelink", "jsonl", "csv", "graphml"]),
-              help="File format (default: from the file name).")
+@click.option("--format", "fmt", metavar="FORMAT", help=FORMAT_HELP)
 @output_options
 @click.pass_context
 def export(ctx: click.Context, db_id: str, path: Path, fmt: str | None, json_: bool, plain_: bool) -> None:
