@@ -15,6 +15,7 @@ import pytest
 
 import kgos
 from kgos.errors import ImportFailed, InvalidArgument, InvalidName, KGExists, KGNotFound
+from kgos.methods.dimensions import INFERRED_KEY
 
 from conftest import write_nodelink
 
@@ -61,12 +62,27 @@ def test_import_nodelink_gz_roundtrip_is_lossless(ws, tmp_path, tiny_graph):
     assert (report.nodes, report.edges, report.mode) == (3, 2, "create")
     kg = ws.kg("tiny")
     assert kg.meta()["name"] == "Tiny"
-    assert kg.node("feature:prompt_caching").properties == nodes[0]["properties"]
+    assert as_given(kg.node("feature:prompt_caching").properties) == nodes[0]["properties"]
     assert kg.store.get_edge("benefit:token_savings", "goal:cost_reduction", "contributes_to").weight == 0.8
     ws.export("tiny", tmp_path / "out.json")
     ws.import_file("tiny2", tmp_path / "out.json")
     assert fingerprint(ws.kg("tiny2"))[0] == fingerprint(kg)[0]
     assert [e.to_dict() for e in ws.kg("tiny2").edges()] == [e.to_dict() for e in kg.edges()]
+
+
+def as_given(properties: dict) -> dict:
+    """The properties without the dimension values the import inferred (each marked as such)."""
+    marks = properties.get(INFERRED_KEY, {})
+    return {k: v for k, v in properties.items() if k != INFERRED_KEY and k not in marks}
+
+
+def test_an_import_adds_only_marked_dimension_values(ws, tmp_path, tiny_graph):
+    ws.import_file("t", write_nodelink(tmp_path / "g.json", *tiny_graph))
+    props = ws.kg("t").node("feature:prompt_caching").properties
+    assert props["pricing_tier"] == 0.2 and "pricing_tier" not in props[INFERRED_KEY]  # the file's value, kept
+    assert props["relationship_richness"] == 0.63 and props[INFERRED_KEY]["relationship_richness"] == "degree"
+    ws.import_file("u", write_nodelink(tmp_path / "g.json", *tiny_graph), dimensions=False)
+    assert ws.kg("u").node("feature:prompt_caching").properties == tiny_graph[0][0]["properties"]
 
 
 def test_import_networkx_style_nodelink(ws, tmp_path):
@@ -75,7 +91,7 @@ def test_import_networkx_style_nodelink(ws, tmp_path):
     (tmp_path / "nx.json").write_text(json.dumps(data))
     ws.import_file("nx", tmp_path / "nx.json")
     kg = ws.kg("nx")
-    assert kg.node("1").name == "1" and kg.node("1").properties == {"color": "red"}
+    assert kg.node("1").name == "1" and as_given(kg.node("1").properties) == {"color": "red"}
     assert [(e.source, e.target, e.type, e.weight) for e in kg.edges()] == [("1", "2", "relates_to", 2.5)]
 
 
@@ -115,7 +131,7 @@ def test_existing_kg_needs_merge_or_replace(ws, tmp_path, tiny_graph):
     kg = ws.kg("t")
     assert (report.mode, kg.node_count(), kg.edge_count()) == ("merge", 4, 3)
     assert kg.node("goal:cost_reduction").description == "Spend less on API calls."  # kept
-    assert kg.node("goal:cost_reduction").properties == {"tier": 1}
+    assert as_given(kg.node("goal:cost_reduction").properties) == {"tier": 1}
     e = kg.store.get_edge("benefit:token_savings", "goal:cost_reduction", "contributes_to")
     assert e.weight == 0.8 and e.properties == {"note": "main lever", "extra": True}
     ws.import_file("t", extra, mode="replace", skip_dangling=True)
