@@ -29,8 +29,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..index.snapshot import extra_text
-from ..model import Node, normalize_name
-from ..store.migrations import now_iso
+from ..model import Node
 from .dimensions import INFERRED_KEY, check_name
 from .dimrules import RULES as WORD_RULES
 from .dimrules import values as word_values
@@ -46,6 +45,7 @@ GRAPH_RULES = ("relationship_richness", "implementation_complexity", "pipeline_c
 TEXT_RULES = ("knowledge_density",) + tuple(WORD_RULES)
 RULES = GRAPH_RULES + TEXT_RULES
 WORDS_SHARE = 0.25  # see speaks_catalogue
+SAMPLE = 2_000  # nodes (evenly spaced) on which an import decides whether to run the word rules
 # the rules that give nearly every node a value, from its shape alone (not what it is)
 SHAPE_DIMENSIONS = ("relationship_richness", "emergence_potential", "knowledge_density")
 
@@ -109,17 +109,18 @@ def infer(kg: KGSource, dims: Iterable[str] | None = None, dry_run: bool = False
     """
     chosen = _chosen(dims)
     view = view if view is not None else view_of(kg)
-    graph = {d: v.tolist() for d, v in graph_values(view).items() if d in chosen}  # floats: fast per row
-    rows = [(node, _rule_values(node, view.index.get(node.id), graph, frozenset(chosen))) for node in kg.nodes()]
-    if words is None:
-        words = speaks_catalogue(got for _, got in rows)
+    nodes = list(kg.nodes())
+    if words is None:  # decided on a sample: on go the word rules cost more than everything else together
+        words = speaks_catalogue(word_values(node_text(n)) for n in nodes[::max(1, len(nodes) // SAMPLE)])
     if not words:
         chosen = tuple(d for d in chosen if d not in WORD_RULES)
+    graph = {d: v.tolist() for d, v in graph_values(view).items() if d in chosen}  # floats: fast per row
     inferred: list[InferredValue] = []
     kept = 0
     writes: list[tuple[Node, dict[str, Any]]] = []
-    for node, got in rows:
-        found, node_kept = _node_values(node, {d: v for d, v in got.items() if words or d not in WORD_RULES})
+    wanted = frozenset(chosen)
+    for node in nodes:
+        found, node_kept = _node_values(node, _rule_values(node, view.index.get(node.id), graph, wanted))
         kept += node_kept
         changes = _changes(node, found)
         if changes:
@@ -142,20 +143,18 @@ def speaks_catalogue(values: Iterable[dict[str, float]], share: float = WORDS_SH
 
 
 def _write(kg: KGSource, writes: list[tuple[Node, dict[str, Any]]]) -> None:
-    """One unit of work. Where the backend has a bulk statement it is one merge of the property
-    changes (go: 43,558 nodes in seconds, where one update per node took minutes); dimension values are
-    not text, so nothing needs embedding again."""
+    """One unit of work. Where the backend has a bulk statement, the changed keys are set in place by
+    the database (go: 43,558 nodes in seconds, where one update per node took minutes); dimension values
+    are not text, so nothing needs embedding again."""
     if not kg.store.supports_bulk:
         with kg.batch():
             for node, changes in writes:
                 kg.update_node(node.id, properties=changes)
         return
-    ts = now_iso()
-    rows = [(n.id, n.name, normalize_name(n.name), n.type, "", json.dumps(changes, ensure_ascii=False),
-             n.created_at or ts, ts) for n, changes in writes]
+    rows = [(n.id, json.dumps(changes, ensure_ascii=False)) for n, changes in writes]
     with kg.store.writing(bulk=True) as w:
         for start in range(0, len(rows), 5000):
-            w.merge_node_rows(rows[start:start + 5000], ts)
+            w.patch_node_properties(rows[start:start + 5000])
 
 
 def _chosen(dims: Iterable[str] | None) -> tuple[str, ...]:
@@ -187,7 +186,8 @@ def _rule_values(node: Any, row: int | None, graph: dict[str, list[float]], chos
         got.update((d, v[row]) for d, v in graph.items() if v[row] == v[row])  # NaN: no value
     if "knowledge_density" in chosen and (value := density(node.description)) is not None:
         got["knowledge_density"] = value
-    got.update(word_values(node_text(node), chosen))
+    if not chosen.isdisjoint(WORD_RULES):
+        got.update(word_values(node_text(node), chosen))
     return got
 
 

@@ -93,6 +93,11 @@ class NativeOps(WriteOps):
         with merge.reported():
             self.conn.executemany(sql, [(*row, ts) for row in rows])
 
+    def patch_node_properties(self, rows: list[tuple[str, str]], ts: str) -> None:
+        # json_patch (RFC 7396, in SQLite's C): a shallow set of these keys, nested objects merged
+        self.conn.executemany("UPDATE nodes SET properties = json_patch(properties, ?), updated_at = max(updated_at, ?) "
+                              "WHERE id = ?", [(props, ts, node_id) for node_id, props in rows])
+
     def node_keys(self) -> dict[str, Any]:
         return dict(self.conn.execute("SELECT id, rowid FROM nodes"))
 

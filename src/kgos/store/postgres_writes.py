@@ -105,6 +105,13 @@ class PgOps(WriteOps):
                                     ([r[0] for r in rows],)).fetchall())
             conn.cursor().executemany(sql, [(*r[:5], _merged(old.get(r[0]), r[5]), *r[6:], ts) for r in rows])
 
+    def patch_node_properties(self, rows: list[tuple[str, str]], ts: str) -> None:
+        s = self.store.s  # jsonb ||: the given top-level keys replace theirs, the others stay
+        with self.store._conn() as conn:
+            conn.cursor().executemany(f"UPDATE {s}.nodes SET properties = properties || %s::jsonb, "
+                                      "updated_at = GREATEST(updated_at, %s) WHERE id = %s",
+                                      [(props, ts, node_id) for node_id, props in rows])
+
     def node_keys(self) -> dict[str, Any]:
         return dict(self._rows("SELECT id, rowid FROM {s}.nodes"))
 

@@ -259,6 +259,11 @@ class WriteOps(ABC):
         by id, properties merged and an empty description keeping the old one."""
         raise InvalidArgument(f"{type(self).__name__}: this KG's backend has no bulk mode")
 
+    def patch_node_properties(self, rows: list[tuple[str, str]], ts: str) -> None:
+        """Set top-level properties ``(node id, JSON object)`` of existing nodes, leaving the others
+        (values the caller made, such as dimension values: no spec/002 merge, no text change)."""
+        raise InvalidArgument(f"{type(self).__name__}: this KG's backend has no bulk mode")
+
     def node_keys(self) -> dict[str, Any]:
         """node id -> the key edges refer to it by (``merge_edge_rows``' endpoints)."""
         raise InvalidArgument(f"{type(self).__name__}: this KG's backend has no bulk mode")
@@ -427,6 +432,12 @@ class Writer:
     def merge_node_rows(self, rows: list[tuple[Any, ...]], ts: str | None = None) -> None:
         """Bulk upsert of checked rows (``importer``): one statement per batch, spec/002's merge."""
         self.ops.merge_node_rows(rows, ts or now_iso())
+        self.log.bulk = True
+        self.log.nodes_updated += len(rows)
+
+    def patch_node_properties(self, rows: list[tuple[str, str]], ts: str | None = None) -> None:
+        """Bulk: set top-level properties of existing nodes (``WriteOps.patch_node_properties``)."""
+        self.ops.patch_node_properties(rows, ts or now_iso())
         self.log.bulk = True
         self.log.nodes_updated += len(rows)
 
