@@ -409,7 +409,7 @@ def _swap_in(temp: Path, final: Path) -> None:
         return
     source, target = NativeStore(temp, final.stem, read_only=True), NativeStore(final, final.stem)
     try:
-        source.conn.backup(target.conn)  # all pages in one step: one transaction, all or nothing
+        source.writer_conn.backup(target.writer_conn)  # all pages in one step: one transaction, all or nothing
     finally:
         source.close()
         target.close()

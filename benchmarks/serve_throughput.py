@@ -1,0 +1,187 @@
+"""Search throughput of one ``kgos serve`` with 1, 4 and 16 concurrent clients (issue 31, goal 1).
+
+    python benchmarks/serve_throughput.py                  # go, the server as `kgos serve` starts it
+    python benchmarks/serve_throughput.py --workers 2      # the same with 2 worker processes
+    python benchmarks/serve_throughput.py --quick          # a 5,000-node synthetic KG (seconds)
+
+Imports go (/work/shared/bench/go, else ``--quick``'s synthetic KG) into a temporary home, starts the
+server on loopback, warms it (the snapshot is loaded), then for each client count runs that many
+client threads, each sending ``POST /api/kg/go/search`` back to back with the go probe queries, until
+``--seconds`` have passed or ``--max-requests`` were sent. Every level uses its own ``k`` so no answer
+comes from the query cache of an earlier level. Prints req/s, p50 and p99 latency, failed requests
+(any status but 200, or a transport error) and each level's throughput as a ratio of the 1-client
+anchor of the same run. Budget: 16 clients >= 1.6x the 1-client throughput, 0 failed. Exit code 1
+when the budget is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+GO = HERE.parent.parent / "shared" / "bench" / "go"
+BUDGET_RATIO = 1.6
+
+
+@dataclass
+class Level:
+    clients: int
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    failed: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def rps(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+    def pct(self, q: float) -> float:
+        xs = sorted(self.latencies)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000 if xs else float("nan")
+
+
+def dataset(quick: bool, folder: Path) -> tuple[Path, list[str]]:
+    if not quick and (GO / "kg.json.gz").exists():
+        return GO / "kg.json.gz", [json.loads(line)["query"] for line in (GO / "probes-dev.jsonl").open()]
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(800)]
+    nodes = [{"id": f"n{i}", "name": " ".join(rng.sample(words, 3)), "type": f"t{i % 7}",
+              "description": " ".join(rng.sample(words, 8))} for i in range(5000)]
+    edges = [{"source": f"n{rng.randrange(5000)}", "target": f"n{rng.randrange(5000)}", "type": "rel"}
+             for _ in range(10000)]
+    path = folder / "synthetic.json"
+    path.write_text(json.dumps({"format": "kgos-node-link/1", "nodes": nodes, "edges": edges}))
+    return path, [" ".join(rng.sample(words, 3)) for _ in range(3000)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(home: Path, workers: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "kgos", "--home", str(home), "serve", "--port", str(port), "--no-fill-in",
+           "--log-level", "warning"] + (["--workers", str(workers)] if workers > 1 else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    base = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            if httpx.get(f"{base}/health", timeout=5).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    proc.kill()
+    raise SystemExit(f"the server did not start: {log.read_text()[-2000:]}")
+
+
+def warm(base: str, queries: list[str], workers: int) -> None:
+    """Every worker loads its snapshot before the clock starts (requests spread over the workers)."""
+    with httpx.Client(timeout=300) as client:
+        for q in queries[:10 * max(1, workers)]:
+            client.post(f"{base}/kg/go/search", json={"query": q, "k": 5}).raise_for_status()
+
+
+def run_level(base: str, queries: list[str], clients: int, k: int, seconds: float, max_requests: int) -> Level:
+    level, lock = Level(clients), threading.Lock()
+    counter = iter(range(max_requests))
+    stop = time.monotonic() + seconds
+
+    def client_loop() -> None:
+        with httpx.Client(timeout=60) as client:
+            while time.monotonic() < stop:
+                with lock:
+                    i = next(counter, None)
+                if i is None:
+                    return
+                body = {"query": queries[i % len(queries)], "k": k}
+                t0 = time.perf_counter()
+                try:
+                    r = client.post(f"{base}/kg/go/search", json=body)
+                    ok, why = r.status_code == 200, f"HTTP {r.status_code}"
+                except httpx.HTTPError as exc:
+                    ok, why = False, type(exc).__name__
+                elapsed = time.perf_counter() - t0
+                with lock:
+                    if ok:
+                        level.latencies.append(elapsed)
+                    else:
+                        level.failed += 1
+                        level.errors[why] = level.errors.get(why, 0) + 1
+
+    threads = [threading.Thread(target=client_loop) for _ in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 120)
+    level.seconds = time.perf_counter() - t0
+    return level
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", default="1,4,16", help="client counts, comma-separated; the first is the anchor")
+    ap.add_argument("--seconds", type=float, default=15.0, help="per level")
+    ap.add_argument("--max-requests", type=int, default=1900, help="per level")
+    ap.add_argument("--workers", type=int, default=1, help="`kgos serve --workers N`")
+    ap.add_argument("--quick", action="store_true", help="a synthetic 5,000-node KG instead of go")
+    ap.add_argument("--home", type=Path, help="a home that already holds the KG 'go' (skips the import)")
+    args = ap.parse_args()
+    levels = [int(c) for c in args.clients.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        path, queries = dataset(args.quick, Path(tmp))
+        home = args.home or Path(tmp) / "home"
+        if args.home is None:
+            import kgos
+            with kgos.Workspace(home) as ws:
+                ws.import_file("go", path)
+        random.Random(31).shuffle(queries)
+        proc, base = start_server(home, args.workers, Path(tmp) / "server.log")
+        try:
+            warm(base, queries, args.workers)
+            results = [run_level(base, queries, c, 10 + i, args.seconds, args.max_requests)
+                       for i, c in enumerate(levels)]
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return report(results, args.workers, os.cpu_count() or 0)
+
+
+def report(results: list[Level], workers: int, cores: int) -> int:
+    anchor = results[0].rps
+    print(f"search on go, one server ({workers} worker process{'es' if workers > 1 else ''}), {cores} cores")
+    print(f"{'clients':>8} {'requests':>9} {'req/s':>8} {'x 1-client':>11} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
+    for lv in results:
+        print(f"{lv.clients:>8} {len(lv.latencies):>9} {lv.rps:>8.1f} {lv.rps / anchor if anchor else 0:>11.2f} "
+              f"{lv.pct(0.5):>8.1f} {lv.pct(0.99):>8.1f} {lv.failed:>7}")
+        for why, n in lv.errors.items():
+            print(f"{'':>10}{n} x {why}")
+    top = results[-1]
+    ratio = top.rps / anchor if anchor else 0.0
+    failed = sum(lv.failed for lv in results)
+    ok = ratio >= BUDGET_RATIO and failed == 0
+    print(f"budget: {top.clients} clients >= {BUDGET_RATIO}x the 1-client throughput, 0 failed: "
+          f"{ratio:.2f}x, {failed} failed -> {'met' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
