@@ -1,8 +1,9 @@
 """/api/kg: KGs, nodes, edges, import/export, search and every query method (DESIGN.md section 4),
 plus multi-KG search at ``POST /api/search``.
 
-Each route parses its input (``models``), makes one library call inside ``with rt.lock:`` and
-returns the result's ``to_dict()``. Node ids may contain ':' and '/': routes that end in a node id
+Each route parses its input (``models``), makes one library call and returns the result's
+``to_dict()``: reads (nodes, edges, search, the query methods) through ``read_kg``, in parallel and
+without the workspace lock; the rest inside ``with rt.lock:``. Node ids may contain ':' and '/': routes that end in a node id
 use ``{node_id:path}``; the ``/neighbors`` and ``/dims`` sub-resources are declared first, so a
 node id ending in ``/neighbors`` or ``/dims`` cannot be created through the API (it could not be
 addressed unambiguously). Query methods take node references (an id or an unambiguous name) in
@@ -60,6 +61,13 @@ def on_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
     return locked(rt, lambda ws: fn(ws.kg(db_id)))
 
 
+def read_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
+    """``fn(kg)``, a read: in parallel with the other requests, without the workspace lock, where the
+    KG's store allows it (``Workspace.read``); 404 when there is no such KG, also when it is deleted
+    while read (or the answer of the version read)."""
+    return rt.workspace.read(db_id, fn)
+
+
 # -- KGs -----------------------------------------------------------------------------------------------
 @router.get("/kg", tags=["kg"], response_model=list[m.KGInfoOut])
 def list_kgs(rt: Rt) -> Any:
@@ -102,7 +110,7 @@ def list_nodes(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Offset = 0,
     def page(kg: KG) -> Any:
         total, nodes = kg.nodes_page(limit, offset, type)
         return {"total": total, "limit": limit, "offset": offset, "nodes": [n.to_dict() for n in nodes]}
-    return on_kg(rt, db_id, page)
+    return read_kg(rt, db_id, page)
 
 
 def unchanged(kg: KG, node_id: str, if_updated_at: str | None) -> None:
@@ -139,13 +147,13 @@ def neighbors(db_id: DbId, node_id: NodeId, rt: Rt, direction: Direction = "both
     def hop(kg: KG) -> Any:
         found = kg.neighbors(node_id, EDGE_SIDE[direction], type, limit)
         return {"node": kg.node(node_id).to_dict(), "direction": direction, "neighbors": [n.to_dict() for n in found]}
-    return on_kg(rt, db_id, hop)
+    return read_kg(rt, db_id, hop)
 
 
 @router.get("/kg/{db_id}/nodes/{node_id:path}/dims", tags=["dimensions"], response_model=m.NodeDimensionsOut)
 def get_dimensions(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
     """A node's semantic dimension values, marking those ``dims auto`` inferred."""
-    return on_kg(rt, db_id, lambda kg: kg.dimensions(node_id).to_dict())
+    return read_kg(rt, db_id, lambda kg: kg.dimensions(node_id).to_dict())
 
 
 @router.put("/kg/{db_id}/nodes/{node_id:path}/dims", tags=["dimensions"], response_model=m.NodeDimensionsOut)
@@ -160,7 +168,7 @@ def set_dimensions(db_id: DbId, node_id: NodeId, body: m.DimensionsSet, rt: Rt) 
 @router.get("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
 def get_node(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
     """One node by id (404 with close ids as ``suggestions``)."""
-    return on_kg(rt, db_id, lambda kg: kg.node(node_id).to_dict(timestamps=True))
+    return read_kg(rt, db_id, lambda kg: kg.node(node_id).to_dict(timestamps=True))
 
 
 @router.post("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
@@ -201,7 +209,7 @@ def list_edges(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Annotated[int, Qu
     def page(kg: KG) -> Any:
         edges = (e for e in kg.edges() if type is None or e.type == type)
         return {"limit": limit, "offset": offset, "edges": [e.to_dict() for e in islice(edges, offset, offset + limit)]}
-    return on_kg(rt, db_id, page)
+    return read_kg(rt, db_id, page)
 
 
 @router.post("/kg/{db_id}/edges", tags=["edges"], status_code=201, response_model=m.EdgeOut)
@@ -395,7 +403,7 @@ def search_dict(result: Any, explain: bool) -> dict[str, Any]:
 @router.post("/kg/{db_id}/search", tags=["search"], response_model=m.SearchOut)
 def search(db_id: DbId, body: m.SearchIn, rt: Rt) -> Any:
     """Intent-adaptive hybrid search; each hit explains its score signal by signal."""
-    return on_kg(rt, db_id, lambda kg: search_dict(kg.search(body.query, k=body.k, weights=m.weights_arg(body.weights),
+    return read_kg(rt, db_id, lambda kg: search_dict(kg.search(body.query, k=body.k, weights=m.weights_arg(body.weights),
                                                              intent=body.intent, mode=body.mode,
                                                              filters=body.filters, model=body.model), body.explain))
 
@@ -403,10 +411,12 @@ def search(db_id: DbId, body: m.SearchIn, rt: Rt) -> Any:
 @router.post("/search", tags=["search"], response_model=m.SearchOut)
 def search_many(body: m.MultiSearchIn, rt: Rt) -> Any:
     """One query over several KGs: hits tagged with ``source_kg``, duplicates by name merged."""
-    return locked(rt, lambda ws: search_dict(ws.search(body.db_ids, body.query, k=body.k,
-                                                       weights=m.weights_arg(body.weights), intent=body.intent,
-                                                       mode=body.mode, filters=body.filters, model=body.model),
-                                             body.explain))
+    ws = rt.workspace
+    return ws.read_many(body.db_ids, lambda: search_dict(ws.search(body.db_ids, body.query, k=body.k,
+                                                                   weights=m.weights_arg(body.weights),
+                                                                   intent=body.intent, mode=body.mode,
+                                                                   filters=body.filters, model=body.model),
+                                                         body.explain))
 
 
 # -- query methods: one route per catalogue method (kgos.kg.catalogue) --------------------------------------------
@@ -414,7 +424,7 @@ def method_route(method: Method) -> Callable[..., Any]:
     """``POST /api/kg/{db_id}/<path>``: the method's parameter type is the body, its result type's derived
     model the response (and so the OpenAPI schema)."""
     def endpoint(db_id: str, body: Any, rt: Runtime) -> Any:
-        return on_kg(rt, db_id, lambda kg: method.run(kg, body).to_dict())
+        return read_kg(rt, db_id, lambda kg: method.run(kg, body).to_dict())  # every method only reads
     # FastAPI reads the signature: the body type is the method's, known only here
     signature = inspect.Signature([
         inspect.Parameter("db_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=DbId),

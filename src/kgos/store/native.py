@@ -65,6 +65,7 @@ class NativeStore(GraphStore):
     """A native KG file. Open with ``NativeStore(path, db_id)``; create with ``NativeStore.create``."""
 
     native_schema = True
+    concurrent_reads = True  # a read connection per thread (``conn``)
 
     def __init__(self, path: Path | str, db_id: str, read_only: bool = False) -> None:
         self.path = Path(path)
