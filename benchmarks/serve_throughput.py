@@ -17,10 +17,12 @@ when the budget is missed.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,9 +45,12 @@ class Level:
     latencies: list[float] = field(default_factory=list)
     failed: int = 0
     errors: dict[str, int] = field(default_factory=dict)
+    median_rps: float | None = None
 
     @property
     def rps(self) -> float:
+        if self.median_rps is not None:
+            return self.median_rps
         return len(self.latencies) / self.seconds if self.seconds else 0.0
 
     def pct(self, q: float) -> float:
@@ -93,31 +98,48 @@ def start_server(home: Path, workers: int, log: Path) -> tuple[subprocess.Popen[
 
 
 def warm(base: str, queries: list[str], workers: int) -> None:
-    """Every worker loads its snapshot before the clock starts (requests spread over the workers)."""
-    with httpx.Client(timeout=300) as client:
-        for q in queries[:10 * max(1, workers)]:
-            client.post(f"{base}/kg/go/search", json={"query": q, "k": 5}).raise_for_status()
+    """Every worker loads its snapshot before the clock starts: 2 clients per worker, 10 queries each."""
+    def client_loop(offset: int) -> None:
+        with httpx.Client(timeout=300) as client:
+            for q in queries[offset:offset + 10]:
+                client.post(f"{base}/kg/go/search", json={"query": q, "k": 5}).raise_for_status()
+    threads = [threading.Thread(target=client_loop, args=(10 * i,)) for i in range(2 * workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
 
 
-def run_level(base: str, queries: list[str], clients: int, k: int, seconds: float, max_requests: int) -> Level:
+def post(conn: http.client.HTTPConnection, path: str, body: dict) -> int:
+    """One request on a kept-alive connection (http.client: the lightest client, so the load generator
+    leaves the cores to the server)."""
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def run_level(port: int, queries: list[str], clients: int, k: int, seconds: float, max_requests: int) -> Level:
     level, lock = Level(clients), threading.Lock()
     counter = iter(range(max_requests))
     stop = time.monotonic() + seconds
 
     def client_loop() -> None:
-        with httpx.Client(timeout=60) as client:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
             while time.monotonic() < stop:
                 with lock:
                     i = next(counter, None)
                 if i is None:
                     return
-                body = {"query": queries[i % len(queries)], "k": k}
                 t0 = time.perf_counter()
                 try:
-                    r = client.post(f"{base}/kg/go/search", json=body)
-                    ok, why = r.status_code == 200, f"HTTP {r.status_code}"
-                except httpx.HTTPError as exc:
+                    status = post(conn, "/api/kg/go/search", {"query": queries[i % len(queries)], "k": k})
+                    ok, why = status == 200, f"HTTP {status}"
+                except (OSError, http.client.HTTPException) as exc:
                     ok, why = False, type(exc).__name__
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
                 elapsed = time.perf_counter() - t0
                 with lock:
                     if ok:
@@ -125,6 +147,8 @@ def run_level(base: str, queries: list[str], clients: int, k: int, seconds: floa
                     else:
                         level.failed += 1
                         level.errors[why] = level.errors.get(why, 0) + 1
+        finally:
+            conn.close()
 
     threads = [threading.Thread(target=client_loop) for _ in range(clients)]
     t0 = time.perf_counter()
@@ -136,11 +160,24 @@ def run_level(base: str, queries: list[str], clients: int, k: int, seconds: floa
     return level
 
 
+def merged(runs: list[Level]) -> Level:
+    """One level over its rounds: every latency, the failures, and req/s as the median of the rounds'."""
+    out = Level(runs[0].clients, failed=sum(r.failed for r in runs))
+    for r in runs:
+        out.latencies += r.latencies
+        for why, n in r.errors.items():
+            out.errors[why] = out.errors.get(why, 0) + n
+    out.median_rps = statistics.median(r.rps for r in runs)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", default="1,4,16", help="client counts, comma-separated; the first is the anchor")
-    ap.add_argument("--seconds", type=float, default=15.0, help="per level")
-    ap.add_argument("--max-requests", type=int, default=1900, help="per level")
+    ap.add_argument("--seconds", type=float, default=5.0, help="per level and round")
+    ap.add_argument("--rounds", type=int, default=3, help="each round runs every level once, so a level and "
+                    "its anchor see the same load of the machine; req/s is the median over the rounds")
+    ap.add_argument("--max-requests", type=int, default=600, help="per level and round")
     ap.add_argument("--workers", type=int, default=1, help="`kgos serve --workers N`")
     ap.add_argument("--quick", action="store_true", help="a synthetic 5,000-node KG instead of go")
     ap.add_argument("--home", type=Path, help="a home that already holds the KG 'go' (skips the import)")
@@ -157,8 +194,13 @@ def main() -> int:
         proc, base = start_server(home, args.workers, Path(tmp) / "server.log")
         try:
             warm(base, queries, args.workers)
-            results = [run_level(base, queries, c, 10 + i, args.seconds, args.max_requests)
-                       for i, c in enumerate(levels)]
+            port = int(base.rsplit(":", 1)[1].split("/")[0])
+            runs: list[list[Level]] = [[] for _ in levels]
+            for r in range(args.rounds):  # a distinct k per level and round: no answer from the query cache
+                for i, c in enumerate(levels):
+                    runs[i].append(run_level(port, queries,
+                                             c, 10 + r * len(levels) + i, args.seconds, args.max_requests))
+            results = [merged(x) for x in runs]
         finally:
             proc.terminate()
             proc.wait(30)

@@ -403,9 +403,7 @@ def search_dict(result: Any, explain: bool) -> dict[str, Any]:
 @router.post("/kg/{db_id}/search", tags=["search"], response_model=m.SearchOut)
 def search(db_id: DbId, body: m.SearchIn, rt: Rt) -> Any:
     """Intent-adaptive hybrid search; each hit explains its score signal by signal."""
-    return read_kg(rt, db_id, lambda kg: search_dict(kg.search(body.query, k=body.k, weights=m.weights_arg(body.weights),
-                                                             intent=body.intent, mode=body.mode,
-                                                             filters=body.filters, model=body.model), body.explain))
+    return rt.read(db_id, "search", body)  # readpool.execute
 
 
 @router.post("/search", tags=["search"], response_model=m.SearchOut)
@@ -424,7 +422,7 @@ def method_route(method: Method) -> Callable[..., Any]:
     """``POST /api/kg/{db_id}/<path>``: the method's parameter type is the body, its result type's derived
     model the response (and so the OpenAPI schema)."""
     def endpoint(db_id: str, body: Any, rt: Runtime) -> Any:
-        return read_kg(rt, db_id, lambda kg: method.run(kg, body).to_dict())  # every method only reads
+        return rt.read(db_id, "method", method.name, body)  # every method only reads
     # FastAPI reads the signature: the body type is the method's, known only here
     signature = inspect.Signature([
         inspect.Parameter("db_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=DbId),

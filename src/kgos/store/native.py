@@ -8,6 +8,7 @@ which is what derived indexes and caches key on.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -75,6 +76,7 @@ class NativeStore(GraphStore):
         self.writer_conn = connect(self.path, read_only)
         self._readers = threading.local()  # each thread's own read connection (see ``conn``)
         self._closed = False
+        self._inode = os.stat(self.path).st_ino  # the file opened (``replaced``)
         if not read_only:
             migrate(self.writer_conn)
 
@@ -99,6 +101,14 @@ class NativeStore(GraphStore):
         if reader is not None:
             self._readers.conn = None
             reader.close()
+
+    def replaced(self) -> bool:
+        """Whether the file at ``path`` is no longer the one this store opened (deleted, or deleted and
+        created anew by another process): its connections would go on reading the old one."""
+        try:
+            return os.stat(self.path).st_ino != self._inode
+        except FileNotFoundError:
+            return True
 
     @property
     def conn(self) -> sqlite3.Connection:
