@@ -145,11 +145,12 @@ class NativeStore(GraphStore):
 
     @contextmanager
     def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:
-        with refused_writes(f"KG '{self.db_id}'"), sqlite_write(self.writer_conn, self._lock, self._units(), nested,
-                                                                lambda: bump() and self._bump()) as conn:
+        with self._lock:
             if self._closed:  # deleted or replaced by another thread meanwhile: nothing is written
                 raise KGNotFound(f"KG '{self.db_id}' was deleted or replaced while this write waited")
-            yield conn
+            with refused_writes(f"KG '{self.db_id}'"), sqlite_write(self.writer_conn, self._lock, self._units(),
+                                                                    nested, lambda: bump() and self._bump()) as conn:
+                yield conn
 
     def _bump(self) -> None:
         self.writer_conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
