@@ -100,6 +100,42 @@ def test_a_write_does_not_wait_for_a_read_in_flight(served: tuple[Workspace, str
     assert answer[0].status_code == 200
 
 
+def test_reads_and_writes_of_kgs_do_not_wait_for_the_workspace_lock(served: tuple[Workspace, str]) -> None:
+    """A long call holding the workspace lock (an expert turn, a research step) holds up no read and no
+    write of a KG: those are serialised per KG by the store."""
+    ws, api = served
+    held, done = threading.Event(), threading.Event()
+
+    def long_call() -> None:
+        with ws.lock:
+            held.set()
+            done.wait(WAIT)
+    holder = threading.Thread(target=long_call, daemon=True)
+    holder.start()
+    assert held.wait(WAIT)
+    try:
+        with httpx.Client(timeout=WAIT) as client:
+            assert client.post(f"{api}/kg/a/nodes", json={"name": "epsilon", "type": "tool", "id": "eps"}).status_code == 201
+            assert client.patch(f"{api}/kg/a/nodes/eps", json={"description": "changed"}).status_code == 200
+            assert client.post(f"{api}/kg/a/edges", json={"source": "eps", "target": "t1", "type": "uses"}).status_code == 201
+            hits = client.post(f"{api}/kg/a/search", json={"query": "epsilon", "k": 3}).json()["results"]
+            assert hits[0]["node"]["id"] == "eps"
+            assert client.delete(f"{api}/kg/a/nodes/eps").json()["edges_removed"] == 1
+    finally:
+        done.set()
+        holder.join(WAIT)
+
+
+def test_an_edit_based_on_an_old_version_is_refused_in_one_unit(served: tuple[Workspace, str]) -> None:
+    _, api = served
+    with httpx.Client(timeout=WAIT) as client:
+        seen = client.get(f"{api}/kg/a/nodes/t2").json()["updated_at"]
+        assert client.patch(f"{api}/kg/a/nodes/t2", json={"description": "first", "if_updated_at": seen}).status_code == 200
+        stale = client.patch(f"{api}/kg/a/nodes/t2", json={"description": "second", "if_updated_at": seen})
+        assert stale.status_code == 409 and stale.json()["error"] == "NodeChanged"
+        assert client.get(f"{api}/kg/a/nodes/t2").json()["description"] == "first"  # nothing written
+
+
 def test_writes_during_parallel_reads_lose_nothing(served: tuple[Workspace, str]) -> None:
     _, api = served
     stop, failures, reads = threading.Event(), [], [0]

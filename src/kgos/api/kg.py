@@ -3,7 +3,8 @@ plus multi-KG search at ``POST /api/search``.
 
 Each route parses its input (``models``), makes one library call and returns the result's
 ``to_dict()``: reads (nodes, edges, search, the query methods) through ``read_kg``, in parallel and
-without the workspace lock; the rest inside ``with rt.lock:``. Node ids may contain ':' and '/': routes that end in a node id
+without the workspace lock; writes of nodes, edges and dimensions through ``write_kg``, serialised
+per KG by its store; the rest inside ``with rt.lock:``. Node ids may contain ':' and '/': routes that end in a node id
 use ``{node_id:path}``; the ``/neighbors`` and ``/dims`` sub-resources are declared first, so a
 node id ending in ``/neighbors`` or ``/dims`` cannot be created through the API (it could not be
 addressed unambiguously). Query methods take node references (an id or an unambiguous name) in
@@ -61,6 +62,12 @@ def on_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
     return locked(rt, lambda ws: fn(ws.kg(db_id)))
 
 
+def write_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
+    """``fn(kg)``, a write of nodes, edges or dimensions: serialised per KG by its store, without the
+    workspace lock (``Workspace.write``)."""
+    return rt.workspace.write(db_id, fn)
+
+
 def read_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
     """``fn(kg)``, a read: in parallel with the other requests, without the workspace lock, where the
     KG's store allows it (``Workspace.read``); 404 when there is no such KG, also when it is deleted
@@ -113,10 +120,20 @@ def list_nodes(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Offset = 0,
     return read_kg(rt, db_id, page)
 
 
+def unless_changed(kg: KG, node_id: str, if_updated_at: str | None, write: Callable[[], T]) -> T:
+    """``write()``, refused (409 NodeChanged, nothing written) when it is based on a version of the node
+    that is no longer current: the studio sends the ``updated_at`` it showed, so a concurrent edit is
+    never silently overwritten. The check and the write are one unit of work of the store: no other
+    write lands between them."""
+    if if_updated_at is None:
+        return write()
+    with kg.writing():
+        unchanged(kg, node_id, if_updated_at)
+        return write()
+
+
 def unchanged(kg: KG, node_id: str, if_updated_at: str | None) -> None:
-    """Refuse (409 NodeChanged, nothing written) a write based on a version of the node that is no
-    longer current: the studio sends the ``updated_at`` it showed, so a concurrent edit is never
-    silently overwritten. Checked under the workspace lock the write then takes."""
+    """Raise NodeChanged when the node's ``updated_at`` is not ``if_updated_at`` (None: no check)."""
     if if_updated_at is None:
         return
     current = kg.node(node_id).updated_at
@@ -135,8 +152,8 @@ def _addressable(node_id: str | None) -> None:
 def create_node(db_id: DbId, body: m.NodeCreate, rt: Rt) -> Any:
     """Add a node; its id defaults to ``<type>:<slug of name>`` (400 if the id is taken)."""
     _addressable(body.id)
-    return on_kg(rt, db_id, lambda kg: kg.add_node(body.name, body.type, body.description, body.properties,
-                                                   id=body.id).to_dict(timestamps=True))
+    return write_kg(rt, db_id, lambda kg: kg.add_node(body.name, body.type, body.description, body.properties,
+                                                      id=body.id).to_dict(timestamps=True))
 
 
 @router.get("/kg/{db_id}/nodes/{node_id:path}/neighbors", tags=["nodes"], response_model=m.NeighborsOut)
@@ -160,9 +177,9 @@ def get_dimensions(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
 def set_dimensions(db_id: DbId, node_id: NodeId, body: m.DimensionsSet, rt: Rt) -> Any:
     """Set dimension values (0..1); names outside the catalog need ``custom``."""
     def write(kg: KG) -> Any:
-        unchanged(kg, node_id, body.if_updated_at)
-        return kg.set_dimensions(node_id, body.values, custom=body.custom).to_dict()
-    return on_kg(rt, db_id, write)
+        return unless_changed(kg, node_id, body.if_updated_at,
+                              lambda: kg.set_dimensions(node_id, body.values, custom=body.custom).to_dict())
+    return write_kg(rt, db_id, write)
 
 
 @router.get("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
@@ -175,8 +192,8 @@ def get_node(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
 def upsert_node(db_id: DbId, node_id: NodeId, body: m.NodeUpsert, rt: Rt) -> Any:
     """Create the node with this id, or update it (properties merged, created_at kept)."""
     _addressable(node_id)
-    return on_kg(rt, db_id, lambda kg: kg.upsert_node(node_id, body.name, body.type, body.description,
-                                                      body.properties).to_dict(timestamps=True))
+    return write_kg(rt, db_id, lambda kg: kg.upsert_node(node_id, body.name, body.type, body.description,
+                                                         body.properties).to_dict(timestamps=True))
 
 
 @router.patch("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
@@ -186,9 +203,8 @@ def update_node(db_id: DbId, node_id: NodeId, body: m.NodePatch, rt: Rt) -> Any:
     expected = changes.pop("if_updated_at", None)
 
     def write(kg: KG) -> Any:
-        unchanged(kg, node_id, expected)
-        return kg.update_node(node_id, **changes).to_dict(timestamps=True)
-    return on_kg(rt, db_id, write)
+        return unless_changed(kg, node_id, expected, lambda: kg.update_node(node_id, **changes).to_dict(timestamps=True))
+    return write_kg(rt, db_id, write)
 
 
 @router.delete("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDeleted)
@@ -196,9 +212,9 @@ def delete_node(db_id: DbId, node_id: NodeId, rt: Rt,
                 if_updated_at: Annotated[str | None, Query(max_length=64, description="409 NodeChanged when the node changed since")] = None) -> Any:
     """Delete a node and its edges."""
     def delete(kg: KG) -> Any:
-        unchanged(kg, node_id, if_updated_at)
-        return {"deleted": node_id, "edges_removed": kg.delete_node(node_id)}
-    return on_kg(rt, db_id, delete)
+        return unless_changed(kg, node_id, if_updated_at,
+                              lambda: {"deleted": node_id, "edges_removed": kg.delete_node(node_id)})
+    return write_kg(rt, db_id, delete)
 
 
 # -- edges -------------------------------------------------------------------------------------------------
@@ -215,8 +231,8 @@ def list_edges(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Annotated[int, Qu
 @router.post("/kg/{db_id}/edges", tags=["edges"], status_code=201, response_model=m.EdgeOut)
 def add_edge(db_id: DbId, body: m.EdgeCreate, rt: Rt) -> Any:
     """Add an edge, or strengthen the existing (source, target, type) edge (weight = max)."""
-    return on_kg(rt, db_id, lambda kg: kg.add_edge(body.source, body.target, body.type, body.weight,
-                                                   body.properties).to_dict())
+    return write_kg(rt, db_id, lambda kg: kg.add_edge(body.source, body.target, body.type, body.weight,
+                                                      body.properties).to_dict())
 
 
 @router.delete("/kg/{db_id}/edges", tags=["edges"], response_model=m.EdgeDeleted)
@@ -228,7 +244,7 @@ def delete_edge(db_id: DbId, rt: Rt, source: Annotated[str, Query(min_length=1, 
         if not kg.delete_edge(source, target, type):
             raise EdgeNotFound(f"no {type!r} edge from '{source}' to '{target}' in KG '{db_id}'")
         return {"deleted": True, "source": source, "target": target, "type": type}
-    return on_kg(rt, db_id, delete)
+    return write_kg(rt, db_id, delete)
 
 
 # -- import / export ------------------------------------------------------------------------------------------

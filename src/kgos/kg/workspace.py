@@ -179,6 +179,12 @@ class Workspace:
         with self.lock:
             return fn(kg)
 
+    def write(self, db_id: str, fn: Callable[[KG], T]) -> T:
+        """``fn(kg)`` for a write of one KG by a thread sharing this workspace: serialised by the KG's
+        store (a native file's writer lock, PostgreSQL's transactions), so it waits for no read and for
+        no other KG's write; under ``lock`` where the store needs it (as ``read``)."""
+        return self.read(db_id, fn)
+
     def read_many(self, db_ids: Sequence[str], fn: Callable[[], T]) -> T:
         """``fn()`` reading the KGs ``db_ids``: as ``read``, under ``lock`` if any of them needs it."""
         if all(self.kg(db_id).store.concurrent_reads for db_id in db_ids):
