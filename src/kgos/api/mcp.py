@@ -179,6 +179,11 @@ class Tools:
         result = self.ws.read(kg, call)
         return result.to_dict() if hasattr(result, "to_dict") else result
 
+    def _write(self, kg: str, call: Callable[[Any], Any]) -> Any:
+        """A write of one KG's nodes or edges, serialised by its store (``Workspace.write``)."""
+        result = self.ws.write(kg, call)
+        return result.to_dict() if hasattr(result, "to_dict") else result
+
     # -- reads ------------------------------------------------------------------------------------------
     def list_kgs(self) -> dict[str, Any]:
         """List the knowledge graphs of this workspace: db_id (the `kg` argument of the other tools),
@@ -258,7 +263,7 @@ class Tools:
     def add_node(self, kg: KgId, name: Text, type: str = "entity", description: str = "",
                  properties: dict[str, Any] | None = None, id: str | None = None) -> dict[str, Any]:
         """Add a node to a KG (writable KGs only); returns it with its id."""
-        return self._locked(kg, lambda g: g.add_node(name, type, description, properties, id=id))
+        return self._write(kg, lambda g: g.add_node(name, type, description, properties, id=id))
 
     def add_edge(self, kg: KgId, source: NodeRef, target: NodeRef, type: Text,
                  weight: Annotated[float, Field(ge=0.0, le=1e6)] = 1.0,
@@ -266,7 +271,7 @@ class Tools:
         """Add an edge between two existing nodes of a KG (ids or names)."""
         def write(g: Any) -> Any:
             return g.add_edge(g.resolve(source).id, g.resolve(target).id, type, weight, properties)
-        return self._locked(kg, write)
+        return self._write(kg, write)
 
     def proposal_accept(self, kg: KgId, proposal_id: Annotated[int, Field(ge=1)],
                         note: str | None = None) -> dict[str, Any]:
