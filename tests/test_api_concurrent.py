@@ -278,3 +278,34 @@ def test_workers_answer_search_and_methods_and_see_writes(tmp_path: Path) -> Non
 def test_workers_setting_is_bounded() -> None:
     with pytest.raises(InvalidArgument, match="workers"):
         ServerSettings(workers=0).checked()
+
+
+def test_a_postgres_kg_is_read_in_parallel_and_deleted_while_searched(tmp_path: Path) -> None:
+    """The same guarantees for a KG in the workspace's PostgreSQL database (a throwaway cluster)."""
+    from postgres_cluster import running_cluster
+
+    from kgos.store.postgres_db import close_all
+    url = running_cluster().new_database()
+    ws = Workspace(tmp_path / "home", database_url=url)
+    try:
+        seed(ws, "a", n=10)
+        seed(ws, "b", n=10)
+        with live_server(create_app(ws), free_port()) as base, httpx.Client(timeout=WAIT) as client:
+            api = f"{base}/api"
+            assert client.post(f"{api}/kg/a/search", json={"query": "alpha"}).status_code == 200  # snapshot built
+            gate = Gate(ws.kg("a").store, "get_nodes")
+            slow, answer = in_thread(lambda: httpx.post(f"{api}/kg/a/search", json={"query": "alpha tool"},
+                                                        timeout=WAIT * 2))
+            assert gate.entered.wait(WAIT)
+            assert client.post(f"{api}/kg/b/search", json={"query": "alpha"}).status_code == 200
+            assert client.post(f"{api}/kg/b/nodes", json={"name": "zeta", "type": "tool"}).status_code == 201
+            assert client.delete(f"{api}/kg/a").status_code == 200
+            assert slow.is_alive()
+            gate.release()
+            slow.join(WAIT)
+            assert answer[0].status_code in (200, 404), answer[0].text
+            after = client.post(f"{api}/kg/a/search", json={"query": "alpha"})
+            assert after.status_code == 404 and after.json()["error"] == "KGNotFound"
+    finally:
+        ws.close()
+        close_all()
