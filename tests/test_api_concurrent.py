@@ -309,3 +309,32 @@ def test_a_postgres_kg_is_read_in_parallel_and_deleted_while_searched(tmp_path: 
     finally:
         ws.close()
         close_all()
+
+
+def test_a_search_of_the_old_version_finishing_late_leaves_no_stale_answer(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search still running on the old snapshot when a write's rebuild clears the query cache must not
+    leave its answer behind for the new version's queries (the cache is keyed by version)."""
+    from kgos.retrieval import hybrid
+    ws = Workspace(tmp_path / "home")
+    seed(ws, "a", n=10)
+    kg = ws.kg("a")
+    kg.search("omega")
+    original, entered, opened, calls = hybrid.search, threading.Event(), threading.Event(), [0]
+
+    def first_call_held(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:  # only the first search (of the old version) is held
+            entered.set()
+            assert opened.wait(WAIT)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(hybrid, "search", first_call_held)
+    old, answer = in_thread(lambda: kg.search("omega", k=5))
+    assert entered.wait(WAIT)
+    kg.add_node("omega written", type="note", id="omega")
+    assert kg.search("omega", k=5).results[0].node.id == "omega"  # the new version, cached
+    opened.set()
+    old.join(WAIT)
+    assert "omega" not in [h.node.id for h in answer[0].results]  # the held search read the old version
+    assert kg.search("omega", k=5).results[0].node.id == "omega"  # and did not overwrite the new answer
+    ws.close()

@@ -246,7 +246,10 @@ class SearchEngine:
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
                mode: str = "hybrid", prefilter: Prefilter | None = None) -> SearchResult:
         snap = self.snapshot()
-        key = (query, k, mode, intent, tuple(weights) if isinstance(weights, (list, tuple)) else str(weights),
+        # the version too: a search of the old snapshot, still running on another thread when a write's
+        # rebuild clears the cache, must not leave its answer for the new version's queries
+        key = (snap.version, query, k, mode, intent,
+               tuple(weights) if isinstance(weights, (list, tuple)) else str(weights),
                prefilter.key if prefilter is not None else None)
         cached = self.cache.get(key)
         if cached is not None:
