@@ -225,12 +225,13 @@ def main() -> int:
         finally:
             proc.terminate()
             proc.wait(30)
-    return report(results, args.workers, os.cpu_count() or 0)
+    kg = "go" if path.name == "kg.json.gz" else "a synthetic 5,000-node KG"
+    return report(results, args.workers, os.cpu_count() or 0, kg)
 
 
-def report(results: list[Level], workers: int, cores: int) -> int:
+def report(results: list[Level], workers: int, cores: int, kg: str) -> int:
     anchor = results[0].rps
-    print(f"search on go, one server ({workers} worker process{'es' if workers > 1 else ''}), {cores} cores")
+    print(f"search on {kg} (as KG 'go'), one server ({workers} worker process{'es' if workers > 1 else ''}), {cores} cores")
     print(f"{'clients':>8} {'requests':>9} {'req/s':>8} {'x 1-client':>11} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7}")
     for lv in results:
         print(f"{lv.label:>8} {len(lv.latencies):>9} {lv.rps:>8.1f} {lv.rps / anchor if anchor else 0:>11.2f} "
