@@ -71,6 +71,7 @@ def create_app(workspace: Workspace | str | Path | None = None, settings: Server
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with mcp.running(app), embedding.running(app):
             yield
+        app.state.runtime.close()
         if owned:
             with app.state.runtime.lock:
                 ws.close()

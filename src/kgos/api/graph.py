@@ -30,7 +30,7 @@ from ..methods import results as R
 from ..methods.view import MAX_DEPTH
 from . import models as m
 from .errors import RESPONSES
-from .kg import DbId, Rt, on_kg
+from .kg import DbId, Rt, read_kg
 from .schemas import list_of, response_model
 
 router = APIRouter(prefix="/api", tags=["graph"], responses=RESPONSES)
@@ -54,7 +54,7 @@ def get_neighborhood(
     levels are kept while they fit in ``max_nodes``, then the best-connected nodes of the next one;
     ``truncated`` and ``message`` say what a cap left out (a request above the server's caps is
     served at the caps, not refused)."""
-    found = on_kg(rt, db_id, lambda kg: neighborhood(kg.store, kg.view(), node, depth, max_nodes, max_edges))
+    found = read_kg(rt, db_id, lambda kg: neighborhood(kg.store, kg.view(), node, depth, max_nodes, max_edges))
     # thousands of records: encoded by orjson as built, not re-validated (tests check the shape); 25x
     # faster than json + pydantic on 2,000 go nodes
     return Response(orjson.dumps(found.to_dict()), media_type="application/json")
@@ -63,7 +63,7 @@ def get_neighborhood(
 @router.get("/kg/{db_id}/degrees", response_model=DegreeHistogramOut)
 def get_degrees(db_id: DbId, rt: Rt) -> Any:
     """The KG's total-degree histogram in power-of-two bins (0, 1, 2-3, 4-7, ...)."""
-    return on_kg(rt, db_id, lambda kg: degree_histogram(kg.view()).to_dict())
+    return read_kg(rt, db_id, lambda kg: degree_histogram(kg.view()).to_dict())
 
 
 @router.get("/kg/{db_id}/communities/map", response_model=CommunityMapOut)
@@ -72,4 +72,4 @@ def get_community_map(db_id: DbId, rt: Rt,
     """The overview of a large KG: its ``k`` largest communities (size, best-connected members, node
     types) and the edge counts between them; the explorer draws one disc per community and opens a
     community's hub when it is clicked."""
-    return on_kg(rt, db_id, lambda kg: community_map(kg.view(), k).to_dict())
+    return read_kg(rt, db_id, lambda kg: community_map(kg.view(), k).to_dict())

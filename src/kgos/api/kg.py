@@ -1,8 +1,10 @@
 """/api/kg: KGs, nodes, edges, import/export, search and every query method (DESIGN.md section 4),
 plus multi-KG search at ``POST /api/search``.
 
-Each route parses its input (``models``), makes one library call inside ``with rt.lock:`` and
-returns the result's ``to_dict()``. Node ids may contain ':' and '/': routes that end in a node id
+Each route parses its input (``models``), makes one library call and returns the result's
+``to_dict()``: reads (nodes, edges, search, the query methods) through ``read_kg``, in parallel and
+without the workspace lock; writes of nodes, edges and dimensions through ``write_kg``, serialised
+per KG by its store; the rest inside ``with rt.lock:``. Node ids may contain ':' and '/': routes that end in a node id
 use ``{node_id:path}``; the ``/neighbors`` and ``/dims`` sub-resources are declared first, so a
 node id ending in ``/neighbors`` or ``/dims`` cannot be created through the API (it could not be
 addressed unambiguously). Query methods take node references (an id or an unambiguous name) in
@@ -60,6 +62,19 @@ def on_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
     return locked(rt, lambda ws: fn(ws.kg(db_id)))
 
 
+def write_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
+    """``fn(kg)``, a write of nodes, edges or dimensions: serialised per KG by its store, without the
+    workspace lock (``Workspace.write``)."""
+    return rt.workspace.write(db_id, fn)
+
+
+def read_kg(rt: Runtime, db_id: str, fn: Callable[[KG], Any]) -> Any:
+    """``fn(kg)``, a read: in parallel with the other requests, without the workspace lock, where the
+    KG's store allows it (``Workspace.read``); 404 when there is no such KG, also when it is deleted
+    while read (or the answer of the version read)."""
+    return rt.workspace.read(db_id, fn)
+
+
 # -- KGs -----------------------------------------------------------------------------------------------
 @router.get("/kg", tags=["kg"], response_model=list[m.KGInfoOut])
 def list_kgs(rt: Rt) -> Any:
@@ -102,13 +117,23 @@ def list_nodes(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Offset = 0,
     def page(kg: KG) -> Any:
         total, nodes = kg.nodes_page(limit, offset, type)
         return {"total": total, "limit": limit, "offset": offset, "nodes": [n.to_dict() for n in nodes]}
-    return on_kg(rt, db_id, page)
+    return read_kg(rt, db_id, page)
+
+
+def unless_changed(kg: KG, node_id: str, if_updated_at: str | None, write: Callable[[], T]) -> T:
+    """``write()``, refused (409 NodeChanged, nothing written) when it is based on a version of the node
+    that is no longer current: the studio sends the ``updated_at`` it showed, so a concurrent edit is
+    never silently overwritten. The check and the write are one unit of work of the store: no other
+    write lands between them."""
+    if if_updated_at is None:
+        return write()
+    with kg.writing():
+        unchanged(kg, node_id, if_updated_at)
+        return write()
 
 
 def unchanged(kg: KG, node_id: str, if_updated_at: str | None) -> None:
-    """Refuse (409 NodeChanged, nothing written) a write based on a version of the node that is no
-    longer current: the studio sends the ``updated_at`` it showed, so a concurrent edit is never
-    silently overwritten. Checked under the workspace lock the write then takes."""
+    """Raise NodeChanged when the node's ``updated_at`` is not ``if_updated_at`` (None: no check)."""
     if if_updated_at is None:
         return
     current = kg.node(node_id).updated_at
@@ -127,8 +152,8 @@ def _addressable(node_id: str | None) -> None:
 def create_node(db_id: DbId, body: m.NodeCreate, rt: Rt) -> Any:
     """Add a node; its id defaults to ``<type>:<slug of name>`` (400 if the id is taken)."""
     _addressable(body.id)
-    return on_kg(rt, db_id, lambda kg: kg.add_node(body.name, body.type, body.description, body.properties,
-                                                   id=body.id).to_dict(timestamps=True))
+    return write_kg(rt, db_id, lambda kg: kg.add_node(body.name, body.type, body.description, body.properties,
+                                                      id=body.id).to_dict(timestamps=True))
 
 
 @router.get("/kg/{db_id}/nodes/{node_id:path}/neighbors", tags=["nodes"], response_model=m.NeighborsOut)
@@ -139,36 +164,36 @@ def neighbors(db_id: DbId, node_id: NodeId, rt: Rt, direction: Direction = "both
     def hop(kg: KG) -> Any:
         found = kg.neighbors(node_id, EDGE_SIDE[direction], type, limit)
         return {"node": kg.node(node_id).to_dict(), "direction": direction, "neighbors": [n.to_dict() for n in found]}
-    return on_kg(rt, db_id, hop)
+    return read_kg(rt, db_id, hop)
 
 
 @router.get("/kg/{db_id}/nodes/{node_id:path}/dims", tags=["dimensions"], response_model=m.NodeDimensionsOut)
 def get_dimensions(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
     """A node's semantic dimension values, marking those ``dims auto`` inferred."""
-    return on_kg(rt, db_id, lambda kg: kg.dimensions(node_id).to_dict())
+    return read_kg(rt, db_id, lambda kg: kg.dimensions(node_id).to_dict())
 
 
 @router.put("/kg/{db_id}/nodes/{node_id:path}/dims", tags=["dimensions"], response_model=m.NodeDimensionsOut)
 def set_dimensions(db_id: DbId, node_id: NodeId, body: m.DimensionsSet, rt: Rt) -> Any:
     """Set dimension values (0..1); names outside the catalog need ``custom``."""
     def write(kg: KG) -> Any:
-        unchanged(kg, node_id, body.if_updated_at)
-        return kg.set_dimensions(node_id, body.values, custom=body.custom).to_dict()
-    return on_kg(rt, db_id, write)
+        return unless_changed(kg, node_id, body.if_updated_at,
+                              lambda: kg.set_dimensions(node_id, body.values, custom=body.custom).to_dict())
+    return write_kg(rt, db_id, write)
 
 
 @router.get("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
 def get_node(db_id: DbId, node_id: NodeId, rt: Rt) -> Any:
     """One node by id (404 with close ids as ``suggestions``)."""
-    return on_kg(rt, db_id, lambda kg: kg.node(node_id).to_dict(timestamps=True))
+    return read_kg(rt, db_id, lambda kg: kg.node(node_id).to_dict(timestamps=True))
 
 
 @router.post("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
 def upsert_node(db_id: DbId, node_id: NodeId, body: m.NodeUpsert, rt: Rt) -> Any:
     """Create the node with this id, or update it (properties merged, created_at kept)."""
     _addressable(node_id)
-    return on_kg(rt, db_id, lambda kg: kg.upsert_node(node_id, body.name, body.type, body.description,
-                                                      body.properties).to_dict(timestamps=True))
+    return write_kg(rt, db_id, lambda kg: kg.upsert_node(node_id, body.name, body.type, body.description,
+                                                         body.properties).to_dict(timestamps=True))
 
 
 @router.patch("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDetail)
@@ -178,9 +203,8 @@ def update_node(db_id: DbId, node_id: NodeId, body: m.NodePatch, rt: Rt) -> Any:
     expected = changes.pop("if_updated_at", None)
 
     def write(kg: KG) -> Any:
-        unchanged(kg, node_id, expected)
-        return kg.update_node(node_id, **changes).to_dict(timestamps=True)
-    return on_kg(rt, db_id, write)
+        return unless_changed(kg, node_id, expected, lambda: kg.update_node(node_id, **changes).to_dict(timestamps=True))
+    return write_kg(rt, db_id, write)
 
 
 @router.delete("/kg/{db_id}/nodes/{node_id:path}", tags=["nodes"], response_model=m.NodeDeleted)
@@ -188,9 +212,9 @@ def delete_node(db_id: DbId, node_id: NodeId, rt: Rt,
                 if_updated_at: Annotated[str | None, Query(max_length=64, description="409 NodeChanged when the node changed since")] = None) -> Any:
     """Delete a node and its edges."""
     def delete(kg: KG) -> Any:
-        unchanged(kg, node_id, if_updated_at)
-        return {"deleted": node_id, "edges_removed": kg.delete_node(node_id)}
-    return on_kg(rt, db_id, delete)
+        return unless_changed(kg, node_id, if_updated_at,
+                              lambda: {"deleted": node_id, "edges_removed": kg.delete_node(node_id)})
+    return write_kg(rt, db_id, delete)
 
 
 # -- edges -------------------------------------------------------------------------------------------------
@@ -201,14 +225,14 @@ def list_edges(db_id: DbId, rt: Rt, limit: Limit = 50, offset: Annotated[int, Qu
     def page(kg: KG) -> Any:
         edges = (e for e in kg.edges() if type is None or e.type == type)
         return {"limit": limit, "offset": offset, "edges": [e.to_dict() for e in islice(edges, offset, offset + limit)]}
-    return on_kg(rt, db_id, page)
+    return read_kg(rt, db_id, page)
 
 
 @router.post("/kg/{db_id}/edges", tags=["edges"], status_code=201, response_model=m.EdgeOut)
 def add_edge(db_id: DbId, body: m.EdgeCreate, rt: Rt) -> Any:
     """Add an edge, or strengthen the existing (source, target, type) edge (weight = max)."""
-    return on_kg(rt, db_id, lambda kg: kg.add_edge(body.source, body.target, body.type, body.weight,
-                                                   body.properties).to_dict())
+    return write_kg(rt, db_id, lambda kg: kg.add_edge(body.source, body.target, body.type, body.weight,
+                                                      body.properties).to_dict())
 
 
 @router.delete("/kg/{db_id}/edges", tags=["edges"], response_model=m.EdgeDeleted)
@@ -220,7 +244,7 @@ def delete_edge(db_id: DbId, rt: Rt, source: Annotated[str, Query(min_length=1, 
         if not kg.delete_edge(source, target, type):
             raise EdgeNotFound(f"no {type!r} edge from '{source}' to '{target}' in KG '{db_id}'")
         return {"deleted": True, "source": source, "target": target, "type": type}
-    return on_kg(rt, db_id, delete)
+    return write_kg(rt, db_id, delete)
 
 
 # -- import / export ------------------------------------------------------------------------------------------
@@ -398,18 +422,18 @@ def search_dict(result: Any, explain: bool) -> dict[str, Any]:
 @router.post("/kg/{db_id}/search", tags=["search"], response_model=m.SearchOut)
 def search(db_id: DbId, body: m.SearchIn, rt: Rt) -> Any:
     """Intent-adaptive hybrid search; each hit explains its score signal by signal."""
-    return on_kg(rt, db_id, lambda kg: search_dict(kg.search(body.query, k=body.k, weights=m.weights_arg(body.weights),
-                                                             intent=body.intent, mode=body.mode,
-                                                             filters=body.filters, model=body.model), body.explain))
+    return rt.read(db_id, "search", body)  # readpool.execute
 
 
 @router.post("/search", tags=["search"], response_model=m.SearchOut)
 def search_many(body: m.MultiSearchIn, rt: Rt) -> Any:
     """One query over several KGs: hits tagged with ``source_kg``, duplicates by name merged."""
-    return locked(rt, lambda ws: search_dict(ws.search(body.db_ids, body.query, k=body.k,
-                                                       weights=m.weights_arg(body.weights), intent=body.intent,
-                                                       mode=body.mode, filters=body.filters, model=body.model),
-                                             body.explain))
+    ws = rt.workspace
+    return ws.read_many(body.db_ids, lambda: search_dict(ws.search(body.db_ids, body.query, k=body.k,
+                                                                   weights=m.weights_arg(body.weights),
+                                                                   intent=body.intent, mode=body.mode,
+                                                                   filters=body.filters, model=body.model),
+                                                         body.explain))
 
 
 # -- query methods: one route per catalogue method (kgos.kg.catalogue) --------------------------------------------
@@ -417,7 +441,7 @@ def method_route(method: Method) -> Callable[..., Any]:
     """``POST /api/kg/{db_id}/<path>``: the method's parameter type is the body, its result type's derived
     model the response (and so the OpenAPI schema)."""
     def endpoint(db_id: str, body: Any, rt: Runtime) -> Any:
-        return on_kg(rt, db_id, lambda kg: method.run(kg, body).to_dict())
+        return rt.read(db_id, "method", method.name, body)  # every method only reads
     # FastAPI reads the signature: the body type is the method's, known only here
     signature = inspect.Signature([
         inspect.Parameter("db_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=DbId),

@@ -17,7 +17,7 @@ from ..kg import KG
 from ..methods import CATALOG, CATEGORIES, classify_intent
 from . import models as m
 from .errors import RESPONSES
-from .kg import DbId, NodeId, on_kg
+from .kg import DbId, NodeId, read_kg
 from .runtime import Runtime, runtime
 
 router = APIRouter(prefix="/api/kgos", tags=["kgos"], responses=RESPONSES)
@@ -28,7 +28,7 @@ Rt = Annotated[Runtime, Depends(runtime)]
 @router.post("/query/{db_id}", response_model=m.SpecQueryOut)
 def query(db_id: DbId, body: m.SpecQueryIn, rt: Rt) -> Any:
     """Run ``intent_search`` directly against a KG (spec/000 section 10)."""
-    return on_kg(rt, db_id, lambda kg: spec_query(kg, body.query, spec_config(body.config)))
+    return read_kg(rt, db_id, lambda kg: spec_query(kg, body.query, spec_config(body.config)))
 
 
 def spec_config(config: m.SpecConfig) -> dict[str, Any]:
@@ -61,7 +61,7 @@ def spec_query(kg: KG, query: str, config: dict[str, Any]) -> dict[str, Any]:
 @router.post("/impact/{db_id}/{node_id:path}", response_model=m.SpecImpactOut)
 def impact(db_id: DbId, node_id: NodeId, body: m.SpecImpactIn, rt: Rt) -> Any:
     """Impact analysis of one node: risk by depth and the critical path (spec/000 section 10)."""
-    return on_kg(rt, db_id, lambda kg: spec_impact(kg.impact_analysis(node_id, direction=body.direction,
+    return read_kg(rt, db_id, lambda kg: spec_impact(kg.impact_analysis(node_id, direction=body.direction,
                                                                        max_depth=body.max_depth).to_dict()))
 
 
@@ -75,7 +75,7 @@ def spec_impact(d: dict[str, Any]) -> dict[str, Any]:
 @router.post("/compose/{db_id}", response_model=m.SpecComposeOut, response_model_by_alias=True)
 def compose(db_id: DbId, body: m.SpecComposeIn, rt: Rt) -> Any:
     """Composition planning for a multi-step goal (spec/000 section 10)."""
-    return on_kg(rt, db_id, lambda kg: spec_plan(kg.compose_for(body.goal, max_tools=body.max_tools).to_dict()))
+    return read_kg(rt, db_id, lambda kg: spec_plan(kg.compose_for(body.goal, max_tools=body.max_tools).to_dict()))
 
 
 def spec_plan(d: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def similar(db_id: DbId, node_id: NodeId, body: m.SpecSimilarIn, rt: Rt) -> Any:
     def run(kg: KG) -> Any:
         d = kg.similar_to(node_id, k=body.k).to_dict()
         return {"source_node": d["node"], "similar": d["results"]}
-    return on_kg(rt, db_id, run)
+    return read_kg(rt, db_id, run)
 
 
 # -- GET /api/kgos/dimensions, /api/kgos/classify ------------------------------------------------------

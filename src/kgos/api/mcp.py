@@ -111,7 +111,7 @@ def method_tool(tools: Tools, method: Method) -> Callable[..., Any]:
     ``outputSchema``; the SDK sends it as ``structuredContent`` too)."""
     def tool(kg: str, **values: Any) -> Any:
         params = method.parse(values)
-        return tools._locked(kg, lambda g: method.run(g, params))
+        return tools._read(kg, lambda g: method.run(g, params))
     parameters = [inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, annotation=KgId)]
     parameters += [_parameter(name, info) for name, info in method.params.model_fields.items()]
     signature = inspect.Signature(parameters, return_annotation=derived(method.result))
@@ -174,6 +174,16 @@ class Tools:
             result = call(self._kg(kg))
             return result.to_dict() if hasattr(result, "to_dict") else result
 
+    def _read(self, kg: str, call: Callable[[Any], Any]) -> Any:
+        """A read of one KG, in parallel with the other calls where its store allows (``Workspace.read``)."""
+        result = self.ws.read(kg, call)
+        return result.to_dict() if hasattr(result, "to_dict") else result
+
+    def _write(self, kg: str, call: Callable[[Any], Any]) -> Any:
+        """A write of one KG's nodes or edges, serialised by its store (``Workspace.write``)."""
+        result = self.ws.write(kg, call)
+        return result.to_dict() if hasattr(result, "to_dict") else result
+
     # -- reads ------------------------------------------------------------------------------------------
     def list_kgs(self) -> dict[str, Any]:
         """List the knowledge graphs of this workspace: db_id (the `kg` argument of the other tools),
@@ -186,11 +196,11 @@ class Tools:
                                                                "classify the query")] = None) -> dict[str, Any]:
         """Intent-adaptive hybrid search (meaning + BM25 text + graph + intent signals) of one KG. Returns
         the ranked hits, each with its node, score and per-signal components, plus the detected intent."""
-        return self._locked(kg, lambda g: g.search(query, k=k, intent=intent))
+        return self._read(kg, lambda g: g.search(query, k=k, intent=intent))
 
     def get_node(self, kg: KgId, node: NodeRef) -> dict[str, Any]:
         """One node by id or name: id, name, type, description and properties."""
-        return self._locked(kg, lambda g: g.resolve(node))
+        return self._read(kg, lambda g: g.resolve(node))
 
     def neighbors(self, kg: KgId, node: NodeRef, direction: Direction = "both", limit: K = 50) -> dict[str, Any]:
         """Nodes one edge away from a node, with the edge type and direction of each."""
@@ -198,7 +208,7 @@ class Tools:
             ref = g.resolve(node)
             found = g.neighbors(ref.id, EDGE_SIDE[direction], limit=limit)
             return {"node": ref.id, "neighbors": [n.to_dict() for n in found]}
-        return self._locked(kg, read)
+        return self._read(kg, read)
 
     def proposals(self, kg: KgId, status: Literal["pending", "accepted", "rejected"] = "pending",
                   limit: Annotated[int, Field(ge=1, le=200)] = 20) -> dict[str, Any]:
@@ -253,7 +263,7 @@ class Tools:
     def add_node(self, kg: KgId, name: Text, type: str = "entity", description: str = "",
                  properties: dict[str, Any] | None = None, id: str | None = None) -> dict[str, Any]:
         """Add a node to a KG (writable KGs only); returns it with its id."""
-        return self._locked(kg, lambda g: g.add_node(name, type, description, properties, id=id))
+        return self._write(kg, lambda g: g.add_node(name, type, description, properties, id=id))
 
     def add_edge(self, kg: KgId, source: NodeRef, target: NodeRef, type: Text,
                  weight: Annotated[float, Field(ge=0.0, le=1e6)] = 1.0,
@@ -261,7 +271,7 @@ class Tools:
         """Add an edge between two existing nodes of a KG (ids or names)."""
         def write(g: Any) -> Any:
             return g.add_edge(g.resolve(source).id, g.resolve(target).id, type, weight, properties)
-        return self._locked(kg, write)
+        return self._write(kg, write)
 
     def proposal_accept(self, kg: KgId, proposal_id: Annotated[int, Field(ge=1)],
                         note: str | None = None) -> dict[str, Any]:

@@ -1,9 +1,12 @@
-"""What every route shares: the workspace, one lock around it, the server settings and the LLM
-provider factory.
+"""What every route shares: the workspace, its lock, the read workers, the server settings and the
+LLM provider factory.
 
-SQLite connections are not safe to use from two threads at once, and FastAPI runs plain ``def``
-routes in a thread pool, so every route touches the workspace only inside ``with rt.lock:``. LLM
-streaming happens outside the lock, so one slow model does not stall the other routes.
+FastAPI runs plain ``def`` routes in a thread pool. Reads of a KG (search, the query methods, nodes
+and edges) run in parallel without any workspace-wide lock: a KG's store reads on a connection per
+thread and serialises its own writes (``Workspace.read``); with ``--workers N`` search and the query
+methods run in worker processes (``readpool``). The other routes (writes, experts, research, the
+workspace's own SQLite file) run inside ``with rt.lock:``. LLM streaming happens outside the lock,
+so one slow model does not stall the other routes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from fastapi import Request  # at runtime: FastAPI reads the annotation of ``run
 
 from ..errors import InvalidArgument
 from .origin import is_loopback, origin_of, split_host
+from .readpool import MAX_WORKERS, ReadPool, execute
 
 if TYPE_CHECKING:
     from ..kg import Workspace
@@ -44,6 +48,7 @@ class ServerSettings:
     model: str | None = None
     llm_timeout: float = 60.0
     fill_in: bool = False  # at start, resume the pending embedding fill-ins (`kgos serve` sets it)
+    workers: int = 1  # processes answering search and the query methods (1: the server's threads)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
@@ -65,6 +70,8 @@ class ServerSettings:
                                   "or bind to 127.0.0.1")
         if not 0 < self.port < 65536:
             raise InvalidArgument(f"port must be 1-65535, not {self.port}")
+        if not 1 <= self.workers <= MAX_WORKERS:
+            raise InvalidArgument(f"workers must be 1-{MAX_WORKERS}, not {self.workers}")
         if self.max_body_bytes <= 0 or self.max_upload_bytes <= 0:
             raise InvalidArgument("body size limits must be positive")
         self.check_names()
@@ -97,9 +104,23 @@ class Runtime:
     settings: ServerSettings = field(default_factory=ServerSettings)
     provider_factory: Callable[[str | None, str | None], ChatProvider] | None = None
     lock: threading.RLock = field(init=False)
+    reads: ReadPool | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.lock = self.workspace.lock  # the workspace's own, so in-process callers can share it
+        if self.settings.workers > 1:
+            self.reads = ReadPool(self.workspace.home, self.workspace.database_url, self.settings.workers)
+
+    def read(self, db_id: str, op: str, *args: Any) -> Any:
+        """A named read (``readpool.execute``): in a worker process with ``--workers N``, else in
+        this thread, in parallel with the other requests."""
+        if self.reads is not None:
+            return self.reads.run(self.workspace, db_id, op, args)
+        return execute(self.workspace, db_id, op, args)
+
+    def close(self) -> None:
+        if self.reads is not None:
+            self.reads.close()
 
     def provider(self, name: str | None = None, model: str | None = None) -> ChatProvider:
         """The chat provider for a request (its ``provider``/``model``, else the server default)."""

@@ -52,13 +52,17 @@ def url_host(host: str) -> str:
               help="Largest KG upload  [default: 536870912].")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
               default="info", show_default=True, help="uvicorn's log level.")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Processes that answer search and the query methods (each holds its own search index: "
+                   "memory grows with N). 1: the server's threads, in parallel but sharing one core's worth "
+                   "of Python; 2 or more reach more cores (docs/performance.md).")
 @click.option("--no-fill-in", "no_fill_in", is_flag=True,
               help="At start, neither resume the embedding fill-ins left pending (KGs still searched with the "
                    "fast tier) nor build a missing fast tier; uploads are still embedded in the background.")
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...], allowed_hosts: tuple[str, ...],
           provider: str | None, model: str | None, max_body: int | None, max_upload: int | None,
-          log_level: str, no_fill_in: bool) -> None:
+          log_level: str, no_fill_in: bool, workers: int) -> None:
     """Serve the HTTP API: KGs, search and query methods under /api/kg, the spec's /api/kgos and
     /api/experts routes, OpenAPI at /openapi.json and interactive docs at /docs.
 
@@ -80,7 +84,7 @@ def serve(ctx: click.Context, host: str, port: int, cors_origins: tuple[str, ...
     settings = ServerSettings.from_env(host=host, port=port, cors_origins=tuple(cors_origins) or None,
                                        allowed_hosts=tuple(allowed_hosts) or None,
                                        provider=provider, model=model, max_body_bytes=max_body,
-                                       max_upload_bytes=max_upload, fill_in=not no_fill_in)
+                                       max_upload_bytes=max_upload, fill_in=not no_fill_in, workers=workers)
     app = create_app(workspace(ctx), settings)
     base = f"http://{url_host(host)}:{port}"
     click.echo(f"KG-OS API on {base}/api  (docs: {base}/docs, workspace: {workspace(ctx).home})")

@@ -8,6 +8,7 @@ MCP server call into. It composes the services below it instead of inheriting th
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -94,6 +95,9 @@ class KG:
         self._dimensions: Dimensions | None = None
         self._analytics: Analytics | None = None
         self._model_engines: dict[str, SearchEngine] = {}  # other models' vectors: search(..., model=...)
+        # the server reads one KG from several threads: each lazy part is made once (two engines would
+        # each build the snapshot)
+        self._init_lock = threading.RLock()
         # every unit of work on this store, whoever runs it, is embedded when it commits
         self.write_embedding = WriteEmbedding(self)
         store.on_commit(self.write_embedding)
@@ -206,9 +210,12 @@ class KG:
     @property
     def engine(self) -> SearchEngine:
         if self._engine is None:
-            self._engine = SearchEngine(self.store, self.workspace.cache_dir,
-                                        embedder=self.workspace.setting(self.db_id, "embedder"))
-            self._engine.tuned = self.workspace.setting(self.db_id, "weight_profiles")
+            with self._init_lock:
+                if self._engine is None:
+                    engine = SearchEngine(self.store, self.workspace.cache_dir,
+                                          embedder=self.workspace.setting(self.db_id, "embedder"))
+                    engine.tuned = self.workspace.setting(self.db_id, "weight_profiles")
+                    self._engine = engine
         return self._engine
 
     def view(self, snap: Snapshot | None = None) -> GraphView:
@@ -258,7 +265,8 @@ class KG:
     def embedding(self) -> Embedding:
         """Embedding the nodes, models side by side, the query adapter and name vectors."""
         if self._embedding is None:
-            self._embedding = Embedding(self)
+            with self._init_lock:
+                self._embedding = self._embedding or Embedding(self)
         return self._embedding
 
     def embed_side(self, model: str, batch_size: int = 64, progress: Callable[[int], None] | None = None,
@@ -339,14 +347,16 @@ class KG:
     def methods(self) -> QueryMethods:
         """The twelve query methods of spec/000 section 6, plus why_not and alternatives."""
         if self._methods is None:
-            self._methods = QueryMethods(self)
+            with self._init_lock:
+                self._methods = self._methods or QueryMethods(self)
         return self._methods
 
     @property
     def analytics(self) -> Analytics:
         """Graph analytics: centrality, bottlenecks, communities, gaps (kgos.kg.analytics)."""
         if self._analytics is None:
-            self._analytics = Analytics(self)
+            with self._init_lock:
+                self._analytics = self._analytics or Analytics(self)
         return self._analytics
 
     def _ref(self, node: str) -> NodeRef:
@@ -401,7 +411,8 @@ class KG:
     def dimensions(self) -> Dimensions:
         """Read (``kg.dimensions(node)``), set, infer and filter the 56 semantic dimensions."""
         if self._dimensions is None:
-            self._dimensions = Dimensions(self)
+            with self._init_lock:
+                self._dimensions = self._dimensions or Dimensions(self)
         return self._dimensions
 
     def set_dimensions(self, node: str, values: Mapping[str, Any], custom: bool = False) -> NodeDimensions:

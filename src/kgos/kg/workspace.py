@@ -23,10 +23,10 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InvalidArgument, InvalidName, KGExists, KGNotFound, SchemaNotRecognized
 from ..store.base import GraphStore
@@ -39,6 +39,7 @@ from .facade import KG
 if TYPE_CHECKING:
     from ..retrieval.results import SearchResult
 
+T = TypeVar("T")
 DB_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 IMPORT_MODES = ("create", "merge", "replace")
 
@@ -85,14 +86,18 @@ class Workspace:
         self.db = open_workspace_db(self.home / "workspace.db")
         self.registry = Registry(self.db)
         self._open: dict[str, KG] = {}
-        # SQLite connections must not be used by two threads at once: code that shares one Workspace
-        # between threads (the HTTP server) holds this around every use.
+        # The workspace's own SQLite connection (workspace.db) and the experts, memory and research
+        # services on it must not be used by two threads at once: code that shares one Workspace
+        # between threads (the HTTP server) holds this around those uses. Reads of a KG need neither
+        # lock (its store reads on a connection per thread, and serialises its own writes).
         self.lock = threading.RLock()
+        self._open_lock = threading.RLock()  # the cache of open KGs: opening, forgetting, deleting
 
     def close(self) -> None:
-        for kg in self._open.values():
-            kg.store.close()
-        self._open.clear()
+        with self._open_lock:
+            for kg in self._open.values():
+                kg.store.close()
+            self._open.clear()
         self.db.close()
 
     def __enter__(self) -> Workspace:
@@ -128,9 +133,13 @@ class Workspace:
     def kg(self, db_id: str) -> KG:
         """Open a native or attached KG by its db_id."""
         check_db_id(db_id)
-        if db_id not in self._open:
-            self._open[db_id] = KG(self, db_id, self._open_store(db_id))
-        return self._open[db_id]
+        kg = self._open.get(db_id)  # one dict read: safe while another thread opens or forgets
+        if kg is not None:
+            return kg
+        with self._open_lock:  # two threads opening one KG: one store, one engine, one snapshot
+            if db_id not in self._open:
+                self._open[db_id] = KG(self, db_id, self._open_store(db_id))
+            return self._open[db_id]
 
     def _open_store(self, db_id: str) -> GraphStore:
         path = self.native_path(db_id)
@@ -152,9 +161,36 @@ class Workspace:
         return ForeignStore(attached[0], db_id, profile=attached[1], read_only=attached[2])
 
     def _forget(self, db_id: str) -> None:
-        kg = self._open.pop(db_id, None)
+        """Drop the open KG: the next ``kg(db_id)`` opens it anew. A request still reading it finishes
+        on what it opened, or gets KGNotFound if the KG is gone (``NativeStore.close``)."""
+        with self._open_lock:
+            kg = self._open.pop(db_id, None)
         if kg is not None:
             kg.store.close()
+
+    def read(self, db_id: str, fn: Callable[[KG], T]) -> T:
+        """``fn(kg)`` for a read of one KG by a thread sharing this workspace (the HTTP and MCP servers):
+        without any workspace-wide lock when the KG's store reads from several threads at once (native
+        SQLite, PostgreSQL), so reads run in parallel and a slow one holds up nobody; under ``lock``
+        otherwise (an attached foreign SQLite file: one connection)."""
+        kg = self.kg(db_id)
+        if kg.store.concurrent_reads:
+            return fn(kg)
+        with self.lock:
+            return fn(kg)
+
+    def write(self, db_id: str, fn: Callable[[KG], T]) -> T:
+        """``fn(kg)`` for a write of one KG by a thread sharing this workspace: serialised by the KG's
+        store (a native file's writer lock, PostgreSQL's transactions), so it waits for no read and for
+        no other KG's write; under ``lock`` where the store needs it (as ``read``)."""
+        return self.read(db_id, fn)
+
+    def read_many(self, db_ids: Sequence[str], fn: Callable[[], T]) -> T:
+        """``fn()`` reading the KGs ``db_ids``: as ``read``, under ``lock`` if any of them needs it."""
+        if all(self.kg(db_id).store.concurrent_reads for db_id in db_ids):
+            return fn()
+        with self.lock:
+            return fn()
 
     def list(self) -> list[KGInfo]:
         return [self.info(db_id) for db_id in self.db_ids()]
@@ -213,6 +249,10 @@ class Workspace:
 
     def delete(self, db_id: str) -> str:
         """Delete a native KG's file, or detach an attached one (its file is left alone)."""
+        with self._open_lock:  # no other thread reopens it between the forget and the unlink
+            return self._delete(db_id)
+
+    def _delete(self, db_id: str) -> str:
         if not self.exists(db_id):
             raise KGNotFound(f"no KG named '{db_id}'")
         self._forget(db_id)
@@ -427,7 +467,7 @@ def _swap_in(temp: Path, final: Path) -> None:
         return
     source, target = NativeStore(temp, final.stem, read_only=True), NativeStore(final, final.stem)
     try:
-        source.conn.backup(target.conn)  # all pages in one step: one transaction, all or nothing
+        source.writer_conn.backup(target.writer_conn)  # all pages in one step: one transaction, all or nothing
     finally:
         source.close()
         target.close()

@@ -14,6 +14,7 @@ them on their other signals and says so (``engine.embed_error``), and ``kgos emb
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,17 @@ class WriteEmbedding:
 
     def __init__(self, kg: KG) -> None:
         self.kg = kg
-        self._deferred: list[str] | None = None
+        # per thread: a batch of one thread (a job's ingestion) must not swallow, or drop, the nodes of
+        # another thread's write (an API write to the same KG runs in parallel with it)
+        self._local = threading.local()
+
+    @property
+    def _deferred(self) -> list[str] | None:
+        return getattr(self._local, "ids", None)
+
+    @_deferred.setter
+    def _deferred(self, ids: list[str] | None) -> None:
+        self._local.ids = ids
 
     def __call__(self, store: Any, written: Written) -> None:
         if written.bulk or not written.node_ids:

@@ -47,28 +47,34 @@ class Prefilter:
 
 
 class QueryCache:
-    """A small TTL + LRU map; ``clear()`` on every version change."""
+    """A small TTL + LRU map; ``clear()`` on every version change. Searches of several threads share it
+    (the server runs reads in parallel), so each operation holds a lock: an LRU reorder racing an
+    eviction would raise KeyError."""
 
     def __init__(self, ttl: float = CACHE_TTL_SECONDS, size: int = CACHE_SIZE) -> None:
         self.ttl, self.size = ttl, size
         self._items: OrderedDict[Any, tuple[float, Any]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: Any) -> Any:
-        item = self._items.get(key)
-        if item is None or item[0] < time.monotonic():
-            self._items.pop(key, None)
-            return None
-        self._items.move_to_end(key)
-        return item[1]
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or item[0] < time.monotonic():
+                self._items.pop(key, None)
+                return None
+            self._items.move_to_end(key)
+            return item[1]
 
     def put(self, key: Any, value: Any) -> None:
-        self._items[key] = (time.monotonic() + self.ttl, value)
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items[key] = (time.monotonic() + self.ttl, value)
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
 
     def clear(self) -> None:
-        self._items.clear()
+        with self._lock:
+            self._items.clear()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -240,7 +246,10 @@ class SearchEngine:
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
                mode: str = "hybrid", prefilter: Prefilter | None = None) -> SearchResult:
         snap = self.snapshot()
-        key = (query, k, mode, intent, tuple(weights) if isinstance(weights, (list, tuple)) else str(weights),
+        # the version too: a search of the old snapshot, still running on another thread when a write's
+        # rebuild clears the cache, must not leave its answer for the new version's queries
+        key = (snap.version, query, k, mode, intent,
+               tuple(weights) if isinstance(weights, (list, tuple)) else str(weights),
                prefilter.key if prefilter is not None else None)
         cached = self.cache.get(key)
         if cached is not None:
@@ -266,11 +275,14 @@ class SearchEngine:
         if prefilter is None:
             return None
         key = (snap.version, prefilter.key)
-        if key not in self._masks:
-            self._masks[key] = prefilter.rows(snap)
-            while len(self._masks) > 32:
-                self._masks.popitem(last=False)
-        return self._masks[key]
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = prefilter.rows(snap)
+            with self._lock:  # other threads search meanwhile: the eviction and the insert as one
+                self._masks[key] = mask
+                while len(self._masks) > 32:
+                    self._masks.popitem(last=False)
+        return mask
 
 
 class ModelEngine(SearchEngine):

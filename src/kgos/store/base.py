@@ -73,6 +73,9 @@ class GraphStore(ABC):
     read_only: bool = True
     # KG-OS's own schema (SQLite file or PostgreSQL): metadata, vectors and settings are kept in the KG
     native_schema: bool = False
+    # reads may run on several threads at once, with a write of another thread in flight (the native
+    # store's connection per thread, PostgreSQL's pool); else the caller serialises every use
+    concurrent_reads: bool = False
 
     @contextmanager
     def read_transaction(self) -> Iterator[None]:

@@ -309,7 +309,7 @@ def bulk_load(path: Path, source: Source, db_id: str, skip_dangling: bool = Fals
     invalid = Invalid(skip_invalid)
     store = NativeStore.create(path, db_id, name=source.meta.get("name") or db_id,
                                description=source.meta.get("description", ""))
-    conn = store.conn
+    conn = store.writer_conn  # bulk mode changes the journal: the one connection of a file still private
     try:
         with _gc_paused():
             _enter_bulk_mode(conn)

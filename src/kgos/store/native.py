@@ -7,6 +7,8 @@ which is what derived indexes and caches key on.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgument, KGOSError
+from ..errors import InvalidArgument, KGNotFound, KGOSError
 from ..model import Edge, Neighbor, Node, normalize_name
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object, sqlite_read
@@ -64,15 +66,19 @@ class NativeStore(GraphStore):
     """A native KG file. Open with ``NativeStore(path, db_id)``; create with ``NativeStore.create``."""
 
     native_schema = True
+    concurrent_reads = True  # a read connection per thread (``conn``)
 
     def __init__(self, path: Path | str, db_id: str, read_only: bool = False) -> None:
         self.path = Path(path)
         self.db_id = db_id
         self.read_only = read_only
-        self._lock = threading.RLock()
-        self.conn = connect(self.path, read_only)
+        self._lock = threading.RLock()  # the writer connection: one unit of work at a time
+        self.writer_conn = connect(self.path, read_only)
+        self._readers = threading.local()  # each thread's own read connection (see ``conn``)
+        self._closed = False
+        self._inode = os.stat(self.path).st_ino  # the file opened (``replaced``)
         if not read_only:
-            migrate(self.conn)
+            migrate(self.writer_conn)
 
     @classmethod
     def create(cls, path: Path | str, db_id: str, name: str | None = None,
@@ -85,7 +91,47 @@ class NativeStore(GraphStore):
         return store
 
     def close(self) -> None:
-        self.conn.close()
+        """Close the writer and this thread's reader. Readers of other threads may be inside a query
+        (a search while the KG is deleted): they finish on the file they opened, and are closed when
+        the store is collected; a thread without one gets ``KGNotFound`` once the file is gone."""
+        with self._lock:  # a write in flight on another thread ends first
+            self._closed = True
+            self.writer_conn.close()
+        reader = getattr(self._readers, "conn", None)
+        if reader is not None:
+            self._readers.conn = None
+            reader.close()
+
+    def replaced(self) -> bool:
+        """Whether the file at ``path`` is no longer the one this store opened (deleted, or deleted and
+        created anew by another process): its connections would go on reading the old one."""
+        try:
+            return os.stat(self.path).st_ino != self._inode
+        except FileNotFoundError:
+            return True
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection for a statement of this thread: the writer's inside this thread's unit of
+        work (it sees its own uncommitted rows), else a read connection of this thread's own. So reads
+        of many threads run at once (WAL: they never wait for the writer) and never see another
+        thread's half-done write; writes are serialised by the writer's lock."""
+        if self._units():
+            return self.writer_conn
+        reader: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+        if reader is None:
+            reader = self._readers.conn = self._open_reader()
+        return reader
+
+    def _open_reader(self) -> sqlite3.Connection:
+        try:  # "rw"/"ro", never "rwc": a KG deleted meanwhile is not created again, empty
+            conn = sqlite3.connect(sqlite_uri(self.path, "ro" if self.read_only else "rw"), uri=True,
+                                   isolation_level=None, check_same_thread=False)
+        except sqlite3.OperationalError:
+            raise KGNotFound(f"KG '{self.db_id}' is gone (deleted while in use): {self.path}") from None
+        conn.execute("PRAGMA foreign_keys = ON")  # as the writer's: a statement behaves the same on either
+        conn.execute("PRAGMA busy_timeout = 5000")
+        return conn
 
     # -- transactions and metadata ------------------------------------------------------------
     supports_writes = True
@@ -100,12 +146,15 @@ class NativeStore(GraphStore):
 
     @contextmanager
     def _write_scope(self, nested: bool, bump: Callable[[], bool]) -> Iterator[sqlite3.Connection]:
-        with refused_writes(f"KG '{self.db_id}'"), sqlite_write(self.conn, self._lock, self._units(), nested,
-                                                                lambda: bump() and self._bump()) as conn:
-            yield conn
+        with self._lock:
+            if self._closed:  # deleted or replaced by another thread meanwhile: nothing is written
+                raise KGNotFound(f"KG '{self.db_id}' was deleted or replaced while this write waited")
+            with refused_writes(f"KG '{self.db_id}'"), sqlite_write(self.writer_conn, self._lock, self._units(),
+                                                                    nested, lambda: bump() and self._bump()) as conn:
+                yield conn
 
     def _bump(self) -> None:
-        self.conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
+        self.writer_conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
                           "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
 
     def _write_ops(self, conn: sqlite3.Connection) -> WriteOps:
@@ -118,8 +167,7 @@ class NativeStore(GraphStore):
 
     def _select(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
         """A pushed-down query of the methods layer, on this store's connection and under its lock."""
-        with self._lock:
-            return self.conn.execute(sql, args).fetchall()
+        return self.conn.execute(sql, args).fetchall()
 
     def vector_models(self) -> dict[str, int]:
         try:
@@ -129,23 +177,24 @@ class NativeStore(GraphStore):
 
     def row_reader(self) -> Any:
         from .native_rows import RowReader
-        return RowReader(self.conn, self._lock)
+        return RowReader(LiveConnection(self), contextlib.nullcontext())  # this thread's connection
 
     def proposal_store(self) -> Any:
         """The review queue in the KG file itself (``kg_predictions``): a promotion is one transaction."""
         if self.read_only:
             return None
         from .proposals import SQLiteProposalStore
-        return SQLiteProposalStore(self.conn, self._lock, self, same_file=True)
+        return SQLiteProposalStore(LiveConnection(self), self._lock, self, same_file=True)
 
     def vector_table(self) -> Any:
         from .vector_tables import SQLiteVectorTable
-        return SQLiteVectorTable(self.conn, native=True)
+        return SQLiteVectorTable(LiveConnection(self), native=True)
 
     def read_transaction(self) -> AbstractContextManager[None]:
         """Several reads as one: the version, graph arrays, nodes, rowids and vectors of one state
         (the file is in WAL mode, so writers in other processes are not held up)."""
-        return sqlite_read(self.conn, self._lock)
+        conn = self.conn  # this thread's reader (no lock: nobody else uses it), or the writer in a unit
+        return sqlite_read(conn, self._lock if conn is self.writer_conn else contextlib.nullcontext())
 
     def meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM kg_meta"))
@@ -254,6 +303,17 @@ class NativeStore(GraphStore):
         if row is None:
             raise self.not_found(node_id)
         return row[0]
+
+class LiveConnection:
+    """The store's connection of the calling thread, looked up at each statement (``NativeStore.conn``):
+    for helpers made once and used from several threads (the review queue, the vector table)."""
+
+    def __init__(self, store: NativeStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store.conn, name)
+
 
 def create_native(path: Path | str, db_id: str, name: str | None = None, description: str = "") -> GraphStore:
     """A new native KG file at ``path`` (a scratch KG of a layer above, e.g. a memory rebuild): callers

@@ -35,6 +35,7 @@ class PostgresStore(GraphStore):
     name in that database when it differs from ``db_id`` (a KG attached under another name)."""
 
     native_schema = True
+    concurrent_reads = True  # a pooled connection per statement, a thread's own inside its transaction
 
     def __init__(self, db: str | PgDatabase, db_id: str, read_only: bool = False,
                  remote_id: str | None = None) -> None:
