@@ -88,6 +88,8 @@ class Snapshot:
     vector_keys: Any = field(default=None, repr=False)  # which stored rows ``vectors`` are (native KGs)
     local_keys: np.ndarray | None = field(default=None, repr=False)  # never saved: hash() is per process
     graph_local: int | None = field(default=None, repr=False)  # hash() of the node and edge rows (native)
+    # The rowid of each edge row of the graph arrays: a delta (index.delta) replaces the rows it names.
+    edge_rowids: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -124,18 +126,40 @@ def build(store: GraphStore, config: TextConfig, embedder: str | None = None,
     background = previous is not None
     if background:
         preload_igraph()  # a process that writes: its next edge write refines communities with igraph
+        updated = _updated(store, previous, config, embedder, cache_root)  # type: ignore[arg-type]
+        if updated is not None:
+            return updated
     if cache_root is not None:
         cached = _load_cached(store, config, embedder, cache_root, store.version())
         if cached is not None:
             return _with_name_vectors(cached, store, cache_root)
         if previous is None:
             previous = _newest_cached(store, config, cache_root)
+            updated = _updated(store, previous, config, embedder, cache_root) if previous else None
+            if updated is not None:
+                return updated
     t0 = time.perf_counter()
     snap = _build(_read(store, embedder, cache_root, config, previous), store.db_id, config, embedder, previous)
     snap.build_seconds = time.perf_counter() - t0
     if cache_root is not None:
         job = (snap, _folder(cache_root, store.db_id, snap.version, config), _caches_vectors(store))
         _SAVES.submit(*job) if background else _save(*job)
+    return _with_name_vectors(snap, store, cache_root)
+
+
+def _updated(store: GraphStore, previous: Snapshot, config: TextConfig, embedder: str | None,
+             cache_root: Path | None) -> Snapshot | None:
+    """``previous`` brought to the current version by the change feed (index.delta), or None when
+    the feed cannot say what changed or too much did. Saved in the background as a build is (several
+    writes in a row queue one save: the newest)."""
+    from . import delta  # delta builds on this module's parts
+    t0 = time.perf_counter()
+    snap = delta.updated(store, previous, config, embedder)
+    if snap is None:
+        return None
+    snap.build_seconds = time.perf_counter() - t0
+    if cache_root is not None:
+        _SAVES.submit(snap, _folder(cache_root, store.db_id, snap.version, config), _caches_vectors(store))
     return _with_name_vectors(snap, store, cache_root)
 
 
@@ -174,6 +198,7 @@ class _Rows:
     rowids: np.ndarray | None
     vectors: np.ndarray | None
     vector_keys: _VectorKeys | None = None
+    edge_rowids: np.ndarray | None = None
 
 
 def _read(store: GraphStore, embedder: str | None, cache_root: Path | None, config: TextConfig,
@@ -186,7 +211,8 @@ def _read(store: GraphStore, embedder: str | None, cache_root: Path | None, conf
         texts = _node_texts(store, graph.ids, config, previous, graph.nodes)
         rowids = store.node_rowids() if hasattr(store, "node_rowids") else None
         vectors, vector_keys = _vectors(store, embedder, graph.ids, rowids, cache_root, previous)
-    return _Rows(version, graph, texts, rowids, vectors, vector_keys)
+        edges = store.edge_rowids() if hasattr(store, "edge_rowids") else None
+    return _Rows(version, graph, texts, rowids, vectors, vector_keys, edges)
 
 
 
@@ -381,6 +407,8 @@ def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None,
                     graph=_graph(arrays, previous if arrays is None or _same(old, parts, "graph") else None, previous),
                     rowids=rows.rowids, parts=parts, keys=t.keys, name_keys=t.name_keys,
                     vector_keys=rows.vector_keys, local_keys=t.local_keys, graph_local=rows.graph.local)
+    if rows.edge_rowids is not None and rows.edge_rowids.size == snap.graph.n_edges:  # else no delta: a full build
+        snap.edge_rowids = rows.edge_rowids
     if _unchanged(t.name_reuse, previous) and previous.name_index is not None:  # type: ignore[union-attr]
         snap.name_index = previous.name_index  # type: ignore[union-attr]
     else:
@@ -616,6 +644,8 @@ def _write(snap: Snapshot, tmp: Path, with_vectors: bool) -> None:
     np.save(tmp / "names.npy", np.array(snap.names, dtype=object), allow_pickle=True)
     if snap.rowids is not None:
         np.save(tmp / "rowids.npy", snap.rowids)
+    if snap.edge_rowids is not None:
+        np.save(tmp / "edge_rowids.npy", snap.edge_rowids)
     if with_vectors and snap.vectors is not None and snap.embedder:
         np.save(_vectors_file(tmp, snap.embedder), snap.vectors)
     snap.text.save(tmp)
@@ -667,6 +697,9 @@ def _load(folder: Path, store: GraphStore, config: TextConfig, version: str) -> 
                     text=TextIndex.load(folder, config), graph=GraphIndex.load(folder / "graph"),
                     rowids=rowids, parts=meta.get("parts") or {})
     snap.name_index = NameIndex.load(folder / "names", snap.text.analyzer)
+    if (folder / "edge_rowids.npy").exists():
+        edges = np.load(folder / "edge_rowids.npy")
+        snap.edge_rowids = edges if edges.size == snap.graph.n_edges else None
     if (folder / "node_keys.npy").exists():
         snap.keys, snap.name_keys = np.load(folder / "node_keys.npy"), np.load(folder / "name_keys.npy")
         if {snap.keys.size, snap.name_keys.size} != {snap.n}:
