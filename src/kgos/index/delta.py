@@ -104,6 +104,8 @@ def _apply(previous: Snapshot, version: str, changed_nodes: frozenset[int], chan
 def _name_reuse(previous: Snapshot, nodes: _Nodes, name_keys: np.ndarray) -> np.ndarray:
     """Per new row, its previous row when its names are unchanged (a node whose description alone
     changed keeps its name index entries), else -1."""
+    if not previous.n:
+        return np.full(nodes.was.size, -1, np.int64)
     same = (nodes.was >= 0) & (previous.name_keys[np.maximum(nodes.was, 0)] == name_keys)  # type: ignore[index]
     return np.where(same, nodes.was, -1)
 
