@@ -161,13 +161,13 @@ def test_a_large_change_falls_back_to_a_full_build(kg: kgos.KG, monkeypatch: pyt
 
 def test_the_feed_stays_bounded_as_writers_prune_it(kg: kgos.KG, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(changes, "KEEP_ROWS", 5)
-    monkeypatch.setattr(changes.prune, "__defaults__", (5,))
+    monkeypatch.setattr(changes, "PRUNE_EVERY", 4)
     for i in range(20):
         kg.add_node(f"bounded {i}", "t1")
     with kg.store.transaction(bump=False) as conn:
         count = conn.execute("SELECT count(*) FROM kg_changes").fetchone()[0]
         floor = conn.execute("SELECT v FROM kg_changes_floor").fetchone()[0]
-    assert count <= 5 + 3 and floor > 1
+    assert count <= 5 + 4 * 3 and floor > 1  # the newest 5 rows' tags, and what 3 writes added since
 
 
 # -- PostgreSQL --------------------------------------------------------------------------------------------
@@ -200,3 +200,14 @@ def test_postgres_feed_gap_falls_back(pg_kg: kgos.KG) -> None:
         changes.prune(conn, f"{pg_kg.store.s}.", keep=0)
     assert delta.updated(pg_kg.store, previous, pg_kg.engine.text, pg_kg.engine._vector_model()) is None
     assert [h.node.name for h in pg_kg.search("gap two", k=1).results] == ["gap two"]
+
+
+def test_postgres_truncate_starts_the_feed_after_it(pg_kg: kgos.KG) -> None:
+    previous = build_full(pg_kg)
+    with pg_kg.store.transaction() as conn:
+        conn.execute(f"TRUNCATE {pg_kg.store.s}.edges")
+    assert delta.updated(pg_kg.store, previous, pg_kg.engine.text, pg_kg.engine._vector_model()) is None
+    current = build_full(pg_kg)
+    assert current.graph.n_edges == 0
+    pg_kg.add_node("after truncate", "t1")
+    assert delta.updated(pg_kg.store, current, pg_kg.engine.text, pg_kg.engine._vector_model()) is not None

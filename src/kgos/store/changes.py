@@ -15,10 +15,13 @@ feed pruned past it, or made before the feed existed, or a bulk import) rebuilds
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
 KEEP_ROWS = 20_000  # rows kept by ``prune``: far more than a delta is allowed to apply (see index.delta)
+PRUNE_EVERY = 16  # commits of this process between two prunes (a prune walks up to KEEP_ROWS index entries)
+_commits = itertools.count(1)
 
 _SQLITE_TAG = "COALESCE((SELECT CAST(value AS INTEGER) FROM kg_meta WHERE key = 'version'), 0)"
 
@@ -69,6 +72,15 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$;
+-- A TRUNCATE fires no row trigger: the feed cannot name what went, so it starts after it (BEFORE:
+-- the version row still holds the last commit, which the truncating write's version follows)
+CREATE FUNCTION kgos.record_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE v bigint;
+BEGIN
+  EXECUTE format('SELECT v FROM %I.kg_version FOR UPDATE', TG_TABLE_SCHEMA) INTO v;
+  EXECUTE format('UPDATE %I.kg_changes_floor SET v = $1', TG_TABLE_SCHEMA) USING v + 1;
+  RETURN NULL;
+END $$;
 """
 
 PG_KG_MIGRATION = """
@@ -82,6 +94,10 @@ CREATE TRIGGER edges_changes AFTER INSERT OR UPDATE OR DELETE ON {s}.edges
   FOR EACH ROW EXECUTE FUNCTION kgos.record_change('e', 'rowid');
 CREATE TRIGGER node_embeddings_changes AFTER INSERT OR UPDATE OR DELETE ON {s}.node_embeddings
   FOR EACH ROW EXECUTE FUNCTION kgos.record_change('n', 'node');
+CREATE TRIGGER nodes_truncate BEFORE TRUNCATE ON {s}.nodes FOR EACH STATEMENT EXECUTE FUNCTION kgos.record_truncate();
+CREATE TRIGGER edges_truncate BEFORE TRUNCATE ON {s}.edges FOR EACH STATEMENT EXECUTE FUNCTION kgos.record_truncate();
+CREATE TRIGGER node_embeddings_truncate BEFORE TRUNCATE ON {s}.node_embeddings
+  FOR EACH STATEMENT EXECUTE FUNCTION kgos.record_truncate();
 """
 
 
@@ -107,6 +123,13 @@ def read(conn: Any, prefix: str, param: str, since: int) -> Changes | None:
     rows = conn.execute(f"SELECT DISTINCT kind, key FROM {prefix}kg_changes WHERE tag >= {param}", (since,)).fetchall()
     return Changes(frozenset(int(k) for kind, k in rows if kind == "n"),
                    frozenset(int(k) for kind, k in rows if kind == "e"))
+
+
+def prune_now_and_then(conn: Any, prefix: str) -> None:
+    """``prune`` at every ``PRUNE_EVERY``-th commit of this process (writers call it at commit): the
+    feed stays within ``KEEP_ROWS`` plus what a few writes add."""
+    if next(_commits) % PRUNE_EVERY == 0:
+        prune(conn, prefix, KEEP_ROWS)
 
 
 def prune(conn: Any, prefix: str, keep: int = KEEP_ROWS) -> None:

@@ -108,7 +108,7 @@ class NativeStore(GraphStore):
         self.conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
                           "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
         if not self.read_only and self._has_feed():
-            changes.prune(self.conn, "")
+            changes.prune_now_and_then(self.conn, "")
 
     def _has_feed(self) -> bool:
         """Has this file the change feed (migration 005)? Read-only files of older schemas have not."""

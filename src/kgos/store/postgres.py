@@ -106,7 +106,7 @@ class PostgresStore(GraphStore):
                     if bump():
                         self.db.bump(conn, self.s, self.schema)
                     version = self.db.version_of(conn, self.s)
-                    changes.prune(conn, f"{self.s}.")
+                    changes.prune_now_and_then(conn, f"{self.s}.")
                 finally:
                     self._local.conn = None
             self.db.remember(self.schema, version)
