@@ -8,6 +8,7 @@ term is; the stemmer is selectable (``porter`` matches FTS5's ``porter`` tokeniz
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
@@ -179,17 +180,23 @@ class TextIndex:
         fresh = np.flatnonzero(reuse < 0)
         local: dict[str, int] = {}
         rows, cols, vals = _postings([docs[i] for i in fresh.tolist()], previous.analyzer, config, local)
-        added = sorted(t for t in local if t not in previous.vocab)
-        terms = previous.terms
-        shift = np.searchsorted(np.array(added, dtype=object), np.array(terms, dtype=object)) if added else None
-        known = {t: i for i, t in enumerate(_merged_terms(terms, added))}
-        fresh_tf = sp.csr_matrix((vals, (rows, np.fromiter((known[t] for t in local), np.int64, len(local))[cols]
-                                   if len(local) else cols)), shape=(fresh.size, len(known)), dtype=np.float32)
+        vocab, terms = previous.vocab, previous.terms
+        added = sorted(t for t in local if t not in vocab)
+        # old column c moves up by the number of new terms sorting before it; no object arrays of all terms
+        before = np.fromiter((bisect.bisect_left(terms, t) for t in added), np.int64, len(added))
+        shift = np.searchsorted(before, np.arange(len(terms)), side="right") if added else None
+        col = np.fromiter((vocab[t] + bisect.bisect_left(added, t) if t in vocab else
+                           bisect.bisect_left(terms, t) + bisect.bisect_left(added, t) for t in local), np.int64, len(local))
+        n_terms = len(terms) + len(added)
+        fresh_tf = sp.csr_matrix((vals, (rows, col[cols] if len(local) else cols)), shape=(fresh.size, n_terms),
+                                 dtype=np.float32)
         fresh_tf.sum_duplicates()
         fresh_tf.sort_indices()
-        tf = _spliced(old, reuse, fresh, fresh_tf, shift, len(known))
+        tf = _spliced(old, reuse, fresh, fresh_tf, shift, n_terms)
         tf, live = _without_unused(tf, _merged_terms(terms, added))
-        return cls(_bm25_matrix(tf, config), {t: i for i, t in enumerate(live)}, config, tf)
+        index = cls(_bm25_matrix(tf, config), vocab if live is terms else dict(zip(live, range(len(live)))), config, tf)
+        index.__dict__["terms"] = live  # the cached property, known already
+        return index
 
     @functools.cached_property
     def terms(self) -> list[str]:
