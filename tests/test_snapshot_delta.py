@@ -123,6 +123,19 @@ def test_deltas_after_random_writes_equal_a_full_build_sqlite(kg: kgos.KG, seed:
     check_random_sequence(kg, seed)
 
 
+def test_added_nodes_alone_take_the_append_paths_and_equal_a_full_build(kg: kgos.KG) -> None:
+    """Nodes added with no other write: the name index appends its entries (new keys and existing
+    ones), the graph index grows empty rows; still the arrays of a full build."""
+    previous = build_full(kg)
+    kg.add_node("Node 3 lynx", "t1", "same name as another")  # an existing name key, a new row
+    kg.add_node("Quokka zebu", "t2", "brand new words", properties={"aliases": ["aardvark", "common alias"]})
+    patched = delta.updated(kg.store, previous, kg.engine.text, kg.engine._vector_model())
+    assert patched is not None and patched.graph is not previous.graph
+    full = build_full(kg)
+    assert_same(patched, full)
+    assert_same_search(patched, full, kg)
+
+
 def test_a_write_by_another_connection_reaches_search_by_a_delta(kg: kgos.KG, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     kg.search("otter")
