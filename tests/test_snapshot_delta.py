@@ -136,6 +136,21 @@ def test_added_nodes_alone_take_the_append_paths_and_equal_a_full_build(kg: kgos
     assert_same_search(patched, full, kg)
 
 
+def test_a_deleted_last_node_whose_rowid_the_next_insert_takes(kg: kgos.KG) -> None:
+    """SQLite reuses the highest rowid after its row is deleted: the delta sees a new node in the
+    old row (ids, index, texts, vectors), as a full build does."""
+    kg.add_node("Last one", "t1", "to be deleted")
+    previous = build_full(kg)
+    last = previous.node_ids[-1]
+    kg.delete_node(last)
+    kg.add_node("Takes its rowid", "t2", "the next insert")
+    patched = delta.updated(kg.store, previous, kg.engine.text, kg.engine._vector_model())
+    assert patched is not None
+    full = build_full(kg)
+    assert_same(patched, full)
+    assert last not in patched.index and patched.index == full.index
+
+
 def test_a_write_by_another_connection_reaches_search_by_a_delta(kg: kgos.KG, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     kg.search("otter")
@@ -224,3 +239,25 @@ def test_postgres_truncate_starts_the_feed_after_it(pg_kg: kgos.KG) -> None:
     assert current.graph.n_edges == 0
     pg_kg.add_node("after truncate", "t1")
     assert delta.updated(pg_kg.store, current, pg_kg.engine.text, pg_kg.engine._vector_model()) is not None
+
+
+def test_communities_are_carried_until_enough_edges_moved(kg: kgos.KG, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edge write keeps the previous partition (no Leiden run per write) until the edges written
+    since the last detection pass REFINE_SHARE of all; then one Leiden pass refines it."""
+    from kgos.index.graph import GraphIndex
+    monkeypatch.setattr(delta, "REFINE_SHARE", 0.1)  # 40 edges: up to 4 edge rows on carried communities
+    previous = build_full(kg)
+    runs = []
+    real = GraphIndex._communities
+    monkeypatch.setattr(GraphIndex, "_communities", lambda self, *a: runs.append(1) or real(self, *a))
+    kg.add_edge("n1", "n30", "links")
+    kg.add_edge("n2", "n31", "links")
+    patched = delta.updated(kg.store, previous, kg.engine.text, kg.engine._vector_model())
+    assert patched is not None and runs == [] and patched.edges_since_communities == 2
+    assert np.array_equal(patched.graph.communities(), previous.graph.communities())
+    assert_same(patched, build_full(kg))
+    runs.clear()
+    for i in range(3):
+        kg.add_edge(f"n{i + 3}", f"n{i + 20}", "near")
+    again = delta.updated(kg.store, patched, kg.engine.text, kg.engine._vector_model())
+    assert again is not None and runs == [1] and again.edges_since_communities == 0

@@ -6,8 +6,10 @@ term counts, name index entries, vectors), in the same order a full build gives 
 a node keeps its rowid on update, a new node gets a higher one), so the result is the snapshot a
 full build of the version would give: the BM25 scores are recomputed from the new corpus statistics
 (document count, lengths, document frequencies) over the reused term counts, and the graph index is
-rebuilt from the previous edge arrays with the changed rows replaced (PageRank and degrees exact,
-communities refined from the previous ones as a full build given that previous snapshot does).
+rebuilt from the previous edge arrays with the changed rows replaced (PageRank and degrees exact;
+communities carried from the previous ones, an added node alone in its own, and refined by one
+Leiden pass, as a full build given that previous snapshot does, once the edges written since the
+last detection pass ``REFINE_SHARE`` of the graph's).
 
 ``updated`` returns None, and the caller builds in full, when the feed cannot tell (no feed, a gap:
 pruned, another file or schema, a bulk import) or when more than ``MAX_SHARE`` of the KG changed.
@@ -31,6 +33,7 @@ from .text import TextConfig, TextIndex
 
 MAX_SHARE = 0.05  # more changed rows than this share of the KG's nodes + edges: a full build
 MIN_LIMIT = 2_000  # ... but a small KG always takes deltas of up to this many rows
+REFINE_SHARE = 0.01  # edges written since the last community detection, as a share of all: refine then
 DELTA_IDS = "delta"  # in a graph fingerprint: the node ids' digest was not computed (never equals one)
 
 
@@ -78,9 +81,10 @@ class _Nodes:
         order = np.argsort(rowids, kind="stable")
         reuse = np.concatenate([kept, np.full(len(rows), -1, np.int64)])[order]
         rowids = rowids[order]
-        was = np.minimum(np.searchsorted(old, rowids), max(old.size - 1, 0))
-        was = np.where(old.size and old[was] == rowids, was, -1) if old.size else np.full(rowids.size, -1)
-        return cls(rowids, reuse, rows, was)
+        pos = np.searchsorted(old, rowids)
+        found = pos < old.size
+        found[found] = old[pos[found]] == rowids[found]
+        return cls(rowids, reuse, rows, np.where(found, pos, -1))
 
 
 def _apply(previous: Snapshot, version: str, changed_nodes: frozenset[int], changed_edges: frozenset[int],
@@ -89,11 +93,12 @@ def _apply(previous: Snapshot, version: str, changed_nodes: frozenset[int], chan
     texts = _Texts.of(previous, nodes, config)
     text = previous.text if _unchanged(nodes.reuse, previous) else TextIndex.updated(
         previous.text, texts.docs, nodes.reuse)
-    graph, edge_rowids, fingerprint = _graph_part(previous, nodes, changed_edges, rows.edges, texts.ids)
+    graph, edge_rowids, fingerprint, carried = _graph_part(previous, nodes, changed_edges, rows.edges, texts.ids)
     parts = {"rows": previous.parts["rows"], "graph": fingerprint}
     snap = Snapshot(db_id=previous.db_id, version=version, node_ids=texts.ids, names=texts.names, text=text,
                     graph=graph, rowids=nodes.rowids, index=_index(previous, nodes, texts.ids),
                     parts=parts, keys=texts.keys, name_keys=texts.name_keys, edge_rowids=edge_rowids)
+    snap.edges_since_communities = carried
     names = _name_reuse(previous, nodes, texts.name_keys)
     snap.name_index = previous.name_index if _unchanged(names, previous) else NameIndex.build(
         texts.names, texts.aliases, text.analyzer, previous.name_index, names)
@@ -101,12 +106,16 @@ def _apply(previous: Snapshot, version: str, changed_nodes: frozenset[int], chan
 
 
 def _index(previous: Snapshot, nodes: _Nodes, ids: tuple[str, ...]) -> dict[str, int]:
-    """Node id -> row: the previous map plus the appended nodes when no row moved (edits and adds;
-    node ids never change), else built anew (empty: ``Snapshot`` builds it)."""
+    """Node id -> row: the previous map with the fresh rows' ids set when no row moved (edits and
+    adds), else built anew (empty: ``Snapshot`` builds it). A fresh row may hold another node than
+    before (SQLite gives a deleted last rowid to the next insert): its old id goes."""
     if previous.n > len(ids) or not np.array_equal(nodes.was[:previous.n], np.arange(previous.n)):
         return {}
     index = dict(previous.index)
-    index.update((ids[i], i) for i in range(previous.n, len(ids)))
+    for i in np.flatnonzero(nodes.reuse < 0).tolist():
+        if i < previous.n and previous.node_ids[i] != ids[i]:
+            index.pop(previous.node_ids[i], None)
+        index[ids[i]] = i
     return index
 
 
@@ -212,21 +221,26 @@ def _edges(previous: Snapshot, nodes: _Nodes, changed: frozenset[int], fresh: li
 
 
 def _graph_part(previous: Snapshot, nodes: _Nodes, changed: frozenset[int], fresh: list[tuple[Any, ...]],
-                ids: tuple[str, ...]) -> tuple[GraphIndex, np.ndarray, Any]:
-    """(graph index, edge rowids, fingerprint) of the new version. When no edge changed and no node
-    row moved (edits and added nodes), the previous adjacency stands, with empty rows appended."""
-    old = previous.parts.get("graph")
+                ids: tuple[str, ...]) -> tuple[GraphIndex, np.ndarray, Any, int]:
+    """(graph index, edge rowids, fingerprint, edge rows written on carried communities) of the new
+    version. When no edge changed and no node row moved (edits and added nodes), the previous
+    adjacency stands, with empty rows appended."""
+    old, since = previous.parts.get("graph"), previous.edges_since_communities
     in_place = previous.n <= len(ids) and np.array_equal(nodes.was[:previous.n], np.arange(previous.n))
     if not changed and in_place and old is not None:
         if len(ids) == previous.n:
-            return previous.graph, previous.edge_rowids, old  # type: ignore[return-value]
+            return previous.graph, previous.edge_rowids, old, since  # type: ignore[return-value]
         # the node ids' digest is left out (DELTA_IDS, 0.02-0.04 s on go): only a full build compares
         # it, and then rebuilds the graph part, as after any node write
-        return _extended(previous, nodes), previous.edge_rowids, [old[0], DELTA_IDS, old[2]]  # type: ignore[return-value]
+        return _extended(previous, nodes), previous.edge_rowids, [old[0], DELTA_IDS, old[2]], since  # type: ignore[return-value]
     edge_rowids, arrays = _edges(previous, nodes, changed, fresh, ids)
     fingerprint = _graph_fingerprint(arrays)
-    moved = bool(changed) or edge_rowids.size != previous.graph.n_edges
-    return _graph_of(arrays, previous, nodes, fingerprint == old, moved), edge_rowids, fingerprint
+    if fingerprint == old:
+        return previous.graph, edge_rowids, fingerprint, since
+    since += max(len(changed), abs(edge_rowids.size - previous.graph.n_edges))  # rows dropped with their nodes too
+    if since > REFINE_SHARE * max(arrays.n_edges, 1) or previous.graph.cached_communities() is None:
+        return _graph(arrays, None, previous), edge_rowids, fingerprint, 0  # Leiden refines the partition
+    return _with_communities(GraphIndex.build(arrays), previous, nodes), edge_rowids, fingerprint, since
 
 
 def _extended(previous: Snapshot, nodes: _Nodes) -> GraphIndex:
@@ -250,17 +264,6 @@ def _with_communities(graph: GraphIndex, previous: Snapshot, nodes: _Nodes) -> G
     carried = np.where(nodes.was >= 0, labels[np.maximum(nodes.was, 0)], labels.size + np.arange(nodes.was.size))
     graph._cached("communities", lambda: _canonical_labels(np.unique(carried, return_inverse=True)[1]))
     return graph
-
-
-def _graph_of(arrays: GraphArrays, previous: Snapshot, nodes: _Nodes, same: bool, moved: bool) -> GraphIndex:
-    """The previous graph index when nothing in it changed; when nodes came or went but no edge
-    moved, a new index whose communities are the previous ones (a new node alone in its own: it
-    has no edge) with no community detection run (0.1-0.3 s of Leiden on go); else as a full build."""
-    if same:
-        return previous.graph
-    if moved or previous.graph.cached_communities() is None:
-        return _graph(arrays, None, previous)
-    return _with_communities(GraphIndex.build(arrays), previous, nodes)
 
 
 # -- vectors ---------------------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ class Snapshot:
     graph_local: int | None = field(default=None, repr=False)  # hash() of the node and edge rows (native)
     # The rowid of each edge row of the graph arrays: a delta (index.delta) replaces the rows it names.
     edge_rowids: np.ndarray | None = field(default=None, repr=False)
+    edges_since_communities: int = field(default=0, repr=False)  # edge rows deltas wrote on carried communities
 
     def __post_init__(self) -> None:
         if not self.index:
