@@ -27,8 +27,18 @@ from ..store.base import GraphStore, load_json_object
 from ..store.changes import Rows
 from .graph import COMMUNITY_MIN_EDGES, Adjacency, GraphIndex, _canonical_labels, _frozen
 from .names import NameIndex, alias_strings
-from .snapshot import (Snapshot, _carried_rows, _fields, _graph, _graph_fingerprint, _parsed_content,
-                       _raw_content, _row_keys, _unchanged, _with_vectors)
+from .snapshot import (
+    Snapshot,
+    _carried_rows,
+    _fields,
+    _graph,
+    _graph_fingerprint,
+    _parsed_content,
+    _raw_content,
+    _row_keys,
+    _unchanged,
+    _with_vectors,
+)
 from .text import TextConfig, TextIndex
 
 MAX_SHARE = 0.05  # more changed rows than this share of the KG's nodes + edges: a full build

@@ -25,8 +25,8 @@ from typing import Any
 from ..errors import ImportFailed, InvalidArgument
 from ..model import normalize_name
 from . import changes, migrations
-from .formats import Record, Source
 from .base import GraphStore
+from .formats import Record, Source
 from .limits import check_properties, dumps_within_limits
 from .native import NativeStore
 from .writing import Writer

@@ -18,8 +18,8 @@ import numpy as np
 
 from ..errors import InvalidArgument, KGOSError
 from ..model import Edge, Neighbor, Node, normalize_name
-from .arrays import GraphArrays, codes
 from . import changes
+from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object, sqlite_read
 from .migrations import migrate, now_iso
 from .node_table import NodeTable
