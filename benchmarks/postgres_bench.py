@@ -9,8 +9,13 @@ Sections, each against an anchor measured in the same run:
   docs/postgres.md): loading a small KG's graph beside a big one, a lookup by id, dropping a KG;
 - import: go into PostgreSQL (nodes/s) against a bare COPY of the same rows, and against SQLite;
 - search: warm p50 on go in PostgreSQL against the same KG in SQLite (budget: ratio <= 1.2);
-- visibility: a write on one ``kgos serve`` until search on another finds it (budget: 1 s);
+- visibility: a write on one ``kgos serve`` until search on another finds it (budget: 1 s), on a
+  2,000-node KG and on go (the other server applies the change feed to its snapshot: issue 31);
+- freshness: a write then a search on one process, go, PostgreSQL and SQLite, node and edge writes,
+  against the same with snapshot deltas off (a full rebuild per version) in the same run;
 - load: 8 readers + 2 writers across two servers: failed reads, lost writes.
+
+    python benchmarks/postgres_bench.py --freshness      # only import, freshness and visibility on go
 """
 
 from __future__ import annotations
@@ -183,6 +188,54 @@ def _search_p50(kg: kgos.KG, queries: list[str]) -> float:
     return statistics.median(times)
 
 
+# -- freshness: a write, then search on the same process --------------------------------------------------
+def same_server(kg: kgos.KG, writes: int, tag: str) -> dict:
+    """Write + search on one process with snapshot deltas, then with them off (the anchor: each new
+    version rebuilt from the KG, as before issue 31), node adds then edge adds."""
+    from kgos.index import snapshot as snapshots
+    kg.search("warm up")
+    out = {}
+    for mode in ("delta", "full"):
+        real = snapshots._updated
+        if mode == "full":
+            snapshots._updated = lambda *a, **k: None  # type: ignore[assignment]
+        try:
+            out[mode] = {"node": _node_writes(kg, writes, f"{tag}{mode}"), "edge": _edge_writes(kg, writes)}
+        finally:
+            snapshots._updated = real  # type: ignore[assignment]
+    return out
+
+
+def _node_writes(kg: kgos.KG, writes: int, tag: str) -> dict:
+    times = []
+    for i in range(writes):
+        name = f"zyxfresh{tag}{i} marker"
+        t0 = time.perf_counter()
+        kg.add_node(name, "probe")
+        hits = kg.search(name, k=1).results
+        times.append((time.perf_counter() - t0) * 1000)
+        assert hits and hits[0].node.name == name, name
+    return {"writes": writes, "p50_ms": statistics.median(times), "max_ms": max(times)}
+
+
+def _edge_writes(kg: kgos.KG, writes: int) -> dict:
+    rng = random.Random(len(kg.engine.snapshot().node_ids))
+    ids = kg.engine.snapshot().node_ids
+    times = []
+    for _ in range(writes):
+        a, b = rng.choice(ids), rng.choice(ids)
+        t0 = time.perf_counter()
+        kg.add_edge(a, b, "related_to")
+        kg.search("mitochondrial membrane", k=10)
+        times.append((time.perf_counter() - t0) * 1000)
+    return {"writes": writes, "p50_ms": statistics.median(times), "max_ms": max(times)}
+
+
+def freshness(url: str, home: Path, writes: int) -> dict:
+    return {"postgres": same_server(kgos.Workspace(home / "pg", database_url=url).kg("go"), writes, "pg"),
+            "sqlite": same_server(kgos.Workspace(home / "lite").kg("go"), writes, "lite")}
+
+
 # -- two servers -------------------------------------------------------------------------------------
 def _port() -> int:
     with socket.socket() as s:
@@ -314,6 +367,8 @@ def main() -> None:
     ap.add_argument("--database-url", help="an existing empty database (default: a throwaway cluster)")
     ap.add_argument("--seconds", type=float, help="duration of the load section (default 60, quick 10)")
     ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--freshness", action="store_true", help="only import, freshness and visibility on go")
+    ap.add_argument("--writes", type=int, default=10, help="writes per freshness and visibility measure")
     args = ap.parse_args()
     os.environ.setdefault("KGOS_EMBEDDER", "hash")
     url = args.database_url or _throwaway()
@@ -321,16 +376,20 @@ def main() -> None:
         home = Path(tmp)
         path, queries = dataset(args.quick, home)
         out: dict = {"dataset": path.name}
-        out["layout"] = layout(url, 20_000 if args.quick else 300_000, 2_000)
+        if not args.freshness:
+            out["layout"] = layout(url, 20_000 if args.quick else 300_000, 2_000)
         out["import_search"] = import_and_search(url, path, queries, home)
-        small_kg(url, home)
-        out["notify"] = notify_latency(url, 20)
+        out["freshness"] = freshness(url, home, args.writes)
+        if not args.freshness:
+            small_kg(url, home)
+            out["notify"] = notify_latency(url, 20)
         procs, bases = start_servers(url, home)
         try:
-            out["visibility"] = visibility(bases, 10, "team")
-            out["visibility_big"] = visibility(bases, 3, "go")
-            team_queries = [f"v{i} v{i + 1}" for i in range(300)]
-            out["load"] = load(url, bases, team_queries, args.seconds or (10 if args.quick else 60), "team")
+            out["visibility_big"] = visibility(bases, args.writes, "go")
+            if not args.freshness:
+                out["visibility"] = visibility(bases, 10, "team")
+                team_queries = [f"v{i} v{i + 1}" for i in range(300)]
+                out["load"] = load(url, bases, team_queries, args.seconds or (10 if args.quick else 60), "team")
         finally:
             for p in procs:
                 p.send_signal(signal.SIGINT)
@@ -350,11 +409,12 @@ def _throwaway() -> str:
 
 
 def report(out: dict) -> str:
-    s, v, vb, n, ld = out["import_search"], out["visibility"], out["visibility_big"], out["notify"], out["load"]
-    lines = [f"dataset: {out['dataset']} ({s['nodes']:,} nodes, {s['edges']:,} edges)", "",
-             "| layout (ms) | schema per KG | kg_id column | kg_id / schema |", "|---|---:|---:|---:|"]
-    lines += [f"| {r['what']} | {r['schema_per_kg_ms']:.1f} | {r['kg_id_column_ms']:.1f} | {r['ratio']:.2f}x |"
-              for r in out["layout"]]
+    s, vb = out["import_search"], out["visibility_big"]
+    lines = [f"dataset: {out['dataset']} ({s['nodes']:,} nodes, {s['edges']:,} edges)", ""]
+    if "layout" in out:
+        lines += ["| layout (ms) | schema per KG | kg_id column | kg_id / schema |", "|---|---:|---:|---:|"]
+        lines += [f"| {r['what']} | {r['schema_per_kg_ms']:.1f} | {r['kg_id_column_ms']:.1f} | {r['ratio']:.2f}x |"
+                  for r in out["layout"]]
     lines += ["", "| measure | figure | anchor | ratio | budget |", "|---|---:|---:|---:|---|",
               (f"| import into PostgreSQL | {s['postgres_nodes_per_s']:,.0f} nodes/s ({s['postgres_import_s']:.1f} s) "
               f"| bare COPY {s['bare_copy_nodes_per_s']:,.0f} nodes/s ({s['bare_copy_s']:.1f} s) "
@@ -362,17 +422,32 @@ def report(out: dict) -> str:
               (f"| import into SQLite (same run) | {s['sqlite_nodes_per_s']:,.0f} nodes/s ({s['sqlite_import_s']:.1f} s) "
               "| | | - |"),
               (f"| warm search p50 | {s['search_p50_ms']['postgres']:.2f} ms | SQLite {s['search_p50_ms']['sqlite']:.2f} ms "
-              f"| {s['search_ratio']:.2f}x | <= 1.2x |"),
-              (f"| write -> other server's listener (NOTIFY) | p50 {n['p50_ms']:.1f} ms, max {n['max_ms']:.1f} ms "
+              f"| {s['search_ratio']:.2f}x | <= 1.2x |")]
+    lines += _freshness_rows(out["freshness"], out["dataset"])
+    lines.append(f"| write on server A -> search on B, {out['dataset']} | p50 {vb['p50_ms']:.0f} ms, max "
+                 f"{vb['max_ms']:.0f} ms ({vb['writes']} writes; B applies the change feed) | | | <= 1000 ms |")
+    if "load" not in out:
+        return "\n".join(lines)
+    v, n, ld = out["visibility"], out["notify"], out["load"]
+    lines += [(f"| write -> other server's listener (NOTIFY) | p50 {n['p50_ms']:.1f} ms, max {n['max_ms']:.1f} ms "
                f"({n['writes']} writes) | | | - |"),
               (f"| write on server A -> search on B, 2,000-node KG | p50 {v['p50_ms']:.0f} ms, max {v['max_ms']:.0f} ms "
                f"({v['writes']} writes) | | | <= 1000 ms |"),
-              (f"| write on server A -> search on B, {out['dataset']} | p50 {vb['p50_ms']:.0f} ms, max {vb['max_ms']:.0f} ms "
-               f"({vb['writes']} writes; B rebuilds its snapshot) | | | <= 1000 ms |"),
               (f"| 8 readers + 2 writers, 2 servers, 2,000-node KG, {ld['seconds']:.0f} s | {ld['reads']:,} reads "
               f"({ld['failed_reads']} failed, p50 {ld['read_p50_ms']:.0f} ms), {ld['writes']:,} writes "
               f"({ld['failed_writes']} failed, {ld['lost_writes']} lost) | | | 0 failed, 0 lost |")]
     return "\n".join(lines)
+
+
+def _freshness_rows(f: dict, dataset: str) -> list[str]:
+    rows = []
+    for store in ("postgres", "sqlite"):
+        for kind, what in (("node", "add a node, search finds it"), ("edge", "add an edge, then search")):
+            d, a = f[store]["delta"][kind], f[store]["full"][kind]
+            rows.append(f"| same server, {dataset}, {store}: {what} | p50 {d['p50_ms']:.0f} ms, max {d['max_ms']:.0f} ms "
+                        f"({d['writes']} writes) | full rebuild per version: p50 {a['p50_ms']:.0f} ms, max "
+                        f"{a['max_ms']:.0f} ms | {a['p50_ms'] / d['p50_ms']:.1f}x faster | - |")
+    return rows
 
 
 if __name__ == "__main__":

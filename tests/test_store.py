@@ -151,7 +151,7 @@ def test_graph_arrays_drop_edges_to_missing_nodes(store):
 def test_migrations_are_recorded_and_idempotent(tmp_path, store):
     names = [r[0] for r in store.conn.execute("SELECT name FROM kg_migrations")]
     assert names == ["001_native_schema", "002_compact_vectors", "003_kg_predictions", "004_nodes_id_index",
-                     "005_fts_text_changes"]
+                     "005_fts_text_changes", "006_change_feed"]
     again = NativeStore(store.path, "t")
     assert again.meta()["name"] == "Test"
     assert [r[0] for r in again.conn.execute("SELECT name FROM kg_migrations")] == names

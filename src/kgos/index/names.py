@@ -94,10 +94,13 @@ class _Keys:
         """These keys' entries of the rows that carry over (``new_of_old[row]`` >= 0, renumbered) joined
         by ``entries`` of other rows: the same lists ``build`` would give for all of them. Keys are
         renumbered by counting (a few new keys bisected in), not re-sorted: 0.24 s -> ~0.03 s on go."""
+        fresh_sorted = sorted({e for e in entries if e[0]})
+        if self.rows.size and _appended(new_of_old, fresh_sorted):
+            return self._appended(fresh_sorted)
         key_of = np.repeat(np.arange(len(self.keys)), np.diff(self.ptr))
         new_rows = new_of_old[self.rows] if self.rows.size else self.rows
         keep = np.flatnonzero(new_rows >= 0)
-        fresh = sorted({e for e in entries if e[0]})
+        fresh = fresh_sorted
         alive = np.zeros(len(self.keys), bool)
         alive[key_of[keep]] = True
         found: dict[str, int] = {}
@@ -125,6 +128,41 @@ class _Keys:
         ptr = np.concatenate([[0], np.cumsum(np.bincount(key_ids, minlength=len(keys)))]).astype(np.int64)
         return _Keys(keys.tolist(), ptr, rows[order].astype(np.int64), alias[order].astype(np.int8))
 
+    def _appended(self, fresh: list[tuple[str, int, int]]) -> _Keys:
+        """``merged`` when every old row stays in place and the fresh rows are new ones after them
+        (nodes added): the fresh entries go at the end of their key's list, new keys are inserted;
+        no old entry moves relative to another, so nothing is re-sorted (a delta per added node)."""
+        keys = list(self.keys)
+        new_keys = sorted({k for k, _, _ in fresh} - set(self._find_many({k for k, _, _ in fresh})))
+        for key in new_keys:
+            keys.insert(bisect.bisect_left(keys, key), key)
+        first = {k: i for k, i in zip(new_keys, (bisect.bisect_left(keys, k) for k in new_keys))}
+        counts = np.diff(self.ptr)
+        at = []  # where each fresh entry goes in the old arrays: after its key's old entries
+        for key, _, _ in fresh:
+            i = bisect.bisect_left(self.keys, key)
+            at.append(self.ptr[i + 1] if key not in first else self.ptr[i])
+        grown = np.zeros(len(keys), np.int64)
+        is_new = np.zeros(len(keys), bool)
+        is_new[list(first.values())] = True
+        grown[~is_new] = counts
+        for key, _, _ in fresh:
+            grown[first[key] if key in first else bisect.bisect_left(keys, key)] += 1
+        at_arr = np.asarray(at, np.int64)
+        rows = np.insert(self.rows, at_arr, np.fromiter((r for _, r, _ in fresh), np.int64, len(fresh)))
+        alias = np.insert(self.alias, at_arr, np.fromiter((a for _, _, a in fresh), np.int8, len(fresh)))
+        ptr = np.concatenate([[0], np.cumsum(grown)]).astype(np.int64)
+        return _Keys(keys, ptr, rows.astype(np.int64), alias.astype(np.int8))
+
+    def _find_many(self, keys: set[str]) -> list[str]:
+        """Those of ``keys`` this list has."""
+        out = []
+        for key in keys:
+            i = bisect.bisect_left(self.keys, key)
+            if i < len(self.keys) and self.keys[i] == key:
+                out.append(key)
+        return out
+
     def find(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         i = bisect.bisect_left(self.keys, key)
         if i < len(self.keys) and self.keys[i] == key:
@@ -142,6 +180,12 @@ class _Keys:
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {"ptr": self.ptr, "rows": self.rows, "alias": self.alias}
+
+
+def _appended(new_of_old: np.ndarray, fresh: list[tuple[str, int, int]]) -> bool:
+    """Does every old row keep its number, with every fresh entry's row after them?"""
+    n = new_of_old.size
+    return bool(np.array_equal(new_of_old, np.arange(n))) and all(r >= n for _, r, _ in fresh)
 
 
 class NameIndex:

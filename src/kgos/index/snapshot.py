@@ -88,6 +88,9 @@ class Snapshot:
     vector_keys: Any = field(default=None, repr=False)  # which stored rows ``vectors`` are (native KGs)
     local_keys: np.ndarray | None = field(default=None, repr=False)  # never saved: hash() is per process
     graph_local: int | None = field(default=None, repr=False)  # hash() of the node and edge rows (native)
+    # The rowid of each edge row of the graph arrays: a delta (index.delta) replaces the rows it names.
+    edge_rowids: np.ndarray | None = field(default=None, repr=False)
+    edges_since_communities: int = field(default=0, repr=False)  # edge rows deltas wrote on carried communities
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -124,18 +127,41 @@ def build(store: GraphStore, config: TextConfig, embedder: str | None = None,
     background = previous is not None
     if background:
         preload_igraph()  # a process that writes: its next edge write refines communities with igraph
+        updated = _updated(store, previous, config, embedder, cache_root)  # type: ignore[arg-type]
+        if updated is not None:
+            return updated
     if cache_root is not None:
         cached = _load_cached(store, config, embedder, cache_root, store.version())
         if cached is not None:
             return _with_name_vectors(cached, store, cache_root)
         if previous is None:
             previous = _newest_cached(store, config, cache_root)
+            updated = _updated(store, previous, config, embedder, cache_root) if previous else None
+            if updated is not None:
+                return updated
     t0 = time.perf_counter()
     snap = _build(_read(store, embedder, cache_root, config, previous), store.db_id, config, embedder, previous)
     snap.build_seconds = time.perf_counter() - t0
     if cache_root is not None:
         job = (snap, _folder(cache_root, store.db_id, snap.version, config), _caches_vectors(store))
         _SAVES.submit(*job) if background else _save(*job)
+    return _with_name_vectors(snap, store, cache_root)
+
+
+def _updated(store: GraphStore, previous: Snapshot, config: TextConfig, embedder: str | None,
+             cache_root: Path | None) -> Snapshot | None:
+    """``previous`` brought to the current version by the change feed (index.delta), or None when
+    the feed cannot say what changed or too much did. Saved in the background as a build is (several
+    writes in a row queue one save: the newest)."""
+    from . import delta  # delta builds on this module's parts
+    t0 = time.perf_counter()
+    snap = delta.updated(store, previous, config, embedder)
+    if snap is None:
+        return None
+    snap.build_seconds = time.perf_counter() - t0
+    if cache_root is not None:
+        _SAVES.submit(snap, _folder(cache_root, store.db_id, snap.version, config), _caches_vectors(store),
+                      delay=DELTA_SAVE_DELAY)
     return _with_name_vectors(snap, store, cache_root)
 
 
@@ -174,6 +200,7 @@ class _Rows:
     rowids: np.ndarray | None
     vectors: np.ndarray | None
     vector_keys: _VectorKeys | None = None
+    edge_rowids: np.ndarray | None = None
 
 
 def _read(store: GraphStore, embedder: str | None, cache_root: Path | None, config: TextConfig,
@@ -186,7 +213,8 @@ def _read(store: GraphStore, embedder: str | None, cache_root: Path | None, conf
         texts = _node_texts(store, graph.ids, config, previous, graph.nodes)
         rowids = store.node_rowids() if hasattr(store, "node_rowids") else None
         vectors, vector_keys = _vectors(store, embedder, graph.ids, rowids, cache_root, previous)
-    return _Rows(version, graph, texts, rowids, vectors, vector_keys)
+        edges = store.edge_rowids() if hasattr(store, "edge_rowids") else None
+    return _Rows(version, graph, texts, rowids, vectors, vector_keys, edges)
 
 
 
@@ -381,6 +409,8 @@ def _build(rows: _Rows, db_id: str, config: TextConfig, embedder: str | None,
                     graph=_graph(arrays, previous if arrays is None or _same(old, parts, "graph") else None, previous),
                     rowids=rows.rowids, parts=parts, keys=t.keys, name_keys=t.name_keys,
                     vector_keys=rows.vector_keys, local_keys=t.local_keys, graph_local=rows.graph.local)
+    if rows.edge_rowids is not None and rows.edge_rowids.size == snap.graph.n_edges:  # else no delta: a full build
+        snap.edge_rowids = rows.edge_rowids
     if _unchanged(t.name_reuse, previous) and previous.name_index is not None:  # type: ignore[union-attr]
         snap.name_index = previous.name_index  # type: ignore[union-attr]
     else:
@@ -463,6 +493,7 @@ def _vectors_file(folder: Path, embedder: str) -> Path:
 # A process loading a folder that another prunes meanwhile finds files missing and builds from the KG
 # instead; the grace period only makes that rare.
 PRUNE_AFTER_SECONDS = 30.0
+DELTA_SAVE_DELAY = 5.0  # a snapshot made by a delta is saved once its KG had no newer one for this long
 TMP_SUFFIX = ".tmp"  # folders being written (by any process) end so; never loaded
 TMP_MAX_AGE_SECONDS = 3600.0  # a temp folder this old belongs to a build that died
 LOAD_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError)
@@ -546,17 +577,22 @@ class _Saver:
     A save is the same temp-folder-and-rename publication as ``_save``: a reader in any process sees
     the old folder or the new one whole, never a half-written one; a save that fails (an exception,
     the process killed) leaves at most a temp folder that ``_prune`` removes, and the folder of the
-    older version loadable. Several writes in a row queue one save per KG: the newest snapshot."""
+    older version loadable. Several writes in a row queue one save per KG: the newest snapshot.
+    ``delay``: the save waits until no newer snapshot of the KG came for that long (a delta per write
+    is ~0.1-0.3 s of CPU; saving go's whole snapshot after each one tripled the write-to-search time
+    on 2 loaded cores)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._queue: dict[Path, tuple[Snapshot, Path, bool]] = {}  # KG's snapshot folder -> newest job
+        self._due: dict[Path, float] = {}  # KG's snapshot folder -> when its job may run (monotonic)
         self._thread: threading.Thread | None = None
         self.failures = 0
 
-    def submit(self, snap: Snapshot, folder: Path, with_vectors: bool) -> None:
+    def submit(self, snap: Snapshot, folder: Path, with_vectors: bool, delay: float = 0.0) -> None:
         with self._lock:
             self._queue[folder.parent] = (snap, folder, with_vectors)
+            self._due[folder.parent] = time.monotonic() + delay
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="kgos-snapshot-save", daemon=True)
                 self._thread.start()
@@ -567,14 +603,24 @@ class _Saver:
                 if not self._queue:
                     self._thread = None
                     return
-                job = self._queue.pop(next(iter(self._queue)))
+                key = min(self._due, key=self._due.__getitem__)
+                wait = self._due[key] - time.monotonic()
+                job = self._queue.pop(key) if wait <= 0 else None
+                if job is not None:
+                    del self._due[key]
+            if job is None:
+                time.sleep(min(wait, 0.5))  # a newer job may come meanwhile: it replaces this one
+                continue
             try:
                 _save(*job)
             except Exception:  # noqa: BLE001 - a cache that cannot be written only costs the next process time
                 self.failures += 1
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until every queued save is done (or ``timeout`` s passed); True when none is left."""
+        """Run every queued save now (delayed ones too) and block until they are done (or ``timeout``
+        s passed); True when none is left."""
+        with self._lock:
+            self._due = dict.fromkeys(self._due, 0.0)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             with self._lock:
@@ -616,6 +662,8 @@ def _write(snap: Snapshot, tmp: Path, with_vectors: bool) -> None:
     np.save(tmp / "names.npy", np.array(snap.names, dtype=object), allow_pickle=True)
     if snap.rowids is not None:
         np.save(tmp / "rowids.npy", snap.rowids)
+    if snap.edge_rowids is not None:
+        np.save(tmp / "edge_rowids.npy", snap.edge_rowids)
     if with_vectors and snap.vectors is not None and snap.embedder:
         np.save(_vectors_file(tmp, snap.embedder), snap.vectors)
     snap.text.save(tmp)
@@ -667,6 +715,9 @@ def _load(folder: Path, store: GraphStore, config: TextConfig, version: str) -> 
                     text=TextIndex.load(folder, config), graph=GraphIndex.load(folder / "graph"),
                     rowids=rowids, parts=meta.get("parts") or {})
     snap.name_index = NameIndex.load(folder / "names", snap.text.analyzer)
+    if (folder / "edge_rowids.npy").exists():
+        edges = np.load(folder / "edge_rowids.npy")
+        snap.edge_rowids = edges if edges.size == snap.graph.n_edges else None
     if (folder / "node_keys.npy").exists():
         snap.keys, snap.name_keys = np.load(folder / "node_keys.npy"), np.load(folder / "name_keys.npy")
         if {snap.keys.size, snap.name_keys.size} != {snap.n}:

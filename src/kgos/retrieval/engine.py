@@ -1,7 +1,8 @@
 """One KG's search engine: its current snapshot, a query cache and the query embedder.
 
 Freshness (spec/001 1.9): every query compares the KG's version with the snapshot's; any write
-bumps the version, so the next query rebuilds (or loads) the snapshot and drops the cached results.
+bumps the version, so the next query updates the snapshot by the KG's change feed (index.delta: the
+rows written since, whoever wrote them), else rebuilds (or loads) it, and drops the cached results.
 Results are cached for 300 s keyed by query, k, mode, intent and weights.
 """
 

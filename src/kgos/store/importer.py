@@ -24,9 +24,9 @@ from typing import Any
 
 from ..errors import ImportFailed, InvalidArgument
 from ..model import normalize_name
-from . import migrations
-from .formats import Record, Source
+from . import changes, migrations
 from .base import GraphStore
+from .formats import Record, Source
 from .limits import check_properties, dumps_within_limits
 from .native import NativeStore
 from .writing import Writer
@@ -343,7 +343,7 @@ def _enter_bulk_mode(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA cache_size = -262144")
     conn.execute("BEGIN")
-    for trigger in migrations.FTS_TRIGGER_NAMES:
+    for trigger in migrations.FTS_TRIGGER_NAMES + changes.SQLITE_TRIGGER_NAMES:
         conn.execute(f"DROP TRIGGER {trigger}")
     for index in migrations.SECONDARY_INDEX_NAMES:
         conn.execute(f"DROP INDEX {index}")
@@ -390,9 +390,10 @@ def _finish_bulk(conn: sqlite3.Connection, progress: Progress | None) -> int:
     if progress:
         progress("text index", 0)
     conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild')")
-    migrations.run_script(conn, migrations.FTS_TRIGGERS)
+    migrations.run_script(conn, migrations.FTS_TRIGGERS + changes.SQLITE_TRIGGERS)
     conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
                  "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+    changes.restart(conn, "", "SELECT CAST(value AS INTEGER) FROM kg_meta WHERE key = 'version'")
     conn.execute("COMMIT")
     conn.execute("PRAGMA journal_mode = DELETE")
     return duplicates

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
+from . import changes
+
 # FTS indexes name, type, description and the text-like properties; the view is the FTS5
 # "external content" so the text lives once, in ``nodes``.
 _TEXT_PROPS = ("aliases", "keywords", "tags", "synonyms")
@@ -203,6 +205,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("003_kg_predictions", M003_KG_PREDICTIONS),
     ("004_nodes_id_index", M004_NODES_ID_INDEX),
     ("005_fts_text_changes", M005_FTS_TEXT_CHANGES),
+    ("006_change_feed", changes.SQLITE_MIGRATION),  # issue 31: what each write touched, for snapshot deltas
 ]
 # A migration that frees many pages (002 frees the old vector table) gives them back to the file system.
 VACUUM_FREE_PAGES = 2048

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, KGNotFound, KGOSError
 from ..model import Edge, Neighbor, Node, normalize_name
+from . import changes
 from .arrays import GraphArrays, codes
 from .base import GraphStore, load_json_object, sqlite_read
 from .migrations import migrate, now_iso
@@ -156,6 +157,33 @@ class NativeStore(GraphStore):
     def _bump(self) -> None:
         self.writer_conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
                           "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+        if not self.read_only and self._has_feed():
+            changes.prune_now_and_then(self.conn, "")
+
+    def _has_feed(self) -> bool:
+        """Has this file the change feed (migration 005)? Read-only files of older schemas have not."""
+        if not hasattr(self, "_feed"):
+            self._feed = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'kg_changes'").fetchone() is not None
+        return self._feed
+
+    def changes_since(self, version: str) -> changes.Changes | None:
+        """The rows written since ``version`` (of this file), or None when the feed cannot tell."""
+        created, _, counter = version.rpartition("#")
+        if not self._has_feed() or created != self.meta().get("created_at", "") or not counter.isdigit():
+            return None
+        with self._lock:
+            return changes.read(self.conn, "", "?", int(counter))
+
+    def changed_rows(self, feed: changes.Changes, model: str | None) -> changes.Rows:
+        """The current node, edge and vector rows of ``feed`` (see ``changes.rows``)."""
+        with self._lock:
+            return changes.rows(self.conn, "", "sqlite", feed, model)
+
+    def edge_rowids(self) -> np.ndarray:
+        """The rowid of every edge, in rowid order (the order of ``graph_arrays``' edges)."""
+        with self._lock:
+            rows = self.conn.execute("SELECT rowid FROM edges ORDER BY rowid").fetchall()
+        return np.fromiter((r[0] for r in rows), np.int64, len(rows))
 
     def _write_ops(self, conn: sqlite3.Connection) -> WriteOps:
         from .native_writes import NativeOps

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, KGNotFound
 from ..model import Edge, Neighbor, Node, normalize_name
+from . import changes
 from .arrays import GraphArrays
 from .base import GraphStore
 from .native import _conn_of, edge_of_row, graph_arrays_of, node_of_row
@@ -107,6 +108,7 @@ class PostgresStore(GraphStore):
                     if bump():
                         self.db.bump(conn, self.s, self.schema)
                     version = self.db.version_of(conn, self.s)
+                    changes.prune_now_and_then(conn, f"{self.s}.")
                 finally:
                     self._local.conn = None
             self.db.remember(self.schema, version)
@@ -239,6 +241,23 @@ class PostgresStore(GraphStore):
             rows = self._rows("SELECT rowid, id, type FROM {s}.nodes ORDER BY rowid")
             edges = self._rows("SELECT source, target, type, weight FROM {s}.edges ORDER BY rowid")
         return graph_arrays_of(rows, edges)
+
+    def edge_rowids(self) -> np.ndarray:
+        """The rowid of every edge, in rowid order (the order of ``graph_arrays``' edges)."""
+        return np.fromiter((r[0] for r in self._rows("SELECT rowid FROM {s}.edges ORDER BY rowid")), np.int64)
+
+    def changes_since(self, version: str) -> changes.Changes | None:
+        """The rows written since ``version`` (of this KG), or None when the feed cannot tell."""
+        created, _, counter = version.rpartition("#")
+        if created != self._created_at() or not counter.isdigit():
+            return None
+        with self._conn() as conn:
+            return changes.read(conn, f"{self.s}.", "%s", int(counter))
+
+    def changed_rows(self, feed: changes.Changes, model: str | None) -> changes.Rows:
+        """The current node, edge and vector rows of ``feed`` (see ``changes.rows``)."""
+        with self._conn() as conn:
+            return changes.rows(conn, f"{self.s}.", "postgresql", feed, model)
 
     def node_rowids(self) -> np.ndarray:
         return np.fromiter((r[0] for r in self._rows("SELECT rowid FROM {s}.nodes ORDER BY rowid")), np.int64)

@@ -20,7 +20,7 @@ from .importer import ImportReport, Invalid, Progress, _batches, _edge_rows, _no
 from .migrations import now_iso
 from .postgres import PostgresStore
 from .postgres_db import PgDatabase, psycopg_modules, schema_name
-from .postgres_schema import BULK_INDEXES, KG_MIGRATIONS, lock, record
+from .postgres_schema import AFTER_BULK, BULK_INDEXES, CHANGE_FEED, KG_MIGRATIONS, lock, record
 
 NODE_COPY = "COPY {s}.nodes (rowid, id, name, norm_name, type, description, properties, created_at, updated_at) FROM STDIN"
 EDGE_COPY = "COPY {s}.edges (source, target, type, weight, properties, created_at, id) FROM STDIN"
@@ -38,7 +38,7 @@ def bulk_load(db: PgDatabase, db_id: str, source: Source, mode: str = "create", 
         old = conn.execute("SELECT schema_name FROM kgos.kgs WHERE db_id = %s", (db_id,)).fetchone()
         if old is not None and mode != "replace":
             raise KGExists(f"KG '{db_id}' already exists: use --merge to add to it or --replace to overwrite it")
-        db.create_schema(conn, db_id, temp, meta, only=tuple(n for n, _ in KG_MIGRATIONS if n != BULK_INDEXES))
+        db.create_schema(conn, db_id, temp, meta, only=tuple(n for n, _ in KG_MIGRATIONS if n not in AFTER_BULK))
         s = db.ident(temp)
         conn.execute(f"ALTER TABLE {s}.edges DROP CONSTRAINT edges_source_fkey, DROP CONSTRAINT edges_target_fkey")
         ids = _copy_nodes(conn, s, source.nodes(), progress, invalid)
@@ -102,6 +102,8 @@ def _finish(conn: Any, s: str, progress: Progress | None) -> int:
     except psycopg_modules()[0].errors.UniqueViolation:
         raise ImportFailed("two edges in the file share the same id; edge ids must be unique") from None
     record(conn, s, [BULK_INDEXES])
+    conn.execute(dict(KG_MIGRATIONS)[CHANGE_FEED].replace("{s}", s))
+    record(conn, s, [CHANGE_FEED])
     return int(removed)
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SchemaTooNew
+from . import changes
 from .migrations import now_iso
 
 # pg_advisory_xact_lock key of every migration ("kgos" in ASCII): one lock for the database.
 MIGRATION_LOCK = 0x6B676F73
 NOTIFY_CHANNEL = "kgos_version"
+CHANGE_FEED = "004_change_feed"
 
 DATABASE_MIGRATIONS: list[tuple[str, str]] = [
     ("001_registry", """
@@ -36,6 +38,7 @@ BEGIN
   RETURN NULL;
 END $$;
 """),
+    ("002_change_feed", changes.PG_FUNCTION),  # issue 31: the row trigger of each KG's change feed
 ]
 
 # One KG. Node ids are text; edges point at node rowids as in the SQLite file (small joins and
@@ -120,10 +123,14 @@ CREATE TABLE {s}.kg_predictions (
 );
 CREATE INDEX kg_predictions_status ON {s}.kg_predictions(status, combined_confidence DESC);
 """),
+    # The change feed (kgos.store.changes): which rows each write touched, for snapshot deltas.
+    (CHANGE_FEED, changes.PG_KG_MIGRATION),
 ]
 # A bulk load creates the tables (001), copies the rows, then builds the indexes (002): building an
-# index once over the loaded rows is several times faster than maintaining it row by row.
+# index once over the loaded rows is several times faster than maintaining it row by row. The change
+# feed's row triggers are added after the rows too (a fresh KG has no older snapshot to update).
 BULK_INDEXES = "002_indexes"
+AFTER_BULK = (BULK_INDEXES, CHANGE_FEED)
 
 
 def apply_database(conn: Any) -> list[str]:
