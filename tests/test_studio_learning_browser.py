@@ -139,3 +139,11 @@ def test_start_read_and_stop_an_ab_test(server, page):
     page.wait_for_function("() => !document.querySelector('#ab-stop')")
     assert api(server, "ab/weights")["test"]["status"] == "stopped"
     assert page.errors == []
+
+
+def test_an_unknown_kg_lists_the_kgs_there_are(server, page):
+    open_view(page, server.url, "/learning/nosuch/drift")
+    alert = page.locator("#view [role=alert]")
+    assert "No KG named 'nosuch'" in alert.inner_text()
+    assert "#/learning/demo" in alert.locator("a").evaluate_all("(xs) => xs.map((a) => a.getAttribute('href'))")
+    assert page.errors == []

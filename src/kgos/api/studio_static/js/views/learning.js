@@ -83,9 +83,9 @@ async function gapView(body, dbId) {
         r.calibration && r.calibration.off_kg !== null ? h("span", { title: r.calibration.rule }, `· best cosine off the KG below ${fmt(r.calibration.off_kg)}, weak below ${fmt(r.calibration.weak)} (${r.calibration.model})`) : ""));
     clear(shown,
       h("div", { class: "card" }, h("h3", {}, `Failures (${r.failures.length})`), r.failures.length
-        ? table(["question", "cause", "topic", "why", "best match", "comment"], r.failures.map((f) => [
-          h("span", { class: "long gap-query" }, f.query), cause(f.cause), topics.get(f.topic)?.label || "", (f.reasons || []).join(", "),
-          bestMatch(dbId, f), h("span", { class: "long" }, f.comment || "")]))
+        ? table(["question", "n", "cause", "topic", "why", "best match", "comment"], grouped(r.failures).map(({ f, n, comments }) => [
+          h("span", { class: "long gap-query" }, f.query), `× ${fmt(n)}`, cause(f.cause), topics.get(f.topic)?.label || "", (f.reasons || []).join(", ").replace(/_/g, " "),
+          bestMatch(dbId, f), h("span", { class: "long" }, comments.join(" · "))]))
         : message("No failures: nobody rated an answer down and every question found its nodes.")),
       h("div", { class: "card" }, h("h3", {}, `Suggestions (${r.suggestions.length})`), r.suggestions.length
         ? table(["kind", "topic", "suggestion", "proposal"], r.suggestions.map((s) => [s.kind, topics.get(s.topic)?.label || "",
@@ -96,11 +96,23 @@ async function gapView(body, dbId) {
 
 function bestMatch(dbId, f) {
   if (f.found?.node) {
-    const ranks = f.found.fixed_by ? ` (rank ${f.found.rank ?? "> limit"}; rank ${f.found.ranks?.[f.found.fixed_by]} with ${f.found.fixed_by})` : "";
-    return h("span", {}, nodeLink(dbId, f.found.node), ranks);
+    const fixed = f.cause === "retrieval_misconfigured" && f.found.fixed_by ? `; rank ${f.found.ranks?.[f.found.fixed_by]} with ${f.found.fixed_by} weights` : "";
+    return h("span", {}, nodeLink(dbId, f.found.node), ` rank ${f.found.rank ?? "past the limit"}${fixed}`);
   }
   if (f.evidence?.best_node) return h("span", {}, nodeLink(dbId, f.evidence.best_node), ` cosine ${fmt(f.evidence.best_cosine, 2)}`);
   return "";
+}
+
+/** The same question failing the same way n times is one row (its distinct comments joined). */
+function grouped(failures) {
+  const rows = new Map();
+  for (const f of failures) {
+    const key = JSON.stringify([f.query, f.cause, f.topic, f.found?.node || f.evidence?.best_node || ""]);
+    const row = rows.get(key) || rows.set(key, { f, n: 0, comments: [] }).get(key);
+    row.n += 1;
+    if (f.comment && !row.comments.includes(f.comment)) row.comments.push(f.comment);
+  }
+  return [...rows.values()];
 }
 
 // -- drift --------------------------------------------------------------------------------------------
@@ -147,7 +159,7 @@ async function abReport(test, out) {
   } }, "Stop the test") : null;
   return h("div", { class: "card", id: "ab-report" }, h("div", { class: "row" }, h("h3", {}, `Report: ${test.id}`), stop),
     h("p", { class: `verdict ${r.winner ? "ok" : "muted"}`, id: "ab-decision" }, r.decision),
-    h("p", { class: "muted" }, `Rule: ${r.rule}.`, r.p_value !== null ? ` p = ${fmt(r.p_value, 4)}.` : ""),
+    h("p", { class: "muted" }, `Rule: ${r.rule}.`, r.p_value !== null ? ` Largest p: ${r.p_value < 0.0001 ? "< 0.0001" : r.p_value.toFixed(4)}.` : ""),
     table(["variant", "turns", "votes", "up / down", "positive rate (95% interval)", "feedback rate", "citation use", "latency p50", "intents"],
       r.variants.map((v) => [h("b", {}, v.name, r.winner === v.name ? " ★" : ""), fmt(v.turns), fmt(v.votes), `${fmt(v.up)} / ${fmt(v.down)}`,
         interval(v), pct(v.feedback_rate), pct(v.citation_use), v.latency_p50_ms === null ? "—" : `${fmt(v.latency_p50_ms, 0)} ms`,
@@ -227,6 +239,7 @@ async function linksView(body, dbId) {
       (l.created_at || "").slice(0, 16).replace("T", " "), h("button", { class: "danger small", onclick: () => remove(l) }, "Remove")]))
     : message(`No cross-KG link touches ${dbId} yet.`)));
   nameLinks(named.slice(0, 100));
+  append(body, traceForm(dbId));
 
   async function remove(l) {
     if (!confirm(`Remove the link ${l.source} —${l.type}→ ${l.target}?`)) return;
@@ -243,4 +256,22 @@ function nameLinks(items) {
     get(`kg/${encodeURIComponent(kg)}/nodes/${encodeURIComponent(id)}`)
       .then((n) => { if (n.name) a.textContent = n.name; }).catch(() => a.classList.add("muted"));
   }
+}
+
+/** GET /api/trace: the shortest path between two nodes of any KGs, cross-KG edges included. */
+function traceForm(dbId) {
+  const from = h("input", { type: "text", id: "trace-source", size: 30, value: `${dbId}:`, required: true });
+  const to = h("input", { type: "text", id: "trace-target", size: 30, placeholder: "other_kg:node", required: true });
+  const out = h("div", { id: "trace-result", role: "status" });
+  return h("form", { class: "card", id: "trace-form", onsubmit: async (e) => {
+    e.preventDefault(); clear(out);
+    try {
+      const t = await get("trace", { source: from.value.trim(), target: to.value.trim() });
+      if (!t.found) { append(out, message(`No path within ${t.max_depth} hops.${t.notes?.length ? " " + t.notes.join(" ") : ""}`)); return; }
+      append(out, h("div", { class: "flow" }, t.path.map((step, i) => [
+        i ? h("span", { class: `link ${step.edge?.cross_kg ? "cross" : ""}` }, `${step.edge?.direction === "backward" ? "←" : ""}${step.edge?.type || ""}${step.edge?.direction === "backward" ? "" : "→"}`) : null,
+        h("span", { class: "step" }, h("span", { class: "tag" }, step.kg), nodeLink(step.kg, { id: step.id, name: step.name || step.id }))])),
+      h("p", { class: "muted" }, `${fmt(t.length)} hop(s) across ${t.kgs.join(", ")}.`, (t.notes || []).map((n) => ` ${n}`)));
+    } catch (err) { showError(err, out); }
+  } }, h("h3", {}, "Trace a path across KGs"), h("div", { class: "row" }, field("from", from), field("to", to), h("button", {}, "Trace")), out);
 }
