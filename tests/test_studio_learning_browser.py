@@ -86,7 +86,8 @@ def test_gap_failure_shows_and_its_suggestion_goes_to_the_review_queue(server, p
     assert len(queued) == 1 and f"#{queued[0]['id']}" in page.locator("#gap-status").inner_text()
     page.locator("#gap-status a", has_text="Review them").click()
     page.wait_for_selector("#view[data-ready=review]")
-    assert page.locator(f'.proposal[data-id="{queued[0]["id"]}"]').count() == 1
+    card = page.locator(f'.proposal[data-id="{queued[0]["id"]}"]').inner_text()
+    assert "new node" in card and queued[0]["payload"]["name"] in card and BREAD in card  # a node, not an edge
     assert page.errors == []
 
 
