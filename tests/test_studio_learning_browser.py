@@ -139,7 +139,16 @@ def test_start_read_and_stop_an_ab_test(server, page):
     page.wait_for_selector("#ab-report >> text=Report: weights")
     page.wait_for_function("() => !document.querySelector('#ab-stop')")
     assert api(server, "ab/weights")["test"]["status"] == "stopped"
-    assert page.errors == []
+    page.locator("#ab-form .v-over").nth(1).fill("{retrieval: alpha}")  # not JSON: said in the page, nothing sent
+    page.click("#ab-form button.primary")
+    page.wait_for_selector("#ab-status [data-error]")
+    assert "overrides must be JSON" in page.locator("#ab-status").inner_text()
+    page.locator("#ab-form .v-over").nth(1).fill('{"kg_db_id": "finance"}')  # the API refuses: its message
+    page.click("#ab-form button.primary")
+    page.wait_for_function("() => document.querySelector('#ab-status [data-error]')?.dataset.error === 'InvalidArgument'")
+    assert "kg_db_id" in page.locator("#ab-status").inner_text()
+    assert [t["id"] for t in api(server, "ab?expert_id=demo")["tests"]] == ["weights"]
+    assert [e for e in page.errors if not e.startswith("Failed to load resource")] == []
 
 
 def test_an_unknown_kg_lists_the_kgs_there_are(server, page):
