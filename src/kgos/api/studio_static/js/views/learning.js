@@ -84,12 +84,12 @@ async function gapView(body, dbId) {
     clear(shown,
       h("div", { class: "card" }, h("h3", {}, `Failures (${r.failures.length})`), r.failures.length
         ? table(["question", "n", "cause", "topic", "why", "best match", "comment"], grouped(r.failures).map(({ f, n, comments }) => [
-          h("span", { class: "long gap-query" }, f.query), `× ${fmt(n)}`, cause(f.cause), topics.get(f.topic)?.label || "", (f.reasons || []).join(", ").replace(/_/g, " "),
+          h("span", { class: "long gap-query" }, f.query), h("span", { class: "nowrap" }, `× ${fmt(n)}`), cause(f.cause), topics.get(f.topic)?.label || "", (f.reasons || []).join(", ").replace(/_/g, " "),
           bestMatch(dbId, f), h("span", { class: "long" }, comments.join(" · "))]))
         : message("No failures: nobody rated an answer down and every question found its nodes.")),
       h("div", { class: "card" }, h("h3", {}, `Suggestions (${r.suggestions.length})`), r.suggestions.length
         ? table(["kind", "topic", "suggestion", "proposal"], r.suggestions.map((s) => [s.kind, topics.get(s.topic)?.label || "",
-          h("span", { class: "long" }, s.text), s.proposal_id !== null ? h("a", { href: `#/review/${encodeURIComponent(dbId)}?origin=gaps&status=all` }, `#${s.proposal_id}`) : h("span", { class: "muted" }, "not proposed")]))
+          h("span", { class: "long" }, s.text), s.proposal_id !== null ? h("a", { href: `#/review/${encodeURIComponent(dbId)}?origin=gaps&status=all` }, `#${s.proposal_id}`) : h("span", { class: "muted nowrap" }, "not proposed")]))
         : message("Nothing to suggest.")));
   }
 }
