@@ -3,6 +3,7 @@
     python scripts/studio_screenshots.py            # needs playwright (dev extra) and Debian's chromium
     python scripts/studio_screenshots.py --only answers   # search, chat and research views only
     python scripts/studio_screenshots.py --workbench  # only explorer-default/-edit/-discover, research-breakpoint
+    python scripts/studio_screenshots.py --only learning  # the Learning view's four tabs, over seeded turns
 
 Each view is opened (and, where it has a form, used) in headless Chromium against a real server on
 loopback, exactly as a user would; the PNGs are what README.md and docs/studio.md show.
@@ -150,6 +151,50 @@ def run_answers(page, url: str) -> None:
     shoot(page, "research")
 
 
+def seed_learning(ws: kgos.Workspace) -> None:
+    """Turns for the Learning view, made by the offline provider: an off-KG question rated down, a
+    statement against a dimension value, and an A/B test whose ``text`` variant people prefer (85% vs
+    35% thumbs up, seeded) so its report reaches a decision."""
+    import json
+    import random
+
+    from kgos.api.turns import ask
+    from kgos.experts.ab import ABService
+    from kgos.experts.feedback import FeedbackService
+    from kgos.kg.links import CrossLinks
+    from kgos.llm import get_provider
+    provider, votes = get_provider("offline"), FeedbackService(ws)
+    votes.give(ask(ws, provider, "demo", "How do I bake sourdough bread?").turn_id, "down", "nothing about bread")
+    ask(ws, provider, "demo", "What flour is best for sourdough bread?")
+    ask(ws, provider, "demo", "The Batch API is real-time now.")
+    CrossLinks(ws).add("demo:goal:cost_reduction", "finance:goal:reduce_taxes", "relates_to")
+    ABService(ws).create("demo", [{"name": "control"}, {"name": "text", "overrides": {"retrieval": {
+        "alpha": 0.1, "beta": 0.8, "gamma": 0.05, "delta": 0.05}}}], test_id="text-weights", min_votes=20)
+    rng = random.Random(7)
+    for _ in range(70):
+        turn = ask(ws, provider, "demo", "How do I reduce my API costs?")
+        meta = ws.db.execute("SELECT metadata FROM messages WHERE turn_id = ? AND role = 'assistant'",
+                             (turn.turn_id,)).fetchone()
+        better = json.loads(meta[0])["ab"]["variant"] == "text"
+        votes.give(turn.turn_id, "up" if rng.random() < (0.85 if better else 0.35) else "down")
+
+
+def run_learning(page, url: str) -> None:
+    open_view(page, url, "/learning/demo/gaps")
+    shoot(page, "learning-gaps")
+    open_view(page, url, "/learning/demo/drift")
+    shoot(page, "learning-drift")
+    open_view(page, url, "/learning/demo/ab?expert=demo")
+    shoot(page, "learning-ab")
+    open_view(page, url, "/learning/demo/links")
+    page.fill("#trace-source", "demo:feature:batch_api")
+    page.fill("#trace-target", "finance:goal:reduce_taxes")
+    page.get_by_role("button", name="Trace").click()
+    page.wait_for_selector("#trace-result .flow")
+    page.wait_for_timeout(300)  # the links' names
+    shoot(page, "learning-links")
+
+
 def main() -> None:
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     why = missing()
@@ -160,9 +205,11 @@ def main() -> None:
         ws = kgos.Workspace(Path(folder) / "ws")
         load_demo(ws)  # as `kgos demo` does: with the default embedder, so screenshots show all four signals
         ws.kg("demo").embed_side("hash:256")  # a second model, for the embeddings page's side by side
+        if only == "learning":
+            seed_learning(ws)
         ws.close()
         with serving(Path(folder) / "ws") as server, chromium(width=1400, height=950) as context:
-            runner = {"answers": run_answers}.get(only or "", run_all)
+            runner = {"answers": run_answers, "learning": run_learning}.get(only or "", run_all)
             if "--workbench" in sys.argv:  # only the explorer-as-workbench and debugger shots (minutes fewer)
                 runner = run_workbench
             runner(context.new_page(), server.url)

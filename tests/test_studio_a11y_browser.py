@@ -16,7 +16,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason
 
 AXE = (Path(__file__).parent / "vendor" / "axe-core-4.14.1.min.js").read_text(encoding="utf-8")
 VIEWS = ["/workspace", "/workspace/demo", "/explore/demo", "/search?q=reduce%20costs&kgs=demo", "/methods/demo",
-         "/experts", "/experts/demo", "/experts/demo/edit", "/review/demo?status=all", "/memory", "/eval/demo", "/research", "/embeddings/demo"]
+         "/experts", "/experts/demo", "/experts/demo/edit", "/review/demo?status=all", "/learning/demo", "/learning/demo/drift",
+         "/learning/demo/ab?expert=demo", "/learning/demo/links", "/memory", "/eval/demo", "/research", "/embeddings/demo"]
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,8 @@ def api(server, path):
 
 VIEWS = ["/workspace", "/workspace/demo", "/explore/demo", "/search?q=reduce%20costs&kgs=demo,finance", "/methods/demo",
          "/methods/demo?m=dimension-filter", "/experts", "/experts/demo", "/experts/demo/edit", "/experts/new", "/memory",
-         "/eval/demo", "/review", "/review/demo?status=all", "/research"]
+         "/eval/demo", "/review", "/review/demo?status=all", "/research", "/learning",
+         "/learning/demo/ab", "/learning/demo/links", "/learning/hostile/ab", "/learning/hostile/drift"]
 
 
 @pytest.mark.parametrize("view", VIEWS)

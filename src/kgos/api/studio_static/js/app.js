@@ -2,7 +2,7 @@
 // A view that throws shows its message in the page (never a blank screen).
 import { append, clear, h } from "./dom.js";
 
-const VIEWS = ["workspace", "explore", "search", "methods", "experts", "review", "memory", "eval", "research", "embeddings"];
+const VIEWS = ["workspace", "explore", "search", "methods", "experts", "review", "learning", "memory", "eval", "research", "embeddings"];
 const root = document.getElementById("view");
 let current = 0;
 

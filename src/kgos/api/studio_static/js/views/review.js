@@ -91,12 +91,18 @@ function evidence(ev) {
     rest.map(([k, v]) => h("div", { class: "long muted" }, `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)));
 }
 
+/** An edge proposal as source —type→ target; a node proposal (the gap report's) as the node it would add. */
+function subject(dbId, pr) {
+  if (pr.kind !== "node") return [nodeLink(dbId, pr.source), h("span", { class: "tag" }, `—${pr.type}→`), nodeLink(dbId, pr.target)];
+  return [h("span", { class: "tag" }, "new node"), h("b", { class: "long" }, pr.payload?.name || pr.source), h("span", { class: "muted" }, `${pr.type} · ${pr.source}`)];
+}
+
 function card(dbId, pr, out) {
   const db = encodeURIComponent(dbId);
   const status = h("span", { class: "tag status" }, pr.status);
   const el = h("div", { class: "card proposal", dataset: { id: String(pr.id) } },
-    h("div", { class: "row" }, h("b", {}, `#${pr.id}`), nodeLink(dbId, pr.source), h("span", { class: "tag" }, `—${pr.type}→`), nodeLink(dbId, pr.target),
-      h("span", { class: "tag" }, pr.origin), status),
+    h("div", { class: "row" }, h("b", {}, `#${pr.id}`), subject(dbId, pr), h("span", { class: "tag" }, pr.origin), status),
+    pr.kind === "node" && pr.payload?.description ? h("p", { class: "muted long" }, pr.payload.description) : null,
     bar("confidence", pr.confidence ?? pr.score, 1),
     pr.llm_verdict !== null ? h("p", { class: "muted long" }, `LLM (${pr.llm_model || ""}): ${pr.llm_verdict ? "valid" : "invalid"} — ${pr.llm_reasoning || ""}`) : null,
     evidence(pr.evidence || {}),
@@ -107,7 +113,8 @@ function card(dbId, pr, out) {
       const r = await post(`kg/${db}/predictions/${pr.id}/${what}`, {});
       status.textContent = r.status;
       el.classList.toggle("muted", r.status === "rejected");
-      clear(out, h("p", { class: "ok" }, what === "accept" ? `#${pr.id} accepted: the edge ${pr.source} —${pr.type}→ ${pr.target} is in the KG${r.promoted ? "" : " (it existed already)"}.`
+      const thing = pr.kind === "node" ? `the node ${pr.payload?.name || pr.source}` : `the edge ${pr.source} —${pr.type}→ ${pr.target}`;
+      clear(out, h("p", { class: "ok" }, what === "accept" ? `#${pr.id} accepted: ${thing} is in the KG${r.promoted ? "" : " (it existed already)"}.`
         : what === "reject" ? `#${pr.id} rejected: it will not be proposed again.` : `#${pr.id} is pending again (an edge its acceptance created is removed).`));
       pr.status = r.status;
     } catch (err) { clear(out); showError(err, out); }
