@@ -31,6 +31,9 @@ MAX_BULLETS = 6
 # after normalisation); it is shown next to the anchor when it also scores LEADER_RATIO of the top
 LEADER_RATIO = float(__import__("os").environ.get("LR", 0.6))
 LEAD_MIN = float(__import__("os").environ.get("LM", 0.999))
+SURE_GAP = float(__import__("os").environ.get("SG", 0.8))
+EMB_MIN = float(__import__("os").environ.get("EM", 0.0))
+TIP_ANCHOR = int(__import__("os").environ.get("TA", 0))
 HUBS = int(__import__("os").environ.get("HUBS", 3))
 MAX_LEADERS = int(__import__("os").environ.get("ML", 2))
 LEAD_SIGNALS = ("text", "embedding")
@@ -103,7 +106,25 @@ def _chosen(ctx: Any, anchor: Any) -> list[Any]:
         return []
     hubs = [anchor, *_leaders(ctx, anchor)]
     linked = {x for h in hubs[:HUBS] for x in _linked(ctx, h.id)}
-    return [n for n in (*ctx.nodes, *ctx.remedies) if n.id != anchor.id and (n in hubs or n.id in linked)]
+    sure = _sure(ctx, anchor)
+    return [n for n in (*ctx.nodes, *ctx.remedies) if n.id != anchor.id
+            and (n in hubs or n.id in linked and _evidence(n, sure))]
+
+
+def _sure(ctx: Any, anchor: Any) -> bool:
+    """The anchor leads a retrieval signal, or the next hit scores well below it."""
+    second = next((n.score for n in ctx.nodes if n.id != anchor.id), 0.0)
+    return (any(anchor.components.get(s, 0.0) >= LEAD_MIN for s in LEAD_SIGNALS)
+            or second < SURE_GAP * (anchor.score or 1.0))
+
+
+def _evidence(node: Any, sure: bool) -> bool:
+    """A linked node is shown when the question's words or meaning reach it too (a workaround the
+    graph attaches, with no retrieval signals, always is)."""
+    if not node.components:
+        return True
+    text, emb = node.components.get("text", 0.0), node.components.get("embedding", 0.0)
+    return text > 0 or (sure and emb >= EMB_MIN)
 
 
 def _leads(node: Any, top: float) -> bool:
@@ -211,18 +232,16 @@ def _bullets(ctx: Any, anchor: Any, nodes: list[Any], cites: dict[str, str]) -> 
     links = {h.id: _linked(ctx, h.id) for h in hubs}
     fixes = _fixes(ctx, cites)
     groups: dict[str, list[str]] = {}
-    used: set[str] = set()
+    used: set[str] = {n.id for n in [*hubs, *nodes]}  # a fix shown on its own is not repeated
     for n in nodes:
-        if n.id in used:
-            continue
         hub = next((h for h in hubs if n.id in links[h.id] and h.id != n.id), None)
         role, label = _role(links[hub.id][n.id], hub.id) if hub else ("Also", "Also matching the question")
         label += f" ({hub.name})" if hub is not None and hub is not anchor else ""
         text = f"**{n.name}** [Source: {n.cite}]: {first_sentence(n.description)}".rstrip(": ")
-        if role == "Limitation" and n.id in fixes and fixes[n.id][0] not in used:
-            fix = fixes[n.id]
+        fix = next((f for f in fixes.get(n.id, ()) if f[0] not in used), None)
+        if fix is not None:  # a problem the anchor bears on, with another fix the graph gives for it
             used.add(fix[0])
-            text += f" Workaround: **{fix[1]}** [Source: {cites[fix[0]]}]."
+            text += f" {'Workaround' if role == 'Limitation' else 'Also fixed by'}: **{fix[1]}** [Source: {cites[fix[0]]}]."
         groups.setdefault(role, []).append(f"- {label}: {text}")
     return [b for role in ORDER for b in groups.get(role, [])][:MAX_BULLETS]
 
@@ -232,12 +251,12 @@ def _role(edge: Any, anchor_id: str) -> tuple[str, str]:
     return ROLES.get((edge.type, side), ("Related", "Related"))
 
 
-def _fixes(ctx: Any, cites: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """Limitation id -> (id, name) of a citable node that fixes it or works around it."""
-    out: dict[str, tuple[str, str]] = {}
+def _fixes(ctx: Any, cites: dict[str, str]) -> dict[str, list[tuple[str, str]]]:
+    """Problem id -> (id, name) of the citable nodes that fix, solve or reduce it."""
+    out: dict[str, list[tuple[str, str]]] = {}
     for e in _edges(ctx):
         if e.type in ("fixes", "solves", "reduces") and e.source in cites:
-            out.setdefault(e.target, (e.source, e.source_name))
+            out.setdefault(e.target, []).append((e.source, e.source_name))
     return out
 
 
@@ -266,6 +285,7 @@ def skill_tip(ctx: Any, shown: Iterable[Any]) -> str:
         return ""
     s = ctx.skills[0]
     said = _words(f"{s.heading} {first_sentence(s.text)}")
+    shown = list(shown)[:1] if TIP_ANCHOR else shown
     about = next((n for n in shown if _words(n.name) & said), None)
     if about is None:
         return ""
