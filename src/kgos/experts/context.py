@@ -332,6 +332,9 @@ def _kg_section(ctx: TurnContext) -> str:
         desc = _sentence_cap(n.description, MAX_DESCRIPTION)
         lines.append(f"- [{n.type}] {n.name} — cite as [Source: {n.cite}] (score {n.score:.2f})"
                      + (f"\n  {desc}" if desc else ""))
+    if ctx.remedies:
+        lines += ["", "Workarounds the graph gives for these:"]
+        lines += [f"- [{n.type}] {n.name} — cite as [Source: {n.cite}]" for n in ctx.remedies]
     if ctx.edges:
         lines += ["", "Relationships:"]
         lines += [f"  {e.source_name or e.source} --[{e.type}]--> {e.target_name or e.target}" for e in ctx.edges]
