@@ -12,9 +12,9 @@ import pytest
 import kgos
 from kgos.api.turns import ask
 from kgos.data import load_demo
+from kgos.experts.answer import skill_tip
 from kgos.experts.playbooks import SkillExcerpt
 from kgos.llm import get_provider
-from kgos.experts.answer import skill_tip
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +79,9 @@ def test_every_demo_probe_still_gets_an_answer(ws):
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import devsets
-    from kgos.experts.chat import ExpertChat
+
     from kgos.experts.answer import off_topic
+    from kgos.experts.chat import ExpertChat
     engine = ExpertChat(ws, get_provider("offline"), lock=ws.lock, use_memory=False)
     fired = [p.query for p in devsets.probes("demo") + devsets.probes("demo-extra")
              if off_topic(engine.start("demo", p.query).context)]

@@ -72,7 +72,7 @@ def compose(ctx: Any) -> str:
     cites = {n.id: n.cite for n in reversed(ctx.citable())}
     anchor = _anchor(ctx)
     chosen = _chosen(ctx, anchor)
-    restated = anchor is not None and not ctx.capability and _restates(ctx.query, anchor)
+    restated = anchor is not None and not ctx.capability and _echo(ctx.query, anchor)
     lead = _lead(ctx, cites, anchor, chosen, restated)
     said = _mentioned(ctx, anchor, chosen if restated else [])
     bullets = _bullets(ctx, anchor, [n for n in chosen if n.id not in said], cites)
@@ -174,16 +174,16 @@ def _lead(ctx: Any, cites: dict[str, str], anchor: Any, chosen: list[Any], resta
     if ctx.capability:
         return _verdict(ctx.capability, cites)
     if ctx.plan:
-        steps = [f"{s.order}. {s.action}: **{s.node.name}** [Source: {s.node.cite}]" for s in ctx.plan]
+        steps = [f"{s.order}. {s.action}: **{inert(s.node.name)}** [Source: {s.node.cite}]" for s in ctx.plan]
         warn = [f"Note: {w}" for w in ctx.plan_warnings]
         return "\n".join([f"A plan in {len(ctx.plan)} steps:", *steps, *warn])
-    head = f"**{anchor.name}** [Source: {anchor.cite}]"
+    head = f"**{inert(anchor.name)}** [Source: {anchor.cite}]"
     via = _reaching(ctx, anchor, chosen) if restated else []
     fixes = _remedy_of(ctx)
     also = [_sentence(n) + (f" {fixes[n.id]}" if n.id in fixes else "") for n in _leaders(ctx, anchor)]
     if not via:
         return " ".join([_sentence(anchor), *also])
-    parts = [f"**{n.name}** [Source: {n.cite}] ({verb} it)" for n, verb in via]
+    parts = [f"**{inert(n.name)}** [Source: {n.cite}] ({verb} it)" for n, verb in via]
     return " ".join([f"{head}: the graph's answer is " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "")
                      + parts[-1] + ".", *also])
 
@@ -201,7 +201,7 @@ def _remedy_of(ctx: Any) -> dict[str, str]:
 
 def _sentence(node: Any) -> str:
     said = first_sentence(node.description)
-    return f"**{node.name}** [Source: {node.cite}]: {said}" if said else f"**{node.name}** [Source: {node.cite}]."
+    return f"**{inert(node.name)}** [Source: {node.cite}]: {said}" if said else f"**{inert(node.name)}** [Source: {node.cite}]."
 
 
 def _reaching(ctx: Any, goal: Any, chosen: list[Any]) -> list[tuple[Any, str]]:
@@ -234,11 +234,11 @@ def _bullets(ctx: Any, anchor: Any, nodes: list[Any], cites: dict[str, str]) -> 
     used = {anchor.id, *(n.id for n in _leaders(ctx, anchor)), *(n.id for n in nodes)}  # said once
     for n in nodes:
         role, label = _role(links[n.id], anchor.id) if n.id in links else ("Also", "Also matching the question")
-        text = f"**{n.name}** [Source: {n.cite}]: {first_sentence(n.description)}".rstrip(": ")
+        text = f"**{inert(n.name)}** [Source: {n.cite}]: {first_sentence(n.description)}".rstrip(": ")
         fix = next((f for f in fixes.get(n.id, ()) if f[0] not in used), None)
         if fix is not None:
             used.add(fix[0])
-            text += f" {'Workaround' if role == 'Limitation' else 'Also fixed by'}: **{fix[1]}** [Source: {cites[fix[0]]}]."
+            text += f" {'Workaround' if role == 'Limitation' else 'Also fixed by'}: **{inert(fix[1])}** [Source: {cites[fix[0]]}]."
         groups.setdefault(role, []).append(f"- {label}: {text}")
     return [b for role in ORDER for b in groups.get(role, [])][:MAX_BULLETS]
 
@@ -261,10 +261,10 @@ def _verdict(cap: dict[str, Any], cites: dict[str, str]) -> str:
     node = cap["node"]
     head = {"yes": "Yes", "yes_with_limitations": "Yes, with limitations", "no": "No",
             "unknown": "The graph does not say for sure"}.get(cap["status"], cap["status"])
-    lines = [f"{head}: **{node['name']}** [Source: {cites[node['id']]}]."]
+    lines = [f"{head}: **{inert(node['name'])}** [Source: {cites[node['id']]}]."]
     for lim in cap.get("limitations", []):
-        fix = "; ".join(f"{w['name']} [Source: {cites[w['id']]}]" for w in lim.get("workarounds", []))
-        lines.append(f"- Limitation: {lim['node']['name']} [Source: {cites[lim['node']['id']]}]"
+        fix = "; ".join(f"{inert(w['name'])} [Source: {cites[w['id']]}]" for w in lim.get("workarounds", []))
+        lines.append(f"- Limitation: {inert(lim['node']['name'])} [Source: {cites[lim['node']['id']]}]"
                      + (f" — workaround: {fix}" if fix else " — no known workaround"))
     return "\n".join(lines)
 
@@ -284,7 +284,7 @@ def skill_tip(ctx: Any, anchor: Any) -> str:
     s = ctx.skills[0]
     if anchor is None or not _words(anchor.name) & _words(f"{s.heading} {first_sentence(s.text)}"):
         return ""
-    return (f"Playbook tip on **{anchor.name}** [Source: {anchor.cite}] ({s.playbook} \u203a {s.heading}): "
+    return (f"Playbook tip on **{inert(anchor.name)}** [Source: {anchor.cite}] ({inert(s.playbook)} \u203a {inert(s.heading)}): "
             f"{first_sentence(s.text)}")
 
 
@@ -294,9 +294,14 @@ def _memory(ctx: Any) -> str:
     return "You mentioned before: " + "; ".join(f"\u201c{s}\u201d" for s in said) + "." if said else ""
 
 
+def inert(text: str) -> str:
+    """Node text is data: a "[Source: ...]" written in a name or a description is quoted, never a
+    citation of the answer (an instruction in it is just more text: nothing here follows text)."""
+    return _MARKER.sub("(quoted source:", " ".join((text or "").split()))
+
+
 def first_sentence(text: str) -> str:
-    # node text is data: a "[Source: ...]" written in it is quoted, never a citation of the answer
-    text = _MARKER.sub("(quoted source:", " ".join((text or "").split()))
+    text = inert(text)
     m = _FIRST_SENTENCE.match(text)
     return m.group(1) if m else text
 
