@@ -86,3 +86,14 @@ def test_every_demo_probe_still_gets_an_answer(ws):
     fired = [p.query for p in devsets.probes("demo") + devsets.probes("demo-extra")
              if off_topic(engine.start("demo", p.query).context)]
     assert fired == []
+
+
+def test_a_multi_kg_expert_answers_from_the_kg_that_has_it(ws):
+    from kgos.experts import ExpertService
+    ExpertService(ws).create({"name": "Both", "kg_db_id": "demo", "kg_db_ids": ["demo", "finance"]}, id="both")
+    a = ask(ws, get_provider("offline"), "both", "How does tax-loss harvesting work?")
+    assert a.answer.startswith("**Tax-loss harvesting** [Source: finance:tax_strategy:tax_loss_harvesting]")
+    # what the graph ties to it: a workaround (has_workaround), not the demo KG's best matches
+    assert "- Workaround: **Carry unused losses forward** [Source: finance:workaround:carry_forward_losses]" in a.answer
+    assert a.citations["ok"] and not a.citations["unknown"]
+    assert "[Source: demo:" not in a.answer  # e.g. Role prompting ("senior tax accountant") was the top hit

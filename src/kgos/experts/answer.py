@@ -33,6 +33,11 @@ LEAD_MIN, LEADER_RATIO, MAX_LEADERS = 0.9, 0.6, 2
 # anchor is sure (it leads a signal, or the next hit scores under SURE_GAP of it): on the demo dev
 # probes precision 0.892 -> 0.910 and filler 0.089 -> 0.062, hit unchanged
 EMB_MIN, SURE_GAP = 0.4, 0.8
+# Several KGs: each KG's signals are normalised on its own, so every KG has nodes that "lead" and
+# its top hit is not comparable with another KG's. Leaders come from the anchor's KG only, and the
+# anchor is the top-3 node the question names when there is one. A demo+finance expert on the demo
+# dev probes: hit 0.895 -> 0.884, precision 0.645 -> 0.840, filler 0.086 (score-cut composer
+# 871b65a: 0.907 / 0.472 / 0.552); on one KG naming the anchor cost 1 hit of 94 and was not kept.
 LEAD_SIGNALS = ("text", "embedding")
 
 # how a linked node bears on the anchor: (edge type, the anchor's side) -> (group, label); groups
@@ -88,13 +93,16 @@ def _anchor(ctx: Any) -> Any:
     if ctx.capability:
         node_id = ctx.capability["node"]["id"]
         return next((n for n in ctx.nodes if n.id == node_id), ctx.nodes[0])
+    if len(ctx.kgs) > 1:
+        return next((n for n in ctx.nodes[:3] if _restates(ctx.query, n) and not _echo(ctx.query, n)), ctx.nodes[0])
     return ctx.nodes[0]
 
 
 def _leaders(ctx: Any, anchor: Any) -> list[Any]:
     """Up to MAX_LEADERS other nodes that lead a retrieval signal on their own."""
     top = max(n.score for n in ctx.nodes) or 1.0
-    return [n for n in ctx.nodes if n.id != anchor.id and _leads(n, top) and not _echo(ctx.query, n)][:MAX_LEADERS]
+    return [n for n in ctx.nodes if n.id != anchor.id and _leads(n, top) and not _echo(ctx.query, n)
+            and n.db_id == anchor.db_id][:MAX_LEADERS]
 
 
 def _chosen(ctx: Any, anchor: Any) -> list[Any]:
@@ -186,8 +194,9 @@ def _lead(ctx: Any, cites: dict[str, str], anchor: Any, chosen: list[Any], resta
         return "\n".join([f"A plan in {len(ctx.plan)} steps:", *steps, *warn])
     head = f"**{inert(anchor.name)}** [Source: {anchor.cite}]"
     via = _reaching(ctx, anchor, chosen) if restated else []
-    fixes = _remedy_of(ctx)
-    also = [_sentence(n) + (f" {fixes[n.id]}" if n.id in fixes else "") for n in _leaders(ctx, anchor)]
+    fixes = _lead_fixes(ctx, anchor)
+    also = [_sentence(n) + (f" Workaround: {_sentence(fixes[n.id])}" if n.id in fixes else "")
+            for n in _leaders(ctx, anchor)]
     if not via:
         return " ".join([_sentence(anchor), *also])
     parts = [f"**{inert(n.name)}** [Source: {n.cite}] ({verb} it)" for n, verb in via]
@@ -195,14 +204,19 @@ def _lead(ctx: Any, cites: dict[str, str], anchor: Any, chosen: list[Any], resta
                      + parts[-1] + ".", *also])
 
 
-def _remedy_of(ctx: Any) -> dict[str, str]:
-    """Node id -> "Workaround: **W** [Source]: what W does." for the first workaround the graph gives."""
+def _lead_fixes(ctx: Any, anchor: Any) -> dict[str, Any]:
+    """Leader id -> the first node the graph gives as its workaround or fix, when the lead does not
+    show that node already."""
     nodes = {n.id: n for n in ctx.citable()}
-    out: dict[str, str] = {}
+    leaders = _leaders(ctx, anchor)
+    said = {anchor.id, *(n.id for n in leaders)}
+    out: dict[str, Any] = {}
     for e in _edges(ctx):
         problem, fix = (e.source, e.target) if e.type == "has_workaround" else (e.target, e.source)
-        if e.type in ("has_workaround", "fixes", "solves") and fix in nodes and problem not in out:
-            out[problem] = "Workaround: " + _sentence(nodes[fix])
+        if (e.type in ("has_workaround", "fixes", "solves") and fix in nodes and fix not in said
+                and problem in said and problem != anchor.id and problem not in out):
+            out[problem] = nodes[fix]
+            said.add(fix)
     return out
 
 
@@ -227,7 +241,7 @@ def _mentioned(ctx: Any, anchor: Any, chosen: list[Any]) -> set[str]:
     if anchor is not None and chosen:  # what reaches a restated goal
         ids |= {n.id for n, _ in _reaching(ctx, anchor, chosen)}
     if anchor is not None:
-        ids |= {anchor.id} | {n.id for n in _leaders(ctx, anchor)}
+        ids |= {anchor.id} | {n.id for n in _leaders(ctx, anchor)} | {n.id for n in _lead_fixes(ctx, anchor).values()}
     return ids
 
 
@@ -238,7 +252,8 @@ def _bullets(ctx: Any, anchor: Any, nodes: list[Any], cites: dict[str, str]) -> 
         return []
     links, fixes = _linked(ctx, anchor.id), _fixes(ctx, cites)
     groups: dict[str, list[str]] = {}
-    used = {anchor.id, *(n.id for n in _leaders(ctx, anchor)), *(n.id for n in nodes)}  # said once
+    used = {anchor.id, *(n.id for n in _leaders(ctx, anchor)), *(n.id for n in nodes),  # said once
+            *(n.id for n in _lead_fixes(ctx, anchor).values())}
     for n in nodes:
         role, label = _role(links[n.id], anchor.id) if n.id in links else ("Also", "Also matching the question")
         text = f"**{inert(n.name)}** [Source: {n.cite}]: {first_sentence(n.description)}".rstrip(": ")
