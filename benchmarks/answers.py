@@ -306,27 +306,29 @@ NOTES = """
   recall 1.00 with 0.00 false conflicts on the planted pairs, no raw markup in the research answers
   measured here.
 - **Offline expert answers (MiniLM, the demo dev probes): hit rate 0.953, citation precision
-  0.905, filler 0.058** (score-cut composer 871b65a: 0.953 / 0.818 / 0.238; before issue 29:
-  0.953 / 0.813 / 0.252), 134 words instead of 193. Hit and precision meet the targets, filler
-  misses 0.05 by one item in a hundred. The composer (`kgos.experts.answer`, docs/llm.md) answers
+  0.905, filler 0.092** (score-cut composer 871b65a: 0.953 / 0.818 / 0.238; before issue 29:
+  0.953 / 0.813 / 0.252), 137 words instead of 193. Hit and precision meet the targets, filler
+  does not (0.05). It read 0.058 while the leaders were sentences of the lead's paragraph, which
+  this count takes as one item; they are bullets of their own now, weighed one by one. The composer (`kgos.experts.answer`, docs/llm.md) answers
   first with the top hit and the nodes that lead a retrieval signal, then shows only what the KG
   links to that anchor, with the evidence of the question in it, and the workarounds the KG gives.
 - **Held-out, the gain mostly does not carry over.** On the 40 demo and 32 finance goal/benefit
   probes written before any answer was read (never tuned on), precision is 0.689 and 0.710 against
-  0.720 and 0.698 for the score-cut composer, filler 0.286 and 0.272 against 0.285 and 0.289, and
-  2 of 72 hits are lost (demo 1.000 -> 0.950, finance 0.969 -> 0.938), in fewer words (139 and
-  132 against 217 and 205). The dev goal/benefit set (problem statements like the held-out ones)
-  moved little too: precision 0.545 -> 0.653, hit 0.862 -> 0.851. What limits these sets is
+  0.720 and 0.698 for the score-cut composer, filler 0.286 and 0.277 against 0.285 and 0.289, and
+  2 of 72 hits are lost (demo 1.000 -> 0.950, finance 0.969 -> 0.938), in fewer words (144 and
+  136 against 217 and 205). The dev goal/benefit set (problem statements like the held-out ones)
+  moved less than the demo probes: precision 0.545 -> 0.653, filler 0.475 -> 0.321, hit 0.862 ->
+  0.851. What limits these sets is
   the anchor: when the top hit is not relevant or one hop from a relevant node (21 of the 94 dev
   goal/benefit probes, MiniLM), everything linked to it is filler, and nothing in the scores tells
   those cases apart well (on the 180 dev probes, top hits leading both the text and the embedding
   signal are good 66 of 68 times, leading neither 31 of 47). Better answers to problem
   statements need better retrieval of the problem's workaround, not a different composer.
-- **With the hash embedder**: demo dev probes 0.860 / 0.849 / 0.084 (score-cut 0.872 / 0.752 /
-  0.316: one hit fewer); held-out demo loses 3 of 40 hits, 0.875 / 0.668 / 0.260 (0.950 / 0.663 /
-  0.349); finance 0.938 / 0.738 / 0.174 (0.906 / 0.662 / 0.342).
+- **With the hash embedder**: demo dev probes 0.860 / 0.849 / 0.151 (score-cut 0.872 / 0.752 /
+  0.316: one hit fewer); held-out demo loses 3 of 40 hits, 0.875 / 0.668 / 0.313 (0.950 / 0.663 /
+  0.349); finance 0.938 / 0.738 / 0.237 (0.906 / 0.662 / 0.342).
 - **Several KGs** (a demo + finance expert on the demo dev probes, MiniLM, measured outside this
-  table): hit 0.884, precision 0.840, filler 0.086, against 0.907 / 0.472 / 0.552 for the
+  table): hit 0.884, precision 0.840, filler 0.161, against 0.907 / 0.472 / 0.552 for the
   score-cut composer (each KG's scores are normalised on their own, so the other KG's best matches
   filled its answers).
 - **Bad input**: 14 of 20 off-topic questions (10, to each demo expert) are answered "has nothing

@@ -31,13 +31,13 @@ MAX_BULLETS = 6
 LEAD_MIN, LEADER_RATIO, MAX_LEADERS = 0.9, 0.6, 2
 # a linked node needs lexical evidence (a text score), or an embedding score of EMB_MIN when the
 # anchor is sure (it leads a signal, or the next hit scores under SURE_GAP of it): on the demo dev
-# probes precision 0.892 -> 0.910 and filler 0.089 -> 0.062, hit unchanged
+# probes precision 0.892 -> 0.910 and filler 0.089 -> 0.062 (leaders then folded into the lead)
 EMB_MIN, SURE_GAP = 0.4, 0.8
 # Several KGs: each KG's signals are normalised on its own, so every KG has nodes that "lead" and
 # its top hit is not comparable with another KG's. Leaders come from the anchor's KG only, and the
 # anchor is the top-3 node the question names when there is one. A demo+finance expert on the demo
-# dev probes: hit 0.895 -> 0.884, precision 0.645 -> 0.840, filler 0.086 (score-cut composer
-# 871b65a: 0.907 / 0.472 / 0.552); on one KG naming the anchor cost 1 hit of 94 and was not kept.
+# dev probes: hit 0.895 -> 0.884, precision 0.645 -> 0.840 (score-cut composer 871b65a: 0.907 /
+# 0.472, filler 0.552 against 0.161 now); on one KG naming the anchor cost 1 hit of 94 and was not kept.
 LEAD_SIGNALS = ("text", "embedding")
 
 # how a linked node bears on the anchor: (edge type, the anchor's side) -> (group, label); groups
