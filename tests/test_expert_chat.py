@@ -3,6 +3,7 @@ cancellation — with the offline provider and a scripted one, on real SQLite.""
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -48,6 +49,9 @@ def test_offline_answer_streams_cited_and_persisted(demo_ws):
     assert {"id", "name", "type", "score"} <= set(sources[0]) and "feature:batch_api" in [n["id"] for n in sources[:3]]
     answer = text_of(events)
     assert "[Source: demo:feature:batch_api]" in answer
+    listed = {n["id"] for n in sources} | {n["id"] for n in events[2]["workarounds"]}
+    cited = {ref.strip().split(":", 1)[1] for m in re.finditer(r"\[Source: ([^\]]+)\]", answer) for ref in m.group(1).split(";")}
+    assert cited <= listed  # every node the answer cites is in the sources event
     done = events[-1]
     assert done["citations"]["ok"] and done["citations"]["count"] >= 3 and done["unknown_citations"] == []
     user, assistant = stored(demo_ws, "demo", turn.conversation_id)

@@ -12,9 +12,9 @@ import pytest
 import kgos
 from kgos.api.turns import ask
 from kgos.data import load_demo
+from kgos.experts.answer import skill_tip
 from kgos.experts.playbooks import SkillExcerpt
 from kgos.llm import get_provider
-from kgos.llm.offline import _skills
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +35,16 @@ def test_the_restated_goal_leads_with_what_reaches_it(ws):
     assert a.citations["ok"] and not a.citations["unknown"]
 
 
-def test_a_playbook_tip_must_be_about_what_the_answer_shows():
+def test_a_playbook_tip_must_be_about_what_the_answer_is_about():
     class Node:
         def __init__(self, name):
-            self.name = name
+            self.name, self.cite = name, f"demo:{name}"
     class Ctx:
         skills = (SkillExcerpt("cost-optimization", "Batch work that can wait",
                                "Evaluation runs and backfills do not need an answer within seconds.", 3.0),)
-    assert _skills(Ctx(), [Node("Batch API")]).startswith("Playbook tip (cost-optimization")
-    assert _skills(Ctx(), [Node("Prompt caching")]) == ""
+    tip = skill_tip(Ctx(), Node("Batch API"))
+    assert tip.startswith("Playbook tip on **Batch API** [Source: demo:Batch API] (cost-optimization")
+    assert skill_tip(Ctx(), Node("Prompt caching")) == ""
 
 
 def test_the_question_is_not_echoed_as_a_memory(ws):
@@ -78,9 +79,21 @@ def test_every_demo_probe_still_gets_an_answer(ws):
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import devsets
+
+    from kgos.experts.answer import off_topic
     from kgos.experts.chat import ExpertChat
-    from kgos.llm.offline import _off_topic
     engine = ExpertChat(ws, get_provider("offline"), lock=ws.lock, use_memory=False)
     fired = [p.query for p in devsets.probes("demo") + devsets.probes("demo-extra")
-             if _off_topic(engine.start("demo", p.query).context)]
+             if off_topic(engine.start("demo", p.query).context)]
     assert fired == []
+
+
+def test_a_multi_kg_expert_answers_from_the_kg_that_has_it(ws):
+    from kgos.experts import ExpertService
+    ExpertService(ws).create({"name": "Both", "kg_db_id": "demo", "kg_db_ids": ["demo", "finance"]}, id="both")
+    a = ask(ws, get_provider("offline"), "both", "How does tax-loss harvesting work?")
+    assert a.answer.startswith("**Tax-loss harvesting** [Source: finance:tax_strategy:tax_loss_harvesting]")
+    # what the graph ties to it: a workaround (has_workaround), not the demo KG's best matches
+    assert "- Workaround: **Carry unused losses forward** [Source: finance:workaround:carry_forward_losses]" in a.answer
+    assert a.citations["ok"] and not a.citations["unknown"]
+    assert "[Source: demo:" not in a.answer  # e.g. Role prompting ("senior tax accountant") was the top hit

@@ -196,10 +196,12 @@ class ExpertChat:
         yield {"type": "conversation_start", "conversation_id": turn.conversation_id, "turn_id": turn.turn_id}
         yield {"type": "injection_meta", "memories": bool(ctx.recalled or ctx.memory), "skills": bool(ctx.skills),
                "kg_nodes": len(ctx.nodes)}
-        # edges and plan are additions to spec/000's sources event: the trace's "edges followed" and
-        # "composition plan" (clients that read only ``nodes`` are unaffected)
+        # edges, plan and workarounds are additions to spec/000's sources event: the trace's "edges
+        # followed", "composition plan", and the workarounds the KG gives for the top hits that
+        # retrieval did not rank (citable; clients that read only ``nodes`` are unaffected)
         yield {"type": "sources", "nodes": [n.to_dict() for n in ctx.nodes], "edges": [e.to_dict() for e in ctx.edges],
-               "plan": [s.to_dict() for s in ctx.plan], "plan_warnings": list(ctx.plan_warnings)}
+               "plan": [s.to_dict() for s in ctx.plan], "plan_warnings": list(ctx.plan_warnings),
+               "workarounds": [n.to_dict() for n in ctx.remedies]}
         done: dict[str, Any] = {"type": "done", "conversation_id": turn.conversation_id, "turn_id": turn.turn_id}
         try:
             yield from self._infer(turn, answer, cancel)
@@ -315,7 +317,7 @@ def _metadata(turn: Turn, answer: _Answer, citations: dict[str, Any]) -> dict[st
         "retrieval_scores": {n.id: round(n.score, 4) for n in ctx.nodes},
         "retrieval_components": {n.id: {k: round(v, 4) for k, v in n.components.items()} for n in ctx.nodes},
         "edges_followed": [e.to_dict() for e in ctx.edges], "composition_plan": [s.to_dict() for s in ctx.plan],
-        "sources": [n.cite for n in ctx.nodes], "skills": [f"{s.playbook}#{s.heading}" for s in ctx.skills],
+        "sources": [n.cite for n in ctx.nodes], "workarounds": [n.cite for n in ctx.remedies], "skills": [f"{s.playbook}#{s.heading}" for s in ctx.skills],
         "memories": len(ctx.recalled), "provider": turn.provider.name, "citations": citations,
         "interrupted": answer.interrupted, "latency_ms": round((time.monotonic() - turn.started) * 1000, 1),
     }

@@ -98,6 +98,12 @@ class TurnContext:
     intent_score: float = 0.0
     nodes: tuple[SourceNode, ...] = ()
     edges: tuple[ContextEdge, ...] = ()
+    # every KG edge between two ranked nodes (``edges`` holds only what retrieval followed): the
+    # offline answer shows what is linked to its anchor (kgos.experts.answer)
+    links: tuple[ContextEdge, ...] = ()
+    # the workarounds and fixes the KG gives for the top ranked nodes, also when retrieval did not
+    # rank them (a limitation's workaround is often the answer to a problem; their edges are in links)
+    remedies: tuple[SourceNode, ...] = ()
     plan: tuple[PlanStepView, ...] = ()
     plan_warnings: tuple[str, ...] = ()
     capability: Mapping[str, Any] | None = None
@@ -111,7 +117,7 @@ class TurnContext:
     def citable(self) -> list[SourceNode]:
         """Every node the prompt shows with a citation key: ranked nodes, plan steps, and the
         capability check's node, limitations and workarounds."""
-        return [*self.nodes, *(s.node for s in self.plan), *capability_refs(self.capability)]
+        return [*self.nodes, *self.remedies, *(s.node for s in self.plan), *capability_refs(self.capability)]
 
 
 # -- goal mappings ---------------------------------------------------------------------------------------
@@ -142,7 +148,10 @@ def retrieve(ws: Workspace, cfg: ExpertConfig, query: str) -> TurnContext:
     edges = tuple(e for part in per_kg for e in part.edges
                   if (e.db_id, e.source) in keep or (e.db_id, e.target) in keep)[:MAX_EDGES]
     plan = next((p.plan for p in per_kg if p.plan), ())
-    return replace(first, query=query, kgs=cfg.kgs, nodes=nodes, edges=edges, plan=plan,
+    remedies = tuple(r for part in per_kg for r in part.remedies if (r.db_id, r.id) not in keep)
+    keep |= {(r.db_id, r.id) for r in remedies}
+    links = tuple(e for part in per_kg for e in part.links if (e.db_id, e.source) in keep and (e.db_id, e.target) in keep)
+    return replace(first, query=query, kgs=cfg.kgs, nodes=nodes, edges=edges, links=links, remedies=remedies, plan=plan,
                    plan_warnings=next((p.plan_warnings for p in per_kg if p.plan), ()),
                    capability=next((p.capability for p in per_kg if p.capability), None),
                    goal=goal[0] if goal else None, notes=tuple(n for p in per_kg for n in p.notes) + tuple(link_notes))
@@ -193,13 +202,45 @@ def _retrieve_one(ws: Workspace, db_id: str, cfg: ExpertConfig, query: str, goal
         scores = {i: s + DIMENSION_WEIGHT * _dim_mean(props[i].properties, goal.dimension_boosts) if i in props else s
                   for i, s in scores.items()}
     nodes = tuple(_source(db_id, h, props.get(h.node.id), scores[h.node.id]) for h in res.nodes)
+    remedies, fixes = _remedies(kg, db_id, nodes)
+    links = _links(kg, db_id, nodes) + fixes
     edges = [ContextEdge(db_id, e.source, e.target, e.type, e.source_name, e.target_name) for e in res.edges]
     if r.expand_depth >= 2:
         edges += _second_hop(kg, db_id, edges, {n.id for n in nodes})
     return TurnContext(query=query, kgs=(db_id,), intent=res.intent.category if res.intent else None,
                        intent_score=res.intent.score if res.intent else 0.0, nodes=nodes, edges=tuple(edges),
+                       links=links, remedies=remedies,
                        plan=_plan(db_id, res.composition, props), capability=_capability(db_id, res.capability),
                        plan_warnings=tuple(res.composition.warnings) if res.composition else (), notes=tuple(notes))
+
+
+def _links(kg: Any, db_id: str, nodes: tuple[SourceNode, ...]) -> tuple[ContextEdge, ...]:
+    """The KG's edges between the ranked nodes (each once: from its source's outgoing side)."""
+    names, out = {n.id: n.name for n in nodes}, []
+    for node_id, name in names.items():
+        for nb in kg.store.neighbors(node_id, "outgoing"):
+            if nb.node.id in names and nb.node.id != node_id:
+                out.append(ContextEdge(db_id, node_id, nb.node.id, nb.edge.type, name, nb.node.name))
+    return tuple(out)
+
+
+REMEDY_SEEDS, REMEDIES_EACH = 5, 2
+REMEDY_EDGES = {("has_workaround", "outgoing"), ("fixes", "incoming"), ("solves", "incoming")}
+
+
+def _remedies(kg: Any, db_id: str, nodes: tuple[SourceNode, ...]) -> tuple[tuple[SourceNode, ...], tuple[ContextEdge, ...]]:
+    """Workarounds of the top REMEDY_SEEDS nodes, and the edges to them (``retrieve`` keeps the ones
+    the merged ranking does not hold)."""
+    found: dict[str, SourceNode] = {}
+    edges = []
+    for seed in sorted(nodes, key=lambda n: -n.score)[:REMEDY_SEEDS]:  # the expert's boosts re-ranked them
+        hops = [nb for nb in kg.store.neighbors(seed.id, "both") if (nb.edge.type, nb.direction) in REMEDY_EDGES]
+        for nb in hops[:REMEDIES_EACH]:
+            found.setdefault(nb.node.id, SourceNode(db_id, nb.node.id, nb.node.name, nb.node.type,
+                                                    nb.node.description or "", 0.0, "workaround"))
+            src, dst = (seed, nb.node) if nb.direction == "outgoing" else (nb.node, seed)
+            edges.append(ContextEdge(db_id, src.id, dst.id, nb.edge.type, src.name, dst.name))
+    return tuple(found.values()), tuple(edges)
 
 
 def _dim_mean(properties: Mapping[str, Any], dims: list[str]) -> float:
@@ -291,6 +332,9 @@ def _kg_section(ctx: TurnContext) -> str:
         desc = _sentence_cap(n.description, MAX_DESCRIPTION)
         lines.append(f"- [{n.type}] {n.name} — cite as [Source: {n.cite}] (score {n.score:.2f})"
                      + (f"\n  {desc}" if desc else ""))
+    if ctx.remedies:
+        lines += ["", "Workarounds the graph gives for these:"]
+        lines += [f"- [{n.type}] {n.name} — cite as [Source: {n.cite}]" for n in ctx.remedies]
     if ctx.edges:
         lines += ["", "Relationships:"]
         lines += [f"  {e.source_name or e.source} --[{e.type}]--> {e.target_name or e.target}" for e in ctx.edges]
