@@ -51,6 +51,8 @@ from ..methods.view import (
 )
 from ..model import Edge, Neighbor, Node
 from ..retrieval.engine import ModelEngine, SearchEngine
+from ..retrieval.pushdown import PushdownEngine
+from ..retrieval.pushdown import wanted as pushdown_wanted
 from ..retrieval.results import SearchResult
 from ..store.base import GraphStore
 from ..store.proposals import ProposalQueue, open_proposal_store
@@ -206,8 +208,11 @@ class KG:
     @property
     def engine(self) -> SearchEngine:
         if self._engine is None:
-            self._engine = SearchEngine(self.store, self.workspace.cache_dir,
-                                        embedder=self.workspace.setting(self.db_id, "embedder"))
+            embedder = self.workspace.setting(self.db_id, "embedder")
+            if pushdown_wanted(self.store):  # a PostgreSQL KG searched in the database (retrieval.pushdown)
+                self._engine = PushdownEngine(self.store, self.workspace.cache_dir, embedder=embedder)
+            else:
+                self._engine = SearchEngine(self.store, self.workspace.cache_dir, embedder=embedder)
             self._engine.tuned = self.workspace.setting(self.db_id, "weight_profiles")
         return self._engine
 
