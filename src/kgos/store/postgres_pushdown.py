@@ -155,14 +155,15 @@ class Pushdown:
         """One bounded read transaction: statement_timeout set, a timeout as ``QueryTooBroad``."""
         self.prepare()
         errors = self.store.db.psycopg.errors
-        try:
-            with self.store._conn() as conn, conn.transaction():
-                conn.execute(f"SET LOCAL statement_timeout = {int(self.timeout_ms)}")
-                yield conn
-        except errors.QueryCanceled:
-            raise QueryTooBroad(f"a pushed-down query of KG '{self.store.db_id}' ran past the "
-                                f"{self.timeout_ms} ms statement timeout ({TIMEOUT_ENV}): narrow it "
-                                "(fewer hops, more specific words)") from None
+        with self.store._conn() as conn:
+            try:
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL statement_timeout = {int(self.timeout_ms)}")
+                    yield conn
+            except errors.QueryCanceled:  # caught here: the pool would call it the database failing
+                raise QueryTooBroad(f"a pushed-down query of KG '{self.store.db_id}' ran past the "
+                                    f"{self.timeout_ms} ms statement timeout ({TIMEOUT_ENV}): narrow it "
+                                    "(fewer hops, more specific words)") from None
 
     def _sql(self, sql: str) -> str:
         return sql.replace("{s}", self.store.s)
@@ -183,7 +184,7 @@ class Pushdown:
         if self.vector_version is None:
             raise InvalidArgument("pushdown needs the pgvector extension on the PostgreSQL server "
                                   "(Debian: apt-get install postgresql-NN-pgvector; or pip install pgserver)")
-        with self.store.db.connection() as conn, conn.transaction():
+        with self.store._conn() as conn, conn.transaction():  # _conn: a dropped KG is KGNotFound
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"kgos-pushdown {self.store.schema}",))
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             ready = conn.execute("SELECT to_regclass(%s)", (f"{self.store.s}.pd_state",)).fetchone()[0]
@@ -210,7 +211,7 @@ class Pushdown:
         """Copy the vectors written since the last sync into ``pd_vectors`` and make sure ``model`` has
         its HNSW index. Returns how many vectors were copied."""
         self.prepare()
-        with self.store.db.connection() as conn, conn.transaction():
+        with self.store._conn() as conn, conn.transaction():
             dirty = conn.execute(self._sql(
                 "DELETE FROM {s}.pd_dirty d USING (SELECT node, model FROM {s}.pd_dirty LIMIT 50000 "
                 "FOR UPDATE SKIP LOCKED) x WHERE d.node = x.node AND d.model = x.model "
@@ -353,20 +354,22 @@ class Pushdown:
     # -- graph methods ------------------------------------------------------------------------------
     def reach(self, root: int, direction: str, depth: int) -> list[tuple[int, int, int, str, float, bool]]:
         """The BFS tree of ``root`` up to ``depth`` hops, one recursive CTE: (node, depth, parent,
-        edge type, weight, forward) per reached node, its shallowest arrival (lowest parent rowid, an
-        out-edge first, as the in-memory BFS). Bounded by ``max_rows`` (planner estimate past it: ``QueryTooBroad``)."""
+        edge type, weight, forward) per reached node, its shallowest arrival (an out-edge first, then
+        the lowest parent rowid and edge rowid: the in-memory BFS's choice). Bounded by ``max_rows``
+        (an estimate past it: ``QueryTooBroad``)."""
         steps = []  # one recursive reference: both directions in a LATERAL union (indexed each way)
         if direction in ("forward", "both"):
-            steps.append("SELECT target n, type, weight, true f FROM {s}.edges WHERE source = r.node")
+            steps.append("SELECT target n, type, weight, true f, rowid FROM {s}.edges WHERE source = r.node")
         if direction in ("backward", "both"):
-            steps.append("SELECT source, type, weight, false FROM {s}.edges WHERE target = r.node")
+            steps.append("SELECT source n, type, weight, false f, rowid FROM {s}.edges WHERE target = r.node")
         walk = " UNION ALL ".join(steps)
-        sql = ("WITH RECURSIVE r(node, d, parent, type, weight, fwd) AS ("
-               "SELECT %(root)s::bigint, 0, NULL::bigint, NULL::text, 1.0::float8, true "
-               f"UNION ALL SELECT e.n, r.d + 1, r.node, e.type, e.weight, e.f FROM r CROSS JOIN LATERAL ({walk}) e "
+        sql = ("WITH RECURSIVE r(node, d, parent, type, weight, fwd, edge) AS ("
+               "SELECT %(root)s::bigint, 0, NULL::bigint, NULL::text, 1.0::float8, true, 0::bigint "
+               f"UNION ALL SELECT e.n, r.d + 1, r.node, e.type, e.weight, e.f, e.rowid FROM r "
+               f"CROSS JOIN LATERAL ({walk}) e "
                "WHERE r.d < %(depth)s) "
                "SELECT DISTINCT ON (node) node, d, parent, type, weight, fwd FROM (SELECT * FROM r LIMIT %(bound)s) x "
-               "ORDER BY node, d, parent, fwd DESC")
+               "ORDER BY node, d, fwd DESC, parent, edge")
         args = {"root": root, "depth": depth, "bound": self.max_rows + 1}
         with self._tx() as conn:
             self._bound_walk(conn, root, direction, depth)
@@ -380,8 +383,11 @@ class Pushdown:
                                      "(SELECT reltuples FROM pg_class WHERE oid = %s::regclass), "
                                      "(SELECT reltuples FROM pg_class WHERE oid = %s::regclass)"),
                            (root, f"{self.store.s}.edges", f"{self.store.s}.nodes")).fetchone()
-        first, edges, nodes = float(row[0] or 0), max(float(row[1] or 0), 0.0), max(float(row[2] or 1), 1.0)
-        mean = 2 * edges / nodes if direction == "both" else edges / nodes
+        first, edges, nodes = float(row[0] or 0), float(row[1] or -1), float(row[2] or -1)
+        if edges > 0 and nodes > 0:
+            mean = 2 * edges / nodes if direction == "both" else edges / nodes
+        else:  # never analysed (reltuples -1): the root's own degree stands for the mean
+            mean = first
         walk = first * sum(max(mean, 1.0) ** i for i in range(depth))
         if walk > self.max_rows:
             raise QueryTooBroad(f"KG '{self.store.db_id}': {depth} hops from this node would walk about "
@@ -412,11 +418,13 @@ class Pushdown:
         return {r[0]: int(r[1]) for r in rows}
 
     def approx_nodes(self) -> int:
-        """The planner's node count (pg_class.reltuples, no scan); -1 before the first ANALYZE."""
+        """The planner's node count (pg_class.reltuples, no scan), else the count."""
         with self.store._conn() as conn:
             row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
                                (f"{self.store.s}.nodes",)).fetchone()
-        return int(row[0]) if row else -1
+        if row is not None and row[0] >= 0:
+            return int(row[0])
+        return int(self.store.node_count())  # never analysed: a young KG, cheap to count
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
