@@ -32,11 +32,11 @@ from . import hybrid
 from .engine import Prefilter, SearchEngine
 from .results import SearchResult
 
-TEXT_CANDIDATES = 100
-VECTOR_CANDIDATES = 100
-SEEDS = 20  # of each channel: whose edges are read (the graph signals' neighbourhood)
-PER_SEED_EDGES = 16
-MAX_SUBGRAPH_EDGES = 4000
+TEXT_CANDIDATES = 50
+VECTOR_CANDIDATES = 50
+SEEDS = 10  # of each channel: whose edges are read (the graph signals' neighbourhood)
+PER_SEED_EDGES = 8
+MAX_SUBGRAPH_EDGES = 1000
 
 
 def wanted(store: GraphStore) -> bool:
@@ -171,6 +171,20 @@ class PushdownEngine(SearchEngine):
         model = self._vector_model()
         self.pd.sync(model)
         qv = self.embed_query(query) if model and mode not in ("bm25", "fts", "text", "graph", "names") else None
+        with self.pd.session():  # one transaction for every candidate read
+            rowids, sub, counts, note = self._candidates(query, qv, model, version)
+        snap = snapshots.build(sub, self.text, model if sub.vectors else None)
+        tuned, warnings = self.usable_profile(snap)
+        result = hybrid.search(snap, sub, query, k, weights, intent, mode, self.options,
+                               embed_query=self.embed_query, tuned=tuned)
+        notes = (f"pushdown: ranked {len(rowids)} candidates from PostgreSQL ({counts[0]} by text, "
+                 f"{counts[1]} by vector, {counts[2]} edges)",) + ((note,) if note else ())
+        if weights is not None:
+            warnings = ()
+        return replace(result, notes=result.notes + notes, warnings=result.warnings + warnings)
+
+    def _candidates(self, query: str, qv: np.ndarray | None, model: str | None,
+                    version: str) -> tuple[list[int], SubgraphStore, tuple[int, int, int], str | None]:
         text, note = self.pd.text_candidates(query, TEXT_CANDIDATES)
         near = self.pd.vector_candidates(model, qv, VECTOR_CANDIDATES) if qv is not None and model else []
         named = self.pd.name_candidates(query, 10)
@@ -180,15 +194,7 @@ class PushdownEngine(SearchEngine):
                         | {e.source for e in edges} | {e.target for e in edges})
         sub = SubgraphStore(self.store.db_id, version, self.store.meta(), self.pd.node_rows(rowids), edges,
                             self.pd.vectors_of(model, rowids) if model else {}, model)
-        snap = snapshots.build(sub, self.text, model if sub.vectors else None)
-        tuned, warnings = self.usable_profile(snap)
-        result = hybrid.search(snap, sub, query, k, weights, intent, mode, self.options,
-                               embed_query=self.embed_query, tuned=tuned)
-        notes = (f"pushdown: ranked {len(rowids)} candidates from PostgreSQL ({len(text)} by text, "
-                 f"{len(near)} by vector, {len(edges)} edges)",) + ((note,) if note else ())
-        if weights is not None:
-            warnings = ()
-        return replace(result, notes=result.notes + notes, warnings=result.warnings + warnings)
+        return rowids, sub, (len(text), len(near), len(edges)), note
 
 
 # -- the graph methods ---------------------------------------------------------------------------------
@@ -200,12 +206,17 @@ def impact(pd: Pushdown, ref: NodeRef, direction: str, max_depth: int, per_depth
            notes: tuple[str, ...] = ()) -> ImpactResult:
     """Method 6 in the database: the BFS tree by one recursive CTE; risk = 1/depth x weight x
     criticality (edge count / the KG's largest), ranked and cut per depth as in memory."""
+    with pd.session():
+        return _impact(pd, ref, direction, max_depth, per_depth, notes)
+
+
+def _impact(pd: Pushdown, ref: NodeRef, direction: str, max_depth: int, per_depth: int,
+            notes: tuple[str, ...]) -> ImpactResult:
     root = pd.rowids_of([ref.id])[ref.id]
     rows = pd.reach(root, _DIRECTION.get(direction, direction), max_depth)
     rows.sort(key=lambda r: (r[1], r[0]))  # level by level, ascending node: the in-memory tree's order
     nodes = [r[0] for r in rows]
-    degree, top = pd.degrees(nodes)
-    refs = _refs(pd, nodes)
+    top = pd.top_degree()
     types = sorted({r[3] for r in rows[1:]})
     pos = {n: i for i, n in enumerate(nodes)}
     tree = BFSTree(node=np.arange(len(rows), dtype=np.int64), depth=np.array([r[1] for r in rows], np.int32),
@@ -213,15 +224,20 @@ def impact(pd: Pushdown, ref: NodeRef, direction: str, max_depth: int, per_depth
                    edge_type=np.array([types.index(r[3]) if i else -1 for i, r in enumerate(rows)], np.int32),
                    edge=np.full(len(rows), -1, np.int64), weight=np.array([r[4] for r in rows], np.float32),
                    forward=np.array([r[5] for r in rows]))
-    crit = np.array([degree.get(n, 0) / top if top else 0.0 for n in nodes])
+    crit = np.array([r[6] / top if top else 0.0 for r in rows])
     risk = np.zeros(len(rows))
     risk[1:] = tree.weight[1:] * crit[1:] / np.maximum(tree.depth[1:], 1)
-    by_depth, counts, truncated = {}, {}, False
+    counts, listed = {}, {}
     for d in range(1, int(tree.depth.max()) + 1 if len(rows) else 1):
         idx = np.flatnonzero(tree.depth == d)
         counts[d] = int(idx.size)
-        truncated |= idx.size > per_depth
-        idx = idx[np.lexsort((tree.node[idx], -risk[idx]))][:per_depth]
+        listed[d] = idx[np.lexsort((tree.node[idx], -risk[idx]))][:per_depth]
+    path = critical_path(tree, risk)
+    # node rows only for what the result names (thousands of nodes are reached at depth 3)
+    named = [nodes[i] for i in path] + [nodes[i] for idx in listed.values() for i in idx]
+    refs = _refs(pd, named + [rows[i][2] for idx in listed.values() for i in idx])
+    by_depth = {}
+    for d, idx in listed.items():
         by_depth[d] = tuple(ImpactedNode(
             node=refs[nodes[i]], depth=d, risk=float(risk[i]), parent=refs[rows[i][2]].id, edge_type=rows[i][3],
             direction="forward" if rows[i][5] else "backward", weight=float(rows[i][4]), criticality=float(crit[i]))
@@ -229,7 +245,7 @@ def impact(pd: Pushdown, ref: NodeRef, direction: str, max_depth: int, per_depth
     traversed: dict[str, int] = {}
     for r in rows[1:]:
         traversed[r[3]] = traversed.get(r[3], 0) + 1
-    path = critical_path(tree, risk)
+    truncated = any(n > per_depth for n in counts.values())
     return ImpactResult(node=ref, direction=direction, max_depth=max_depth, total_impacted=len(rows) - 1,
                         counts_by_depth=counts, risk_by_depth=by_depth,
                         critical_path=tuple(refs[nodes[i]] for i in path),
@@ -240,12 +256,12 @@ def impact(pd: Pushdown, ref: NodeRef, direction: str, max_depth: int, per_depth
 def trace(pd: Pushdown, a: NodeRef, b: NodeRef, max_depth: int, notes: tuple[str, ...] = ()) -> PathResult:
     """Method 9 in the database: a bidirectional BFS, one indexed query per level (the smaller frontier
     grows), ignoring edge direction; each step records whether its edge points along the path."""
-    ids = pd.rowids_of([a.id, b.id])
-    start, goal = ids[a.id], ids[b.id]
-    found = _meet(pd, start, goal, max_depth)
-    if found is None:
-        return PathResult(a, b, False, None, (), max_depth, notes + (f"no path of at most {max_depth} edges",))
-    refs = _refs(pd, [n for n, _, _ in found])
+    with pd.session():
+        ids = pd.rowids_of([a.id, b.id])
+        found = _meet(pd, ids[a.id], ids[b.id], max_depth)
+        if found is None:
+            return PathResult(a, b, False, None, (), max_depth, notes + (f"no path of at most {max_depth} edges",))
+        refs = _refs(pd, [n for n, _, _ in found])
     steps = tuple(PathStep(refs[n], t, d) for n, t, d in found)
     return PathResult(a, b, True, len(steps) - 1, steps, max_depth, notes)
 

@@ -8,7 +8,8 @@ not a numbered migration: a database without pgvector still opens every KG):
   bytes), with one HNSW index per search model (a partial expression index cast to the model's width;
   ``halfvec`` when pgvector >= 0.7 has it: half the index memory). ``pd_dirty`` holds the vectors
   written since the last copy (a row trigger on ``node_embeddings``): search copies them first.
-- a GIN index on ``to_tsvector('simple', name || type || description)`` of ``nodes``: text candidates.
+- ``nodes.pd_tsv``, a stored generated ``to_tsvector('simple', name type description)`` with a GIN
+  index: text candidates (AND of the query's words first, OR when those are too few).
 - ``pd_degree``: each node's edge count (kept by row triggers on ``edges``): the criticality of impact.
 
 Every statement runs with ``statement_timeout`` (``KGOS_PUSHDOWN_TIMEOUT_MS``, default 5000) and the
@@ -22,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,10 +39,10 @@ TIMEOUT_ENV = "KGOS_PUSHDOWN_TIMEOUT_MS"
 MAX_ROWS_ENV = "KGOS_PUSHDOWN_MAX_ROWS"
 DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges): past a small server
 MODES = ("on", "off", "auto")
-TEXT_MATCH_BOUND = 20_000  # text matches ranked at most (a bounded answer past it, with a note)
+TEXT_MATCH_BOUND = 5_000  # text matches ranked at most (a bounded answer past it, with a note)
 TEXT_CONFIG = "simple"
-# The text a node is found by: the expression of the GIN index and of every query (same text, or no index use)
-TSV = (f"to_tsvector('{TEXT_CONFIG}'::regconfig, n.name || ' ' || n.type || ' ' || n.description)")
+# The text a node is found by, stored (a generated column: ranking reads it instead of re-parsing the text)
+TSV = f"to_tsvector('{TEXT_CONFIG}'::regconfig, name || ' ' || type || ' ' || description)"
 
 PREPARE = """
 CREATE TABLE IF NOT EXISTS {s}.pd_vectors (
@@ -86,8 +88,9 @@ CREATE TRIGGER pd_vector_dirty AFTER INSERT OR UPDATE OR DELETE ON {s}.node_embe
 DROP TRIGGER IF EXISTS pd_edge_degree ON {s}.edges;
 CREATE TRIGGER pd_edge_degree AFTER INSERT OR DELETE ON {s}.edges
   FOR EACH ROW EXECUTE FUNCTION {s}.pd_edge_degree();
-CREATE INDEX IF NOT EXISTS pd_text ON {s}.nodes USING gin ((@TSV@));
-""".replace("@TSV@", TSV.replace("n.", ""))
+ALTER TABLE {s}.nodes ADD COLUMN IF NOT EXISTS pd_tsv tsvector GENERATED ALWAYS AS (@TSV@) STORED;
+CREATE INDEX IF NOT EXISTS pd_text ON {s}.nodes USING gin (pd_tsv);
+""".replace("@TSV@", TSV)
 
 
 def env_mode() -> str:
@@ -139,6 +142,8 @@ class Pushdown:
         self.timeout_ms = _env_int(TIMEOUT_ENV, 5000)
         self.max_rows = _env_int(MAX_ROWS_ENV, 200_000)
         self._prepared: str | None = None  # the KG version last found prepared by this process
+        self._local = threading.local()  # the connection of this thread's open session
+        self._top: tuple[str, int] | None = None  # (version, the largest degree)
 
     @property
     def vector_version(self) -> str | None:
@@ -152,18 +157,29 @@ class Pushdown:
     # -- statements ---------------------------------------------------------------------------------
     @contextmanager
     def _tx(self) -> Iterator[Any]:
-        """One bounded read transaction: statement_timeout set, a timeout as ``QueryTooBroad``."""
+        """One bounded read transaction: statement_timeout set, a timeout as ``QueryTooBroad``. Nested
+        calls in one thread share the outer one (a search is one transaction, not ten)."""
+        open_conn = getattr(self._local, "conn", None)
+        if open_conn is not None:
+            yield open_conn
+            return
         self.prepare()
         errors = self.store.db.psycopg.errors
         with self.store._conn() as conn:
             try:
                 with conn.transaction():
                     conn.execute(f"SET LOCAL statement_timeout = {int(self.timeout_ms)}")
-                    yield conn
+                    self._local.conn = conn
+                    try:
+                        yield conn
+                    finally:
+                        self._local.conn = None
             except errors.QueryCanceled:  # caught here: the pool would call it the database failing
                 raise QueryTooBroad(f"a pushed-down query of KG '{self.store.db_id}' ran past the "
                                     f"{self.timeout_ms} ms statement timeout ({TIMEOUT_ENV}): narrow it "
                                     "(fewer hops, more specific words)") from None
+
+    session = _tx  # what callers hold around several pushed-down reads
 
     def _sql(self, sql: str) -> str:
         return sql.replace("{s}", self.store.s)
@@ -290,24 +306,35 @@ class Pushdown:
             return [(int(r[0]), float(r[1])) for r in conn.execute(self._sql(sql), (q, model, q, limit))]
 
     def text_candidates(self, query: str, limit: int) -> tuple[list[tuple[int, float]], str | None]:
-        """(node rowid, ts_rank_cd) of the best text matches (any query word), and a note when the
-        match set was larger than ``TEXT_MATCH_BOUND`` (then the ranked matches are a bounded sample)."""
+        """(node rowid, ts_rank_cd) of the best text matches: nodes with every query word first, then
+        (when those are fewer than ``limit``) with any; a note when the matches were more than
+        ``TEXT_MATCH_BOUND`` (then a bounded sample of them was ranked)."""
         words = query_words(query)
         if not words:
             return [], None
-        tsq = " | ".join(words)
-        match = f"SELECT n.rowid FROM {{s}}.nodes n WHERE {TSV} @@ to_tsquery('{TEXT_CONFIG}', %s)"
+        found: dict[int, float] = {}
+        note = None
         with self._tx() as conn:
-            estimate = self.estimate(conn, match, (tsq,))
-            note = None
-            if estimate > TEXT_MATCH_BOUND:
-                note = (f"pushdown: about {estimate:,} nodes match the query's words; the {TEXT_MATCH_BOUND:,} "
-                        "first found were ranked (a bounded answer)")
-            sql = (f"SELECT rowid, ts_rank_cd(v, to_tsquery('{TEXT_CONFIG}', %s)) r FROM (SELECT n.rowid, {TSV} v "
-                   f"FROM {{s}}.nodes n WHERE {TSV} @@ to_tsquery('{TEXT_CONFIG}', %s) LIMIT %s) m "
-                   "ORDER BY r DESC, rowid LIMIT %s")
-            rows = conn.execute(self._sql(sql), (tsq, tsq, TEXT_MATCH_BOUND, limit)).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows], note
+            for op in (" & ", " | ") if len(words) > 1 else (" & ",):
+                rows, n = self._ranked(conn, op.join(words), limit)
+                for r, rank in rows:
+                    found.setdefault(r, rank + (1.0 if op == " & " else 0.0))  # all words above some
+                if n > TEXT_MATCH_BOUND and note is None:
+                    note = (f"pushdown: about {n:,} nodes match the query's words; {TEXT_MATCH_BOUND:,} of them "
+                            "were ranked (a bounded answer)")
+                if len(found) >= limit:
+                    break
+        best = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return best, note
+
+    def _ranked(self, conn: Any, tsq: str, limit: int) -> tuple[list[tuple[int, float]], int]:
+        estimate = self.estimate(conn, f"SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s)",
+                                 (tsq,))
+        sql = (f"SELECT rowid, ts_rank_cd(pd_tsv, to_tsquery('{TEXT_CONFIG}', %s)) r FROM (SELECT rowid, pd_tsv "
+               f"FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s) LIMIT %s) m "
+               "ORDER BY r DESC, rowid LIMIT %s")
+        rows = conn.execute(self._sql(sql), (tsq, tsq, TEXT_MATCH_BOUND, limit)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows], estimate
 
     def name_candidates(self, query: str, limit: int) -> list[int]:
         """Nodes named exactly as the query (normalised name): the name signal's candidates."""
@@ -340,8 +367,10 @@ class Pushdown:
 
     def vectors_of(self, model: str, rowids: list[int]) -> dict[int, tuple[str, bytes, int]]:
         with self._tx() as conn:
-            rows = conn.execute(self._sql("SELECT node, content_hash, vector, dims FROM {s}.node_embeddings "
-                                          "WHERE model = %s AND node = ANY(%s)"), (model, rowids)).fetchall()
+            # by the (node, model) key, one probe per node (``model =`` alone would pick the model index)
+            rows = conn.execute(self._sql("SELECT e.node, e.content_hash, e.vector, e.dims FROM unnest(%s::bigint[]) "
+                                          "u(node) JOIN {s}.node_embeddings e ON e.node = u.node AND e.model = %s"),
+                                (rowids, model)).fetchall()
         return {int(r[0]): (r[1], bytes(r[2]), int(r[3])) for r in rows}
 
     def edges_among(self, rowids: list[int]) -> list[Edge4]:
@@ -352,9 +381,9 @@ class Pushdown:
         return [Edge4(int(a), int(b), t, float(w)) for a, b, t, w in rows]
 
     # -- graph methods ------------------------------------------------------------------------------
-    def reach(self, root: int, direction: str, depth: int) -> list[tuple[int, int, int, str, float, bool]]:
+    def reach(self, root: int, direction: str, depth: int) -> list[tuple[int, int, int, str, float, bool, int]]:
         """The BFS tree of ``root`` up to ``depth`` hops, one recursive CTE: (node, depth, parent,
-        edge type, weight, forward) per reached node, its shallowest arrival (an out-edge first, then
+        edge type, weight, forward, degree) per reached node, its shallowest arrival (an out-edge first, then
         the lowest parent rowid and edge rowid: the in-memory BFS's choice). Bounded by ``max_rows``
         (an estimate past it: ``QueryTooBroad``)."""
         steps = []  # one recursive reference: both directions in a LATERAL union (indexed each way)
@@ -368,13 +397,14 @@ class Pushdown:
                f"UNION ALL SELECT e.n, r.d + 1, r.node, e.type, e.weight, e.f, e.rowid FROM r "
                f"CROSS JOIN LATERAL ({walk}) e "
                "WHERE r.d < %(depth)s) "
-               "SELECT DISTINCT ON (node) node, d, parent, type, weight, fwd FROM (SELECT * FROM r LIMIT %(bound)s) x "
-               "ORDER BY node, d, fwd DESC, parent, edge")
+               "SELECT t.*, coalesce(g.degree, 0) FROM (SELECT DISTINCT ON (node) node, d, parent, type, weight, fwd "
+               "FROM (SELECT * FROM r LIMIT %(bound)s) x ORDER BY node, d, fwd DESC, parent, edge) t "
+               "LEFT JOIN {s}.pd_degree g ON g.node = t.node")
         args = {"root": root, "depth": depth, "bound": self.max_rows + 1}
         with self._tx() as conn:
             self._bound_walk(conn, root, direction, depth)
             rows = conn.execute(self._sql(sql), args).fetchall()
-        return [(int(n), int(d), -1 if p is None else int(p), t or "", float(w), bool(f)) for n, d, p, t, w, f in rows]
+        return [(n, d, -1 if p is None else p, t or "", w, f, g) for n, d, p, t, w, f, g in rows]
 
     def _bound_walk(self, conn: Any, root: int, direction: str, depth: int) -> None:
         """Estimate the walk from the root's degree and the KG's mean degree (the planner cannot
@@ -393,13 +423,14 @@ class Pushdown:
             raise QueryTooBroad(f"KG '{self.store.db_id}': {depth} hops from this node would walk about "
                                 f"{int(walk):,} edges (bound {self.max_rows:,}, {MAX_ROWS_ENV}): ask fewer hops")
 
-    def degrees(self, rowids: list[int]) -> tuple[dict[int, int], int]:
-        """Each node's edge count and the KG's largest (criticality = degree / largest)."""
-        with self._tx() as conn:
-            rows = conn.execute(self._sql("SELECT node, degree FROM {s}.pd_degree WHERE node = ANY(%s)"),
-                                (rowids,)).fetchall()
-            top = conn.execute(self._sql("SELECT max(degree) FROM {s}.pd_degree")).fetchone()[0]
-        return {int(n): int(d) for n, d in rows}, int(top or 0)
+    def top_degree(self) -> int:
+        """The KG's largest edge count (criticality = degree / it), once per version."""
+        version = self.store.version()
+        if self._top is None or self._top[0] != version:
+            with self._tx() as conn:
+                top = conn.execute(self._sql("SELECT max(degree) FROM {s}.pd_degree")).fetchone()[0]
+            self._top = (version, int(top or 0))
+        return self._top[1]
 
     def hop(self, frontier: list[int]) -> list[Edge4]:
         """Every edge with an end in ``frontier`` (both directions: trace ignores direction)."""
