@@ -37,6 +37,7 @@ MODE_ENV = "KGOS_PUSHDOWN"  # on | off | auto: the default of every PostgreSQL K
 NODES_ENV = "KGOS_PUSHDOWN_NODES"  # auto: pushdown from this many nodes on
 TIMEOUT_ENV = "KGOS_PUSHDOWN_TIMEOUT_MS"
 MAX_ROWS_ENV = "KGOS_PUSHDOWN_MAX_ROWS"
+EF_ENV = "KGOS_PUSHDOWN_EF"  # hnsw.ef_search of the vector candidates
 DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges): past a small server
 MODES = ("on", "off", "auto")
 TEXT_MATCH_BOUND = 5_000  # text matches ranked at most (a bounded answer past it, with a note)
@@ -274,8 +275,10 @@ class Pushdown:
                                f"((embedding::{cast}) {ops}) WHERE model = {literal}"))
 
     # -- search candidates --------------------------------------------------------------------------
-    def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int = 100) -> list[tuple[int, float]]:
-        """(node rowid, cosine similarity) of the ``limit`` nearest vectors by the HNSW index."""
+    def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
+        """(node rowid, cosine similarity) of the ``limit`` nearest vectors by the HNSW index, which
+        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 200) candidates: more is slower, nearer exact."""
+        ef = ef or _env_int(EF_ENV, 200)
         with self._tx() as conn:
             dims = self.dims(conn, model)
             if dims is None or dims != query.size:
