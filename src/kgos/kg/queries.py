@@ -34,9 +34,9 @@ from ..methods.results import (
     SimilarResult,
     WantToResult,
 )
+from ..methods.view import PER_LEVEL_DEFAULT, check_depth, check_direction, check_k, check_text, resolve
 from ..retrieval import pushdown
 from ..retrieval.pushdown import pushdown_of
-from ..methods.view import PER_LEVEL_DEFAULT, check_depth, check_direction, check_k, check_text, resolve
 
 if TYPE_CHECKING:
     from .facade import KG

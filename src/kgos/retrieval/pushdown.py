@@ -177,8 +177,8 @@ class PushdownEngine(SearchEngine):
         tuned, warnings = self.usable_profile(snap)
         result = hybrid.search(snap, sub, query, k, weights, intent, mode, self.options,
                                embed_query=self.embed_query, tuned=tuned)
-        notes = (f"pushdown: ranked {len(rowids)} candidates from PostgreSQL ({counts[0]} by text, "
-                 f"{counts[1]} by vector, {counts[2]} edges)",) + ((note,) if note else ())
+        notes = ((f"pushdown: ranked {len(rowids)} candidates from PostgreSQL ({counts[0]} by text, "
+                 f"{counts[1]} by vector, {counts[2]} edges)"),) + ((note,) if note else ())
         if weights is not None:
             warnings = ()
         return replace(result, notes=result.notes + notes, warnings=result.warnings + warnings)
