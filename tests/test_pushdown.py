@@ -5,6 +5,7 @@ server with pgvector (the dev extra's pgserver): skipped with the reason without
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -28,23 +29,26 @@ def url():
 
 @pytest.fixture(scope="module")
 def graph(url, tmp_path_factory):
-    """A random 300-node, 900-edge KG in pushdown mode, embedded with the hash model."""
-    ws = kgos.Workspace(tmp_path_factory.mktemp("home"), database_url=url)
-    ws.create("g")
+    """A random 300-node, 900-edge KG in pushdown mode (imported: one COPY), embedded with the hash model."""
+    home = tmp_path_factory.mktemp("home")
+    rng = random.Random(7)
+    nodes = []
+    for i in range(300):
+        words = " ".join(rng.sample(WORDS, 3))
+        nodes.append({"id": f"n:{i}", "name": f"Node {i} {words}", "type": "thing", "description": f"About {words}."})
+    pairs: set[tuple[int, int, str]] = set()
+    while len(pairs) < 900:
+        a, b = rng.randrange(300), rng.randrange(300)
+        if a != b:
+            pairs.add((a, b, rng.choice(TYPES)))
+    edges = [{"source": f"n:{a}", "target": f"n:{b}", "type": t, "weight": round(rng.uniform(0.1, 1.0), 3)}
+             for a, b, t in sorted(pairs)]
+    path = home / "g.json"
+    path.write_text(json.dumps({"nodes": nodes, "edges": edges}))
+    ws = kgos.Workspace(home / "ws", database_url=url)
+    ws.import_file("g", path, "nodelink")
     g = ws.kg("g")
     g.store.set_meta(pushdown="on")
-    rng = random.Random(7)
-    with g.batch():
-        for i in range(300):
-            words = " ".join(rng.sample(WORDS, 3))
-            g.add_node(f"Node {i} {words}", "thing", f"About {words}.", id=f"n:{i}")
-        pairs = set()
-        while len(pairs) < 900:
-            a, b = rng.randrange(300), rng.randrange(300)
-            if a != b:
-                pairs.add((a, b, rng.choice(TYPES)))
-        for a, b, t in sorted(pairs):
-            g.add_edge(f"n:{a}", f"n:{b}", t, round(rng.uniform(0.1, 1.0), 3))
     g.embed("hash")
     yield ws, g
     ws.close()
@@ -124,6 +128,10 @@ def test_how_the_mode_is_chosen(url, tmp_path, monkeypatch):
     assert isinstance(kgos.Workspace(tmp_path / "b", database_url=url).kg("small").engine, PushdownEngine)
     ws.kg("small").store.set_meta(pushdown="off")  # the KG's own setting wins over the environment
     assert type(kgos.Workspace(tmp_path / "c", database_url=url).kg("small").engine) is SearchEngine
+    same = ws.kg("small")  # an open KG follows its setting at the next version
+    assert type(same.engine) is SearchEngine
+    same.store.set_meta(pushdown="on")
+    assert isinstance(same.engine, PushdownEngine)
     ws.kg("small").store.set_meta(pushdown="sometimes")
     with pytest.raises(InvalidArgument, match="choose on, off or auto"):
         kgos.Workspace(tmp_path / "d", database_url=url).kg("small").engine  # noqa: B018

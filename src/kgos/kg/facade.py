@@ -207,7 +207,7 @@ class KG:
     # -- search ------------------------------------------------------------------------------------
     @property
     def engine(self) -> SearchEngine:
-        if self._engine is None:
+        if self._engine is None or self._pushdown_changed():
             embedder = self.workspace.setting(self.db_id, "embedder")
             if pushdown_wanted(self.store):  # a PostgreSQL KG searched in the database (retrieval.pushdown)
                 self._engine = PushdownEngine(self.store, self.workspace.cache_dir, embedder=embedder)
@@ -215,6 +215,17 @@ class KG:
                 self._engine = SearchEngine(self.store, self.workspace.cache_dir, embedder=embedder)
             self._engine.tuned = self.workspace.setting(self.db_id, "weight_profiles")
         return self._engine
+
+    def _pushdown_changed(self) -> bool:
+        """A PostgreSQL KG whose pushdown setting (or size, for auto) now calls for the other engine;
+        checked once per KG version (a setting is a kg_meta write: it bumps the version)."""
+        if getattr(self.store, "sql_dialect", None) != "postgresql":
+            return False
+        version = self.store.version()
+        if getattr(self, "_engine_checked", None) == version:
+            return False
+        self._engine_checked = version
+        return isinstance(self._engine, PushdownEngine) != pushdown_wanted(self.store)
 
     def view(self, snap: Snapshot | None = None) -> GraphView:
         """What the query methods read of ``snap`` (default: the current KG version's; built once per
