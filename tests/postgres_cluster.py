@@ -84,8 +84,23 @@ def vector_bin() -> Path | None:
         import pgserver  # type: ignore[import-untyped]
     except ImportError:
         return None
-    bundled = Path(pgserver.__file__).parent / "pginstall" / "bin"
-    return bundled if (bundled / "initdb").exists() else None
+    bundled = Path(pgserver.__file__).parent / "pginstall"
+    if not (bundled / "bin" / "initdb").exists():
+        return None
+    if os.geteuid() == 0 and subprocess.run(_as_server_user() + ["test", "-x", str(bundled / "bin" / "initdb")],
+                                            check=False).returncode != 0:
+        # a package under /root (mode 700) that the server's user cannot reach: a readable copy
+        # (~40 MB) of the server and the wheel's libraries, in the same relative places (its RPATH is
+        # $ORIGIN/../../../pgserver.libs; PostgreSQL finds lib/ and share/ relative to bin/)
+        copy = Path(tempfile.mkdtemp(prefix="kgos-pgvector-"))
+        os.chmod(copy, 0o755)
+        shutil.copytree(bundled, copy / "pgserver" / "pginstall", symlinks=True)
+        libs = bundled.parent.parent / "pgserver.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, copy / "pgserver.libs", symlinks=True)
+        atexit.register(shutil.rmtree, copy, True)
+        bundled = copy / "pgserver" / "pginstall"
+    return bundled / "bin"
 
 
 def vector_cluster() -> tuple[Cluster | None, str | None]:
