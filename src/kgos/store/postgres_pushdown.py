@@ -11,6 +11,8 @@ not a numbered migration: a database without pgvector still opens every KG):
 - ``nodes.pd_tsv``, a stored generated ``to_tsvector('simple', name type description)`` with a GIN
   index: text candidates (AND of the query's words first, OR when those are too few).
 - ``pd_degree``: each node's edge count (kept by row triggers on ``edges``): the criticality of impact.
+- covering indexes of ``edges`` by source and by target (``INCLUDE`` the other end, type, weight,
+  rowid): a hop reads one index page per node, never the table (index-only scans once vacuumed).
 
 Every statement runs with ``statement_timeout`` (``KGOS_PUSHDOWN_TIMEOUT_MS``, default 5000) and the
 broad ones are checked against the planner's row estimate (``KGOS_PUSHDOWN_MAX_ROWS``, default
@@ -40,7 +42,7 @@ MAX_ROWS_ENV = "KGOS_PUSHDOWN_MAX_ROWS"
 EF_ENV = "KGOS_PUSHDOWN_EF"  # hnsw.ef_search of the vector candidates
 DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges): past a small server
 MODES = ("on", "off", "auto")
-TEXT_MATCH_BOUND = 5_000  # text matches ranked at most (a bounded answer past it, with a note)
+TEXT_MATCH_BOUND = 2_000  # text matches ranked at most (a bounded answer past it, with a note)
 TEXT_CONFIG = "simple"
 # The text a node is found by, stored (a generated column: ranking reads it instead of re-parsing the text)
 TSV = f"to_tsvector('{TEXT_CONFIG}'::regconfig, name || ' ' || type || ' ' || description)"
@@ -91,6 +93,8 @@ CREATE TRIGGER pd_edge_degree AFTER INSERT OR DELETE ON {s}.edges
   FOR EACH ROW EXECUTE FUNCTION {s}.pd_edge_degree();
 ALTER TABLE {s}.nodes ADD COLUMN IF NOT EXISTS pd_tsv tsvector GENERATED ALWAYS AS (@TSV@) STORED;
 CREATE INDEX IF NOT EXISTS pd_text ON {s}.nodes USING gin (pd_tsv);
+CREATE INDEX IF NOT EXISTS pd_edges_out ON {s}.edges(source) INCLUDE (target, type, weight, rowid);
+CREATE INDEX IF NOT EXISTS pd_edges_in ON {s}.edges(target) INCLUDE (source, type, weight, rowid);
 """.replace("@TSV@", TSV)
 
 
