@@ -60,6 +60,8 @@ class Cluster:
 
 _CLUSTER: Cluster | None = None
 _WHY_NOT: str | None = None
+_VECTOR: Cluster | None = None
+_VECTOR_WHY_NOT: str | None = None
 
 
 def server_bin() -> Path | None:
@@ -68,6 +70,61 @@ def server_bin() -> Path | None:
         return Path(found[-1]).parent
     initdb = shutil.which("initdb")
     return Path(initdb).resolve().parent if initdb else None
+
+
+def vector_bin() -> Path | None:
+    """A server with the pgvector extension (>= 0.5, for HNSW): the system's when it has it (Debian's
+    postgresql-NN-pgvector), else the one the PyPI package ``pgserver`` bundles (PostgreSQL 16 +
+    pgvector 0.6; in the dev extra)."""
+    system = server_bin()
+    if system is not None and glob.glob(str(system.parent / "share" / "extension" / "vector.control")) + glob.glob(
+            f"/usr/share/postgresql/{system.parent.name}/extension/vector.control"):
+        return system
+    try:
+        import pgserver  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    bundled = Path(pgserver.__file__).parent / "pginstall"
+    if not (bundled / "bin" / "initdb").exists():
+        return None
+    if os.geteuid() == 0 and subprocess.run(_as_server_user() + ["test", "-x", str(bundled / "bin" / "initdb")],
+                                            check=False).returncode != 0:
+        # a package under /root (mode 700) that the server's user cannot reach: a readable copy
+        # (~40 MB) of the server and the wheel's libraries, in the same relative places (its RPATH is
+        # $ORIGIN/../../../pgserver.libs; PostgreSQL finds lib/ and share/ relative to bin/)
+        copy = Path(tempfile.mkdtemp(prefix="kgos-pgvector-"))
+        os.chmod(copy, 0o755)
+        shutil.copytree(bundled, copy / "pgserver" / "pginstall", symlinks=True)
+        libs = bundled.parent.parent / "pgserver.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, copy / "pgserver.libs", symlinks=True)
+        atexit.register(shutil.rmtree, copy, True)
+        bundled = copy / "pgserver" / "pginstall"
+    return bundled / "bin"
+
+
+def vector_cluster() -> tuple[Cluster | None, str | None]:
+    """(a cluster whose server has pgvector, None) or (None, why there is none)."""
+    global _VECTOR, _VECTOR_WHY_NOT
+    if _VECTOR is None and _VECTOR_WHY_NOT is None:
+        bindir = vector_bin()
+        if bindir is None:
+            _VECTOR_WHY_NOT = ("no PostgreSQL with pgvector: apt-get install postgresql-NN-pgvector, or "
+                               "pip install pgserver (the dev extra)")
+        else:
+            try:
+                _VECTOR = _start(bindir)
+            except (RuntimeError, OSError, KeyError, subprocess.SubprocessError) as exc:
+                _VECTOR_WHY_NOT = f"no PostgreSQL with pgvector could be started: {exc}"
+    return _VECTOR, _VECTOR_WHY_NOT
+
+
+def running_vector_cluster() -> Cluster:
+    """The pgvector cluster, or the calling test skipped with the reason there is none."""
+    c, why = vector_cluster()
+    if c is None:
+        pytest.skip(why or "no PostgreSQL with pgvector")
+    return c
 
 
 def _as_server_user() -> list[str]:
@@ -103,12 +160,12 @@ def running_cluster() -> Cluster:
     return c
 
 
-def _start() -> Cluster:
+def _start(bindir: Path | None = None) -> Cluster:
     try:
         import psycopg  # noqa: F401
     except ImportError:
         raise RuntimeError("psycopg is not installed (pip install -e '.[postgres]')") from None
-    bindir = server_bin()
+    bindir = bindir or server_bin()
     if bindir is None:
         raise RuntimeError("no initdb found (apt-get install postgresql)")
     folder = Path(tempfile.mkdtemp(prefix="kgos-pg-"))

@@ -10,12 +10,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from postgres_cluster import running_cluster
+from postgres_cluster import running_cluster, running_vector_cluster
 
 import kgos
 from kgos.errors import InvalidArgument, NodeNotFound
 
-BACKENDS = ("native", "foreign", "postgres")
+# "pushdown": a PostgreSQL KG whose search, impact and trace run in the database (pgvector + full
+# text + recursive CTEs, retrieval.pushdown); on a server with pgvector (skipped with the reason without)
+BACKENDS = ("native", "foreign", "postgres", "pushdown")
 HOSTILE = "x'); DROP TABLE nodes; --"
 FOREIGN_DDL = """
 CREATE TABLE nodes (id TEXT PRIMARY KEY, name TEXT NOT NULL, type TEXT, description TEXT, properties TEXT);
@@ -24,21 +26,22 @@ CREATE TABLE edges (id INTEGER PRIMARY KEY, source TEXT NOT NULL, target TEXT NO
 """
 
 
-_SHARED: list[str] = []
+_SHARED: dict[str, str] = {}
 
 
-def postgres_url() -> str:
-    """One database for the session's contract tests; each test leaves it empty (see backend_ws)."""
-    c = running_cluster()
-    if not _SHARED:
-        _SHARED.append(c.new_database())
-    return _SHARED[0]
+def postgres_url(backend: str = "postgres") -> str:
+    """One database per PostgreSQL backend for the session's contract tests; each test leaves it
+    empty (see backend_ws)."""
+    c = running_vector_cluster() if backend == "pushdown" else running_cluster()
+    if backend not in _SHARED:
+        _SHARED[backend] = c.new_database()
+    return _SHARED[backend]
 
 
 @pytest.fixture(params=BACKENDS)
 def backend_ws(request: pytest.FixtureRequest, tmp_path: Path):
     """(backend, workspace, db_id of an empty writable KG on that backend)."""
-    url = postgres_url() if request.param == "postgres" else None
+    url = postgres_url(request.param) if request.param in ("postgres", "pushdown") else None
     ws = kgos.Workspace(tmp_path / "home", database_url=url)
     if request.param == "foreign":
         path = tmp_path / "foreign.db"
@@ -47,6 +50,8 @@ def backend_ws(request: pytest.FixtureRequest, tmp_path: Path):
         ws.attach("k", path, writable=True)
     else:
         ws.create("k")
+    if request.param == "pushdown":
+        ws.kg("k").store.set_meta(pushdown="on")  # the KG's own setting (else KGOS_PUSHDOWN, else by size)
     yield request.param, ws, "k"
     if url is not None:
         for db_id in ws.pg.kg_ids():
@@ -202,7 +207,7 @@ def test_export_then_import_is_the_same_kg(backend_ws, kg, tmp_path, fmt):
         edges = sorted((e.source, e.target, e.type, round(e.weight, 6)) for e in g.edges())
         return nodes, edges
     assert content(back) == content(kg)
-    assert ws.info("back").kind == ("postgres" if backend == "postgres" else "native")
+    assert ws.info("back").kind == ("postgres" if backend in ("postgres", "pushdown") else "native")
 
 
 def test_evaluation_scores_the_same_probes(kg, tmp_path):

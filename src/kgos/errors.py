@@ -357,3 +357,11 @@ class NodeChanged(KGOSError):
     someone else's edit came first; read the node again and redo the change (nothing was written)."""
 
     status = 409
+
+
+class QueryTooBroad(KGOSError):
+    """A pushed-down query (a PostgreSQL KG in pushdown mode, docs/postgres.md) that would read more
+    than its bound: the planner's estimate was above ``KGOS_PUSHDOWN_MAX_ROWS``, or the statement ran
+    past ``KGOS_PUSHDOWN_TIMEOUT_MS``. Narrow the query (fewer hops, a more specific text)."""
+
+    status = 422

@@ -52,6 +52,8 @@ from ..methods.view import (
 )
 from ..model import Edge, Neighbor, Node
 from ..retrieval.engine import ModelEngine, SearchEngine
+from ..retrieval.pushdown import PushdownEngine
+from ..retrieval.pushdown import wanted as pushdown_wanted
 from ..retrieval.results import SearchResult
 from ..store.base import GraphStore
 from ..store.proposals import ProposalQueue, open_proposal_store
@@ -209,14 +211,29 @@ class KG:
     # -- search ------------------------------------------------------------------------------------
     @property
     def engine(self) -> SearchEngine:
-        if self._engine is None:
+        changed = self._pushdown_changed()
+        if self._engine is None or changed:
             with self._init_lock:
-                if self._engine is None:
-                    engine = SearchEngine(self.store, self.workspace.cache_dir,
-                                          embedder=self.workspace.setting(self.db_id, "embedder"))
+                if self._engine is None or changed:
+                    embedder = self.workspace.setting(self.db_id, "embedder")
+                    if pushdown_wanted(self.store):  # a PostgreSQL KG searched in the database (retrieval.pushdown)
+                        engine: SearchEngine = PushdownEngine(self.store, self.workspace.cache_dir, embedder=embedder)
+                    else:
+                        engine = SearchEngine(self.store, self.workspace.cache_dir, embedder=embedder)
                     engine.tuned = self.workspace.setting(self.db_id, "weight_profiles")
                     self._engine = engine
         return self._engine
+
+    def _pushdown_changed(self) -> bool:
+        """A PostgreSQL KG whose pushdown setting (or size, for auto) now calls for the other engine;
+        checked once per KG version (a setting is a kg_meta write: it bumps the version)."""
+        if getattr(self.store, "sql_dialect", None) != "postgresql":
+            return False
+        version = self.store.version()
+        if getattr(self, "_engine_checked", None) == version:
+            return False
+        self._engine_checked = version
+        return isinstance(self._engine, PushdownEngine) != pushdown_wanted(self.store)
 
     def view(self, snap: Snapshot | None = None) -> GraphView:
         """What the query methods read of ``snap`` (default: the current KG version's; built once per

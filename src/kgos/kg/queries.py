@@ -35,6 +35,8 @@ from ..methods.results import (
     WantToResult,
 )
 from ..methods.view import PER_LEVEL_DEFAULT, check_depth, check_direction, check_k, check_text, resolve
+from ..retrieval import pushdown
+from ..retrieval.pushdown import pushdown_of
 
 if TYPE_CHECKING:
     from .facade import KG
@@ -86,6 +88,9 @@ class QueryMethods:
         """BFS forward / backward / both with risk = 1/depth x weight x criticality (method 6)."""
         direction = check_direction(direction)
         depth, notes = check_depth(max_depth)
+        pd = pushdown_of(self.kg)
+        if pd is not None:  # in the database: no whole-KG snapshot (docs/postgres.md "Pushdown")
+            return pushdown.impact(pd, self._ref(node), direction, depth, check_k(per_depth, "per_depth"), notes)
         view = self.kg.view()
         return structure.impact(view, view.row(self._ref(node).id), direction, depth,
                                 check_k(per_depth, "per_depth"), notes)
@@ -93,6 +98,9 @@ class QueryMethods:
     def trace_path(self, node_a: str, node_b: str, max_depth: int = 5) -> PathResult:
         """Shortest path with each edge's type and direction; found False when none (method 9)."""
         depth, notes = check_depth(max_depth)
+        pd = pushdown_of(self.kg)
+        if pd is not None:
+            return pushdown.trace(pd, self._ref(node_a), self._ref(node_b), depth, notes)
         view = self.kg.view()
         a, b = self._ref(node_a), self._ref(node_b)
         return structure.trace(view, view.row(a.id), view.row(b.id), depth, notes)

@@ -1,0 +1,479 @@
+"""Pushdown mode of a PostgreSQL KG: search and the graph methods run in the database, so a server
+holds no snapshot of the whole KG (docs/postgres.md "Pushdown"; issue 31 goal 4).
+
+What the database keeps beside the KG's tables, in the KG's schema, created by ``prepare`` (idempotent,
+not a numbered migration: a database without pgvector still opens every KG):
+
+- ``pd_vectors``: each node vector as a pgvector ``vector`` (copied from ``node_embeddings``' float32
+  bytes), with one HNSW index per search model (a partial expression index cast to the model's width;
+  ``halfvec`` when pgvector >= 0.7 has it: half the index memory). ``pd_dirty`` holds the vectors
+  written since the last copy (a row trigger on ``node_embeddings``): search copies them first.
+- ``nodes.pd_tsv``, a stored generated ``to_tsvector('simple', name type description)`` with a GIN
+  index: text candidates (AND of the query's words first, OR when those are too few).
+- ``pd_degree``: each node's edge count (kept by row triggers on ``edges``): the criticality of impact.
+- covering indexes of ``edges`` by source and by target (``INCLUDE`` the other end, type, weight,
+  rowid): a hop reads one index page per node, never the table (index-only scans once vacuumed).
+
+Every statement runs with ``statement_timeout`` (``KGOS_PUSHDOWN_TIMEOUT_MS``, default 5000) and the
+broad ones are checked against the planner's row estimate (``KGOS_PUSHDOWN_MAX_ROWS``, default
+200,000): past either, ``QueryTooBroad`` (HTTP 422) or a bounded answer that says so, never a hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgument, QueryTooBroad
+
+MODE_ENV = "KGOS_PUSHDOWN"  # on | off | auto: the default of every PostgreSQL KG without its own setting
+NODES_ENV = "KGOS_PUSHDOWN_NODES"  # auto: pushdown from this many nodes on
+TIMEOUT_ENV = "KGOS_PUSHDOWN_TIMEOUT_MS"
+MAX_ROWS_ENV = "KGOS_PUSHDOWN_MAX_ROWS"
+EF_ENV = "KGOS_PUSHDOWN_EF"  # hnsw.ef_search of the vector candidates
+DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges): past a small server
+MODES = ("on", "off", "auto")
+TEXT_MATCH_BOUND = 2_000  # text matches ranked at most (a bounded answer past it, with a note)
+TEXT_CONFIG = "simple"
+# The text a node is found by, stored (a generated column: ranking reads it instead of re-parsing the text)
+TSV = f"to_tsvector('{TEXT_CONFIG}'::regconfig, name || ' ' || type || ' ' || description)"
+
+PREPARE = """
+CREATE TABLE IF NOT EXISTS {s}.pd_vectors (
+  node bigint NOT NULL REFERENCES {s}.nodes(rowid) ON DELETE CASCADE,
+  model text NOT NULL,
+  embedding vector NOT NULL,
+  PRIMARY KEY (node, model)
+);
+CREATE TABLE IF NOT EXISTS {s}.pd_dirty (node bigint NOT NULL, model text NOT NULL, PRIMARY KEY (node, model));
+CREATE TABLE IF NOT EXISTS {s}.pd_degree (
+  node bigint PRIMARY KEY REFERENCES {s}.nodes(rowid) ON DELETE CASCADE,
+  degree integer NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pd_degree_degree ON {s}.pd_degree(degree);
+CREATE TABLE IF NOT EXISTS {s}.pd_state (key text PRIMARY KEY, value text NOT NULL);
+CREATE OR REPLACE FUNCTION {s}.pd_vector_dirty() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    EXECUTE format('INSERT INTO %I.pd_dirty VALUES ($1, $2) ON CONFLICT DO NOTHING', TG_TABLE_SCHEMA)
+      USING OLD.node, OLD.model;
+  ELSE
+    EXECUTE format('INSERT INTO %I.pd_dirty VALUES ($1, $2) ON CONFLICT DO NOTHING', TG_TABLE_SCHEMA)
+      USING NEW.node, NEW.model;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION {s}.pd_edge_degree() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  q text := format('INSERT INTO %I.pd_degree AS g SELECT x, $3 FROM unnest(ARRAY[$1, $2]) x '
+                   'WHERE EXISTS (SELECT 1 FROM %I.nodes WHERE rowid = x) '
+                   'ON CONFLICT (node) DO UPDATE SET degree = g.degree + $3', TG_TABLE_SCHEMA, TG_TABLE_SCHEMA);
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    EXECUTE q USING OLD.source, OLD.target, -1;
+  ELSE
+    EXECUTE q USING NEW.source, NEW.target, 1;
+  END IF;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS pd_vector_dirty ON {s}.node_embeddings;
+CREATE TRIGGER pd_vector_dirty AFTER INSERT OR UPDATE OR DELETE ON {s}.node_embeddings
+  FOR EACH ROW EXECUTE FUNCTION {s}.pd_vector_dirty();
+DROP TRIGGER IF EXISTS pd_edge_degree ON {s}.edges;
+CREATE TRIGGER pd_edge_degree AFTER INSERT OR DELETE ON {s}.edges
+  FOR EACH ROW EXECUTE FUNCTION {s}.pd_edge_degree();
+ALTER TABLE {s}.nodes ADD COLUMN IF NOT EXISTS pd_tsv tsvector GENERATED ALWAYS AS (@TSV@) STORED;
+CREATE INDEX IF NOT EXISTS pd_text ON {s}.nodes USING gin (pd_tsv);
+CREATE INDEX IF NOT EXISTS pd_edges_out ON {s}.edges(source) INCLUDE (target, type, weight, rowid);
+CREATE INDEX IF NOT EXISTS pd_edges_in ON {s}.edges(target) INCLUDE (source, type, weight, rowid);
+""".replace("@TSV@", TSV)
+
+
+def env_mode() -> str:
+    mode = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
+    if mode not in MODES:
+        raise InvalidArgument(f"{MODE_ENV}={mode!r}: choose on, off or auto")
+    return mode
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise InvalidArgument(f"{name}={raw!r} is not a whole number") from None
+
+
+def extension_version(db: Any) -> str | None:
+    """pgvector's version on this server (installed or installable), or None: cached per database."""
+    cached = getattr(db, "_pgvector", False)
+    if cached is not False:
+        return cached  # type: ignore[no-any-return]
+    with db.connection() as conn:
+        row = conn.execute("SELECT coalesce(i.extversion, a.default_version) FROM pg_available_extensions a "
+                           "LEFT JOIN pg_extension i ON i.extname = a.name WHERE a.name = 'vector'").fetchone()
+    db._pgvector = row[0] if row else None
+    return db._pgvector  # type: ignore[no-any-return]
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", v)[:3])
+
+
+@dataclass(frozen=True)
+class Edge4:
+    """One edge row as the pushdown queries return it: node rowids, type, weight."""
+
+    source: int
+    target: int
+    type: str
+    weight: float
+
+
+class Pushdown:
+    """The pushed-down queries of one ``PostgresStore``."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.timeout_ms = _env_int(TIMEOUT_ENV, 5000)
+        self.max_rows = _env_int(MAX_ROWS_ENV, 200_000)
+        self._prepared: str | None = None  # the KG version last found prepared by this process
+        self._local = threading.local()  # the connection of this thread's open session
+        self._top: tuple[str, int] | None = None  # (version, the largest degree)
+
+    @property
+    def vector_version(self) -> str | None:
+        return extension_version(self.store.db)
+
+    @property
+    def halfvec(self) -> bool:
+        v = self.vector_version
+        return v is not None and _version_tuple(v) >= (0, 7)
+
+    # -- statements ---------------------------------------------------------------------------------
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """One bounded read transaction: statement_timeout set, a timeout as ``QueryTooBroad``. Nested
+        calls in one thread share the outer one (a search is one transaction, not ten)."""
+        open_conn = getattr(self._local, "conn", None)
+        if open_conn is not None:
+            yield open_conn
+            return
+        self.prepare()
+        errors = self.store.db.psycopg.errors
+        with self.store._conn() as conn:
+            try:
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL statement_timeout = {int(self.timeout_ms)}")
+                    self._local.conn = conn
+                    try:
+                        yield conn
+                    finally:
+                        self._local.conn = None
+            except errors.QueryCanceled:  # caught here: the pool would call it the database failing
+                raise QueryTooBroad(f"a pushed-down query of KG '{self.store.db_id}' ran past the "
+                                    f"{self.timeout_ms} ms statement timeout ({TIMEOUT_ENV}): narrow it "
+                                    "(fewer hops, more specific words)") from None
+
+    session = _tx  # what callers hold around several pushed-down reads
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("{s}", self.store.s)
+
+    def estimate(self, conn: Any, sql: str, args: Any = ()) -> int:
+        """The planner's row estimate of ``sql`` (EXPLAIN, nothing runs)."""
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + self._sql(sql), args).fetchone()[0]
+        plan = json.loads(plan) if isinstance(plan, str) else plan
+        return int(plan[0]["Plan"]["Plan Rows"])
+
+    # -- setup --------------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Create the pushdown tables, triggers and indexes if missing, and fill them the first time."""
+        # checked again at each new version: an import may have renamed a fresh schema (without them) in
+        key = self.store.version()
+        if self._prepared == key:
+            return
+        if self.vector_version is None:
+            raise InvalidArgument("pushdown needs the pgvector extension on the PostgreSQL server "
+                                  "(Debian: apt-get install postgresql-NN-pgvector; or pip install pgserver)")
+        with self.store._conn() as conn, conn.transaction():  # _conn: a dropped KG is KGNotFound
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"kgos-pushdown {self.store.schema}",))
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            ready = conn.execute("SELECT to_regclass(%s)", (f"{self.store.s}.pd_state",)).fetchone()[0]
+            done = ready is not None and conn.execute(
+                self._sql("SELECT 1 FROM {s}.pd_state WHERE key = 'filled'")).fetchone() is not None
+            if not done:
+                conn.execute(self._sql(PREPARE))
+                self._fill(conn)
+        self._prepared = key
+
+    def _fill(self, conn: Any) -> None:
+        """First fill: every node's degree, every stored vector (a bulk load may have written both)."""
+        conn.execute(self._sql(
+            "INSERT INTO {s}.pd_degree SELECT n.rowid, coalesce(o.c, 0) + coalesce(i.c, 0) FROM {s}.nodes n "
+            "LEFT JOIN (SELECT source, count(*) c FROM {s}.edges GROUP BY source) o ON o.source = n.rowid "
+            "LEFT JOIN (SELECT target, count(*) c FROM {s}.edges GROUP BY target) i ON i.target = n.rowid "
+            "ON CONFLICT DO NOTHING"))
+        conn.execute(self._sql("INSERT INTO {s}.pd_dirty SELECT e.node, e.model FROM {s}.node_embeddings e "
+                               "WHERE NOT EXISTS (SELECT 1 FROM {s}.pd_vectors v WHERE v.node = e.node "
+                               "AND v.model = e.model) ON CONFLICT DO NOTHING"))
+        conn.execute(self._sql("INSERT INTO {s}.pd_state VALUES ('filled', now()::text)"))
+
+    def sync(self, model: str | None) -> int:
+        """Copy the vectors written since the last sync into ``pd_vectors`` and make sure ``model`` has
+        its HNSW index. Returns how many vectors were copied."""
+        self.prepare()
+        with self.store._conn() as conn, conn.transaction():
+            dirty = conn.execute(self._sql(
+                "DELETE FROM {s}.pd_dirty d USING (SELECT node, model FROM {s}.pd_dirty LIMIT 50000 "
+                "FOR UPDATE SKIP LOCKED) x WHERE d.node = x.node AND d.model = x.model "
+                "RETURNING d.node, d.model")).fetchall()
+            if dirty:
+                self._copy_vectors(conn, dirty)
+            if model:
+                self._ensure_index(conn, model)
+        return len(dirty)
+
+    def _copy_vectors(self, conn: Any, dirty: list[tuple[int, str]]) -> None:
+        nodes, models = [r[0] for r in dirty], [r[1] for r in dirty]
+        conn.execute(self._sql("DELETE FROM {s}.pd_vectors v USING unnest(%s::bigint[], %s::text[]) d(node, model) "
+                               "WHERE v.node = d.node AND v.model = d.model"), (nodes, models))
+        rows = conn.execute(self._sql(
+            "SELECT e.node, e.model, e.vector FROM {s}.node_embeddings e JOIN unnest(%s::bigint[], %s::text[]) "
+            "d(node, model) ON e.node = d.node AND e.model = d.model"), (nodes, models)).fetchall()
+        with conn.cursor().copy(self._sql("COPY {s}.pd_vectors (node, model, embedding) FROM STDIN")) as copy:
+            for node, model, blob in rows:
+                copy.write_row((node, model, vector_text(np.frombuffer(bytes(blob), np.float32))))
+
+    def _index_name(self, model: str, dims: int) -> str:
+        return "pd_hnsw_" + hashlib.sha1(f"{model} {dims} {self.halfvec}".encode()).hexdigest()[:12]
+
+    def _cast(self, dims: int) -> tuple[str, str]:
+        kind = "halfvec" if self.halfvec else "vector"
+        return f"{kind}({int(dims)})", f"{kind}_cosine_ops"
+
+    def dims(self, conn: Any, model: str) -> int | None:
+        row = conn.execute(self._sql("SELECT dims FROM {s}.node_embeddings WHERE model = %s LIMIT 1"),
+                           (model,)).fetchone()
+        return int(row[0]) if row else None
+
+    def _ensure_index(self, conn: Any, model: str) -> None:
+        dims = self.dims(conn, model)
+        if dims is None:
+            return
+        name = self._index_name(model, dims)
+        if conn.execute("SELECT to_regclass(%s)", (f"{self.store.s}.{name}",)).fetchone()[0] is not None:
+            return
+        cast, ops = self._cast(dims)
+        literal = "'" + model.replace("'", "''") + "'"  # a model name from the KG's own settings, quoted
+        conn.execute(self._sql(f"CREATE INDEX IF NOT EXISTS {name} ON {{s}}.pd_vectors USING hnsw "
+                               f"((embedding::{cast}) {ops}) WHERE model = {literal}"))
+
+    # -- search candidates --------------------------------------------------------------------------
+    def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
+        """(node rowid, cosine similarity) of the ``limit`` nearest vectors by the HNSW index, which
+        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 200) candidates: more is slower, nearer exact."""
+        ef = ef or _env_int(EF_ENV, 200)
+        with self._tx() as conn:
+            dims = self.dims(conn, model)
+            if dims is None or dims != query.size:
+                return []
+            cast, _ = self._cast(dims)
+            conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(ef, limit))}")
+            sql = (f"SELECT node, 1 - (embedding::{cast} <=> %s::{cast}) FROM {{s}}.pd_vectors "
+                   f"WHERE model = %s ORDER BY embedding::{cast} <=> %s::{cast} LIMIT %s")
+            q = vector_text(query)
+            self._require_index(conn, sql, (q, model, q, limit))
+            return [(int(r[0]), float(r[1])) for r in conn.execute(self._sql(sql), (q, model, q, limit))]
+
+    def _require_index(self, conn: Any, sql: str, args: Any) -> None:
+        """A nearest-neighbour query without its HNSW index would sort every vector: refused."""
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + self._sql(sql), args).fetchone()[0]
+        text = json.dumps(plan)
+        if "Index Scan" not in text and self.estimate(conn, "SELECT 1 FROM {s}.pd_vectors") > self.max_rows:
+            raise QueryTooBroad(f"KG '{self.store.db_id}': the vector query would scan every vector "
+                                "(no HNSW index of this model yet); retry once `kgos embed` has finished")
+
+    def exact_vector_candidates(self, model: str, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """The exact nearest vectors (a full scan: for measuring recall only, never on a query path)."""
+        with self.store._conn() as conn, conn.transaction():
+            conn.execute("SET LOCAL enable_indexscan = off")
+            q = vector_text(query)
+            sql = ("SELECT node, 1 - (embedding <=> %s::vector) FROM {s}.pd_vectors WHERE model = %s "
+                   "ORDER BY embedding <=> %s::vector LIMIT %s")
+            return [(int(r[0]), float(r[1])) for r in conn.execute(self._sql(sql), (q, model, q, limit))]
+
+    def text_candidates(self, query: str, limit: int) -> tuple[list[tuple[int, float]], str | None]:
+        """(node rowid, ts_rank_cd) of the best text matches: nodes with every query word first, then
+        (when those are fewer than ``limit``) with any; a note when the matches were more than
+        ``TEXT_MATCH_BOUND`` (then a bounded sample of them was ranked)."""
+        words = query_words(query)
+        if not words:
+            return [], None
+        found: dict[int, float] = {}
+        note = None
+        with self._tx() as conn:
+            for op in (" & ", " | ") if len(words) > 1 else (" & ",):
+                rows, n = self._ranked(conn, op.join(words), limit)
+                for r, rank in rows:
+                    found.setdefault(r, rank + (1.0 if op == " & " else 0.0))  # all words above some
+                if n > TEXT_MATCH_BOUND and note is None:
+                    note = (f"pushdown: about {n:,} nodes match the query's words; {TEXT_MATCH_BOUND:,} of them "
+                            "were ranked (a bounded answer)")
+                if len(found) >= limit:
+                    break
+        best = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return best, note
+
+    def _ranked(self, conn: Any, tsq: str, limit: int) -> tuple[list[tuple[int, float]], int]:
+        estimate = self.estimate(conn, f"SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s)",
+                                 (tsq,))
+        sql = (f"SELECT rowid, ts_rank_cd(pd_tsv, to_tsquery('{TEXT_CONFIG}', %s)) r FROM (SELECT rowid, pd_tsv "
+               f"FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s) LIMIT %s) m "
+               "ORDER BY r DESC, rowid LIMIT %s")
+        rows = conn.execute(self._sql(sql), (tsq, tsq, TEXT_MATCH_BOUND, limit)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows], estimate
+
+    def name_candidates(self, query: str, limit: int) -> list[int]:
+        """Nodes named exactly as the query (normalised name): the name signal's candidates."""
+        from ..model import normalize_name
+        with self._tx() as conn:
+            rows = conn.execute(self._sql("SELECT rowid FROM {s}.nodes WHERE norm_name = %s LIMIT %s"),
+                                (normalize_name(query), limit)).fetchall()
+        return [int(r[0]) for r in rows]
+
+    # -- subgraphs ----------------------------------------------------------------------------------
+    def neighbourhood(self, seeds: list[int], per_node: int, limit: int) -> list[Edge4]:
+        """Edges touching ``seeds`` (each seed's strongest ``per_node`` each way), at most ``limit``."""
+        if not seeds:
+            return []
+        sql = ("SELECT e.source, e.target, e.type, e.weight FROM unnest(%s::bigint[]) s(id) "
+               "CROSS JOIN LATERAL (SELECT * FROM {s}.edges WHERE source = s.id ORDER BY weight DESC LIMIT %s) e "
+               "UNION SELECT e.source, e.target, e.type, e.weight FROM unnest(%s::bigint[]) s(id) "
+               "CROSS JOIN LATERAL (SELECT * FROM {s}.edges WHERE target = s.id ORDER BY weight DESC LIMIT %s) e "
+               "LIMIT %s")
+        with self._tx() as conn:
+            rows = conn.execute(self._sql(sql), (seeds, per_node, seeds, per_node, limit)).fetchall()
+        return [Edge4(int(a), int(b), t, float(w)) for a, b, t, w in rows]
+
+    def node_rows(self, rowids: list[int]) -> list[tuple[Any, ...]]:
+        """NODE_COLS rows of ``rowids``, in rowid order."""
+        from .postgres import NODE_COLS
+        with self._tx() as conn:
+            return conn.execute(self._sql(f"SELECT {NODE_COLS} FROM {{s}}.nodes WHERE rowid = ANY(%s) "
+                                          "ORDER BY rowid"), (rowids,)).fetchall()
+
+    def vectors_of(self, model: str, rowids: list[int]) -> dict[int, tuple[str, bytes, int]]:
+        with self._tx() as conn:
+            # by the (node, model) key, one probe per node (``model =`` alone would pick the model index)
+            rows = conn.execute(self._sql("SELECT e.node, e.content_hash, e.vector, e.dims FROM unnest(%s::bigint[]) "
+                                          "u(node) JOIN {s}.node_embeddings e ON e.node = u.node AND e.model = %s"),
+                                (rowids, model)).fetchall()
+        return {int(r[0]): (r[1], bytes(r[2]), int(r[3])) for r in rows}
+
+    def edges_among(self, rowids: list[int]) -> list[Edge4]:
+        with self._tx() as conn:
+            rows = conn.execute(self._sql(
+                "SELECT source, target, type, weight FROM {s}.edges WHERE source = ANY(%s) AND target = ANY(%s)"),
+                (rowids, rowids)).fetchall()
+        return [Edge4(int(a), int(b), t, float(w)) for a, b, t, w in rows]
+
+    # -- graph methods ------------------------------------------------------------------------------
+    def reach(self, root: int, direction: str, depth: int) -> list[tuple[int, int, int, str, float, bool, int]]:
+        """The BFS tree of ``root`` up to ``depth`` hops, one recursive CTE: (node, depth, parent,
+        edge type, weight, forward, degree) per reached node, its shallowest arrival (an out-edge first, then
+        the lowest parent rowid and edge rowid: the in-memory BFS's choice). Bounded by ``max_rows``
+        (an estimate past it: ``QueryTooBroad``)."""
+        steps = []  # one recursive reference: both directions in a LATERAL union (indexed each way)
+        if direction in ("forward", "both"):
+            steps.append("SELECT target n, type, weight, true f, rowid FROM {s}.edges WHERE source = r.node")
+        if direction in ("backward", "both"):
+            steps.append("SELECT source n, type, weight, false f, rowid FROM {s}.edges WHERE target = r.node")
+        walk = " UNION ALL ".join(steps)
+        sql = ("WITH RECURSIVE r(node, d, parent, type, weight, fwd, edge) AS ("
+               "SELECT %(root)s::bigint, 0, NULL::bigint, NULL::text, 1.0::float8, true, 0::bigint "
+               f"UNION ALL SELECT e.n, r.d + 1, r.node, e.type, e.weight, e.f, e.rowid FROM r "
+               f"CROSS JOIN LATERAL ({walk}) e "
+               "WHERE r.d < %(depth)s) "
+               "SELECT t.*, coalesce(g.degree, 0) FROM (SELECT DISTINCT ON (node) node, d, parent, type, weight, fwd "
+               "FROM (SELECT * FROM r LIMIT %(bound)s) x ORDER BY node, d, fwd DESC, parent, edge) t "
+               "LEFT JOIN {s}.pd_degree g ON g.node = t.node")
+        args = {"root": root, "depth": depth, "bound": self.max_rows + 1}
+        with self._tx() as conn:
+            self._bound_walk(conn, root, direction, depth)
+            rows = conn.execute(self._sql(sql), args).fetchall()
+        return [(n, d, -1 if p is None else p, t or "", w, f, g) for n, d, p, t, w, f, g in rows]
+
+    def _bound_walk(self, conn: Any, root: int, direction: str, depth: int) -> None:
+        """Estimate the walk from the root's degree and the KG's mean degree (the planner cannot
+        estimate a recursive CTE): past ``max_rows`` rows, refused before it runs."""
+        row = conn.execute(self._sql("SELECT (SELECT degree FROM {s}.pd_degree WHERE node = %s), "
+                                     "(SELECT reltuples FROM pg_class WHERE oid = %s::regclass), "
+                                     "(SELECT reltuples FROM pg_class WHERE oid = %s::regclass)"),
+                           (root, f"{self.store.s}.edges", f"{self.store.s}.nodes")).fetchone()
+        first, edges, nodes = float(row[0] or 0), float(row[1] or -1), float(row[2] or -1)
+        if edges > 0 and nodes > 0:
+            mean = 2 * edges / nodes if direction == "both" else edges / nodes
+        else:  # never analysed (reltuples -1): the root's own degree stands for the mean
+            mean = first
+        walk = first * sum(max(mean, 1.0) ** i for i in range(depth))
+        if walk > self.max_rows:
+            raise QueryTooBroad(f"KG '{self.store.db_id}': {depth} hops from this node would walk about "
+                                f"{int(walk):,} edges (bound {self.max_rows:,}, {MAX_ROWS_ENV}): ask fewer hops")
+
+    def top_degree(self) -> int:
+        """The KG's largest edge count (criticality = degree / it), once per version."""
+        version = self.store.version()
+        if self._top is None or self._top[0] != version:
+            with self._tx() as conn:
+                top = conn.execute(self._sql("SELECT max(degree) FROM {s}.pd_degree")).fetchone()[0]
+            self._top = (version, int(top or 0))
+        return self._top[1]
+
+    def hop(self, frontier: list[int]) -> list[Edge4]:
+        """Every edge with an end in ``frontier`` (both directions: trace ignores direction)."""
+        sql = ("SELECT source, target, type, weight FROM {s}.edges WHERE source = ANY(%s) "
+               "UNION ALL SELECT source, target, type, weight FROM {s}.edges WHERE target = ANY(%s)")
+        with self._tx() as conn:
+            rows = conn.execute(self._sql(sql), (frontier, frontier)).fetchall()
+            if len(rows) > self.max_rows:
+                raise QueryTooBroad(f"KG '{self.store.db_id}': one hop of the path search reached {len(rows):,} "
+                                    f"edges (bound {self.max_rows:,}): ask fewer hops")
+        return [Edge4(int(a), int(b), t, float(w)) for a, b, t, w in rows]
+
+    def rowids_of(self, node_ids: list[str]) -> dict[str, int]:
+        with self._tx() as conn:
+            rows = conn.execute(self._sql("SELECT id, rowid FROM {s}.nodes WHERE id = ANY(%s)"), (node_ids,)).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def approx_nodes(self) -> int:
+        """The planner's node count (pg_class.reltuples, no scan), else the count."""
+        with self.store._conn() as conn:
+            row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
+                               (f"{self.store.s}.nodes",)).fetchone()
+        if row is not None and row[0] >= 0:
+            return int(row[0])
+        return int(self.store.node_count())  # never analysed: a young KG, cheap to count
+
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def query_words(query: str, limit: int = 16) -> list[str]:
+    """The query's words as tsquery lexemes: letters and digits only, lower case, de-duplicated."""
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if len(w) > 1)
+    return list(words)[:limit]
+
+
+def vector_text(v: np.ndarray) -> str:
+    """pgvector's text form of a float32 vector."""
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(v, np.float32).tolist()) + "]"

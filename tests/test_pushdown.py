@@ -1,0 +1,153 @@
+"""Pushdown mode of PostgreSQL KGs (retrieval.pushdown, store.postgres_pushdown; docs/postgres.md):
+the same answers as the in-memory methods on a random graph, explanations that add up, how the mode
+is chosen, and the bounds (planner estimate, statement timeout, a KG deleted meanwhile). Needs a
+server with pgvector (the dev extra's pgserver): skipped with the reason without one."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from postgres_cluster import running_vector_cluster
+
+import kgos
+from kgos.errors import InvalidArgument, KGNotFound, QueryTooBroad
+from kgos.methods import structure
+from kgos.retrieval.engine import SearchEngine
+from kgos.retrieval.pushdown import PushdownEngine
+
+WORDS = ("cache", "prompt", "token", "batch", "latency", "cost", "stream", "model", "vector", "graph",
+         "index", "query", "shard", "replica", "quokka", "lemur")
+TYPES = ("enables", "requires", "achieves", "relates_to")
+
+
+@pytest.fixture(scope="module")
+def url():
+    return running_vector_cluster().new_database()
+
+
+@pytest.fixture(scope="module")
+def graph(url, tmp_path_factory):
+    """A random 300-node, 900-edge KG in pushdown mode (imported: one COPY), embedded with the hash model."""
+    home = tmp_path_factory.mktemp("home")
+    rng = random.Random(7)
+    nodes = []
+    for i in range(300):
+        words = " ".join(rng.sample(WORDS, 3))
+        nodes.append({"id": f"n:{i}", "name": f"Node {i} {words}", "type": "thing", "description": f"About {words}."})
+    pairs: set[tuple[int, int, str]] = set()
+    while len(pairs) < 900:
+        a, b = rng.randrange(300), rng.randrange(300)
+        if a != b:
+            pairs.add((a, b, rng.choice(TYPES)))
+    edges = [{"source": f"n:{a}", "target": f"n:{b}", "type": t, "weight": round(rng.uniform(0.1, 1.0), 3)}
+             for a, b, t in sorted(pairs)]
+    path = home / "g.json"
+    path.write_text(json.dumps({"nodes": nodes, "edges": edges}))
+    ws = kgos.Workspace(home / "ws", database_url=url)
+    ws.import_file("g", path, "nodelink")
+    g = ws.kg("g")
+    g.store.set_meta(pushdown="on")
+    g.embed("hash")
+    yield ws, g
+    ws.close()
+
+
+def test_the_engine_pushes_down_and_every_hit_explains_its_score(graph):
+    _, g = graph
+    assert isinstance(g.engine, PushdownEngine)
+    result = g.search("quokka cache latency", k=10)
+    assert result.results and any(n.startswith("pushdown: ranked") for n in result.notes)
+    for hit in result.results:
+        assert hit.score == pytest.approx(hit.explained(), abs=1e-9)
+        assert "quokka" in hit.node.name or "cache" in hit.node.name or "latency" in hit.node.name
+    top = result.results[0].node.name
+    assert sum(w in top for w in ("quokka", "cache", "latency")) >= 2
+
+
+def test_a_write_is_searchable_at_once_vector_included(graph):
+    _, g = graph
+    g.add_node("Wombat ledger", "thing", "Bookkeeping for wombats.", id="n:wombat")
+    assert g.search("wombat ledger", k=3).results[0].node.id == "n:wombat"
+    assert g.search("wombats bookkeeping", k=3, mode="embedding").results[0].node.id == "n:wombat"
+    g.delete_node("n:wombat")
+    assert all(h.node.id != "n:wombat" for h in g.search("wombat ledger", k=3).results)
+
+
+def test_impact_and_trace_agree_with_the_in_memory_methods(graph):
+    _, g = graph
+    view = g.view()  # the whole-KG snapshot, for comparison only
+    for i in (0, 17, 123):
+        nid = f"n:{i}"
+        for direction in ("forward", "backward", "both"):
+            mine = g.impact_analysis(nid, direction=direction, max_depth=3)
+            ref = structure.impact(view, view.row(nid), direction, 3)
+            assert mine.total_impacted == ref.total_impacted
+            assert mine.counts_by_depth == ref.counts_by_depth
+            assert mine.edge_types_traversed == ref.edge_types_traversed
+        for j in (5, 250, 299):
+            mine = g.trace_path(nid, f"n:{j}", max_depth=4)
+            ref = structure.trace(view, view.row(nid), view.row(f"n:{j}"), 4)
+            assert (mine.found, mine.length) == (ref.found, ref.length)
+            if mine.found:  # a valid path: consecutive steps joined by an edge of the stated type and direction
+                for prev, step in zip(mine.path, mine.path[1:]):
+                    src, dst = (prev.node.id, step.node.id) if step.direction == "forward" else (step.node.id, prev.node.id)
+                    assert g.store.get_edge(src, dst, step.edge_type) is not None
+
+
+def test_a_walk_past_the_bound_is_refused_before_it_runs(graph, monkeypatch):
+    _, g = graph
+    monkeypatch.setattr(g.engine.pd, "max_rows", 50)
+    v0 = g.store.version()
+    with pytest.raises(QueryTooBroad, match="would walk about"):
+        g.impact_analysis("n:0", max_depth=5)
+    assert g.impact_analysis("n:0", max_depth=1).total_impacted >= 1  # one hop stays under the bound
+    assert g.store.version() == v0
+
+
+def test_a_statement_past_the_timeout_is_a_clear_error(graph, monkeypatch):
+    _, g = graph
+    pd = g.engine.pd
+    monkeypatch.setattr(pd, "timeout_ms", 1)
+    monkeypatch.setattr(pd, "max_rows", 10**9)
+    with pytest.raises(QueryTooBroad, match="statement timeout"):
+        for _ in range(20):  # a 6-hop walk of ~3^6 paths per start: well past 1 ms
+            pd.reach(pd.rowids_of(["n:1"])["n:1"], "both", 6)
+    monkeypatch.setattr(pd, "timeout_ms", 5000)
+    assert g.impact_analysis("n:1", max_depth=2).total_impacted >= 1  # the next query is served
+
+
+def test_how_the_mode_is_chosen(url, tmp_path, monkeypatch):
+    ws = kgos.Workspace(tmp_path / "home", database_url=url)
+    ws.create("small")
+    ws.kg("small").add_node("One", "thing")
+    monkeypatch.setenv("KGOS_PUSHDOWN", "auto")
+    assert type(kgos.Workspace(tmp_path / "a", database_url=url).kg("small").engine) is SearchEngine
+    monkeypatch.setenv("KGOS_PUSHDOWN_NODES", "0")  # auto: by size (the planner's count)
+    assert isinstance(kgos.Workspace(tmp_path / "b", database_url=url).kg("small").engine, PushdownEngine)
+    ws.kg("small").store.set_meta(pushdown="off")  # the KG's own setting wins over the environment
+    assert type(kgos.Workspace(tmp_path / "c", database_url=url).kg("small").engine) is SearchEngine
+    same = ws.kg("small")  # an open KG follows its setting at the next version
+    assert type(same.engine) is SearchEngine
+    same.store.set_meta(pushdown="on")
+    assert isinstance(same.engine, PushdownEngine)
+    ws.kg("small").store.set_meta(pushdown="sometimes")
+    with pytest.raises(InvalidArgument, match="choose on, off or auto"):
+        kgos.Workspace(tmp_path / "d", database_url=url).kg("small").engine  # noqa: B018
+    ws.delete("small")
+
+
+def test_a_kg_deleted_by_another_server_is_not_found(url, tmp_path):
+    a = kgos.Workspace(tmp_path / "a", database_url=url)
+    a.create("gone")
+    a.kg("gone").store.set_meta(pushdown="on")
+    a.kg("gone").add_node("Prompt caching", "feature", id="f:pc")
+    b = kgos.Workspace(tmp_path / "b", database_url=url)
+    kg_b = b.kg("gone")
+    assert kg_b.search("prompt caching").results[0].node.id == "f:pc"
+    a.pg.drop_kg("gone")
+    with pytest.raises(KGNotFound):
+        kg_b.search("prompt caching again")
+    with pytest.raises(KGNotFound):
+        kg_b.impact_analysis("f:pc")
