@@ -212,7 +212,7 @@ class GapDetector:
 
     # -- the failure log ---------------------------------------------------------------------------------
     def _turns(self, db_id: str) -> list[_Turn]:
-        rows = self.ws.db.execute(
+        rows = self.ws.shared.execute(
             "SELECT a.turn_id, c.expert_id, u.content, a.content, a.metadata, f.rating, f.comment "
             "FROM messages a JOIN conversations c ON c.id = a.conversation_id "
             "JOIN messages u ON u.turn_id = a.turn_id AND u.role = 'user' "
@@ -231,7 +231,7 @@ class GapDetector:
     def _expert_weights(self) -> dict[str, tuple[float, float, float, float]]:
         from .config import ExpertConfig
         out = {}
-        for eid, config in self.ws.db.execute("SELECT id, config FROM experts"):
+        for eid, config in self.ws.shared.execute("SELECT id, config FROM experts"):
             try:
                 out[eid] = ExpertConfig.model_validate_json(config).retrieval.weights()
             except ValueError:

@@ -78,6 +78,7 @@ class Workspace:
         self.home = Path(home).expanduser() if home is not None else default_home()
         self.database_url = database_url or os.environ.get("KGOS_DATABASE_URL") or None
         self._pg: Any = None
+        self._shared: Any = None
         self.kgs_dir = self.home / "kgs"
         self.cache_dir = self.home / "cache"
         self.kgs_dir.mkdir(parents=True, exist_ok=True)
@@ -120,6 +121,18 @@ class Workspace:
             from ..store.postgres_db import database
             self._pg = database(self.database_url)
         return self._pg
+
+    @property
+    def shared(self) -> Any:
+        """Where the tables every server of a deployment shares live (experts, conversations, feedback,
+        A/B tests, links, memory): ``workspace.db``, or with ``database_url`` the ``PgWorkspaceDB`` of
+        that database (docs/postgres.md, "What is shared")."""
+        if not self.database_url:
+            return self.db
+        if self._shared is None:
+            from ..store.postgres_workspace import shared
+            self._shared = shared(self.database_url)
+        return self._shared
 
     def _in_pg(self, db_id: str) -> bool:
         return self.pg is not None and self.pg.kg_schema(db_id) is not None
