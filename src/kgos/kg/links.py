@@ -131,7 +131,8 @@ class CrossLinks:
             conn.execute(
                 "INSERT INTO cross_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (source_kg, source_node, target_kg, target_node, type) DO UPDATE SET "
-                "weight = max(weight, excluded.weight), properties = json_patch(properties, excluded.properties)",
+                "weight = max(cross_edges.weight, excluded.weight), "
+                "properties = json_patch(cross_edges.properties, excluded.properties)",
                 (a.kg, a.node, b.kg, b.node, type, weight, json.dumps(props), now_iso()))
         return self.get(a, b, type)
 

@@ -322,7 +322,7 @@ class MemoryStore:
 
 
 def _bump(conn: Any, counter: str, n: int) -> None:
-    conn.execute("INSERT INTO memory_counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
+    conn.execute("INSERT INTO memory_counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = memory_counters.value + ?",
                  (counter, n, n))
 
 
