@@ -12,6 +12,7 @@ import time
 
 import pytest
 from postgres_cluster import running_cluster
+from research_helpers import corpus  # noqa: F401 - the fixture
 
 import kgos
 from kgos.errors import DatabaseUnavailable, ExpertExists
@@ -101,6 +102,20 @@ def test_memory_and_its_kg_are_shared(two):
     assert a.info("memory").kind == "postgres"  # the memory KG is in the database, not a local file
     assert mem_b.kg().store.node_count() == mem_a.kg().store.node_count() > 1  # the user and Docker at least
     assert mem_b.stats().memories == 1
+
+
+def test_research_runs_are_listed_and_read_by_the_other_server(two, corpus):  # noqa: F811 - the fixture
+    from kgos.research import replay, research, run_manifest, runs
+    a, b = two
+    a.create("tools").add_node("tar", "command", "tar stores many files in one archive file.", id="tar")
+    r = research(a, "What is the difference between tar and zip?", corpus=str(corpus), kgs=["tools"],
+                 max_iterations=2)
+    assert [x["run_id"] for x in runs(b)] == [r.run_id]
+    seen = run_manifest(b, r.run_id)  # B never ran it: manifest, seal and answer come from the database
+    assert seen["sealed"] and seen["answer"]["answer"] == r.answer
+    assert replay(b, r.run_id).identical  # every stage's snapshot and blob read from the database
+    second = research(b, "How does gzip compress?", corpus=str(corpus), kgs=["tools"], max_iterations=1)
+    assert second.run_id != r.run_id and [x["run_id"] for x in runs(a)] == [second.run_id, r.run_id]
 
 
 def test_two_servers_writing_one_conversation_lose_no_turn(two):
