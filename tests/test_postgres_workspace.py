@@ -203,3 +203,29 @@ def _waiting_backend(conn, timeout: float = 10.0) -> int:
             return int(row[0])
         time.sleep(0.05)
     raise AssertionError("the write never waited on the row lock")
+
+
+def test_http_a_chat_on_server_a_is_a_conversation_on_server_b(two):
+    """The whole chat path (retrieval, offline answer, persistence) through A's HTTP API; B serves the
+    expert, the conversation and the feedback on it."""
+    from fastapi.testclient import TestClient
+
+    from kgos.api.app import create_app
+    from kgos.api.runtime import ServerSettings
+    from kgos.llm import get_provider
+    a, b = two
+
+    def server(ws):
+        return TestClient(create_app(ws, ServerSettings(), provider_factory=lambda p, m: get_provider("offline")),
+                          base_url="http://127.0.0.1:8765")
+    api_a, api_b = server(a), server(b)
+    assert api_a.post("/api/experts", json={**EXPERT, "id": "helper"}).status_code == 201
+    assert [e["id"] for e in api_b.get("/api/experts").json()] == ["helper"]
+    r = api_a.post("/api/experts/helper/chat", json={"query": "What is prompt caching?", "stream": False})
+    assert r.status_code == 200, r.text
+    turn_id = r.json()["turn_id"]
+    [conv] = api_b.get("/api/experts/helper/conversations").json()["conversations"]
+    messages = api_b.get(f"/api/experts/helper/conversations/{conv['id']}").json()["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"] and messages[1]["turn_id"] == turn_id
+    assert api_b.post("/api/feedback", json={"turn_id": turn_id, "rating": "up"}).status_code == 201
+    assert api_a.get(f"/api/feedback/{turn_id}").json()["rating"] == "up"
