@@ -66,6 +66,7 @@ def test_experts_conversations_and_feedback_are_shared(two):
     with pytest.raises(ExpertExists):  # the id is taken in the shared table, whichever server asks
         ExpertService(b).create(EXPERT, id="helper")
     cid, created = ExpertService(a).store.open_conversation("helper", "conv-1")
+    assert created
     turn = _turn(a, cid, 1)
     seen = ExpertService(b).conversation("helper", cid)  # a turn written by A, read by B
     assert [(m.role, m.content, m.turn_id) for m in seen.messages] == [
