@@ -34,7 +34,7 @@ from kgos.experts.feedback import FeedbackService
 from kgos.memory import MemoryConfig, MemoryService
 
 EXPERT = {"name": "Bench", "kg_db_id": "notes"}
-WORDS = "deploy docker billing service postgres cache quokka notes expert memory search graph".split()
+WORDS = ["deploy", "docker", "billing", "service", "postgres", "cache", "quokka", "notes", "expert", "memory", "search", "graph"]
 
 
 def p50(fn: Callable[[int], object], n: int) -> float:

@@ -178,7 +178,8 @@ def test_rebuild_interrupted_halfway_leaves_the_kg_consistent(mem, monkeypatch, 
     if where == "extraction":
         monkeypatch.setattr(service_mod, "extract", flaky_extract)
     else:
-        monkeypatch.setattr("kgos.kg.workspace.bulk_load", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+        for bulk_load in ("kgos.kg.workspace.bulk_load", "kgos.store.postgres_import.bulk_load"):  # either backend
+            monkeypatch.setattr(bulk_load, lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises((KeyboardInterrupt, OSError)):
         mem.rebuild(batch=2)
     assert graph(mem) == before

@@ -4,10 +4,9 @@ once (``CREATE DATABASE ... TEMPLATE``, a file copy instead of a 8 s import per 
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 from postgres_cluster import running_cluster
+from postgres_suites import adopt
 
 import kgos
 from kgos.data import load_demo
@@ -15,13 +14,8 @@ from kgos.store import postgres_workspace
 from kgos.store.postgres_db import close_all
 
 pytestmark = pytest.mark.slow
-SUITES = ("test_feedback", "test_links", "test_ab")
-OWN = ("ws", "demo_ws", "home")  # the suites' fixtures over a copied SQLite home: replaced below
-
-for _name in SUITES:
-    _module = importlib.import_module(_name)
-    globals().update({k: v for k, v in vars(_module).items() if k not in OWN and (
-        k.startswith("test_") or type(v).__name__ == "FixtureFunctionDefinition")})
+# the suites' fixtures over a copied SQLite home are replaced below
+adopt(globals(), "test_feedback", "test_links", "test_ab", skip=("ws", "demo_ws", "home"))
 
 
 EMBEDDER = {"test_ab": "hash"}  # as each suite's own demo home (the others load it without vectors)
