@@ -114,7 +114,7 @@ def turn_id_of(value: Any) -> str:
 
 
 class FeedbackService:
-    """Votes in ``workspace.db`` (migration ``005_feedback``), beside the conversations they judge."""
+    """Votes in ``workspace.db`` (migration ``005_feedback``) or PostgreSQL, beside the conversations they judge."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.conn: Any = workspace.shared  # workspace.db or PostgreSQL

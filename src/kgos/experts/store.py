@@ -1,4 +1,5 @@
-"""Experts, conversations and messages in ``workspace.db`` (migration ``004_experts``).
+"""Experts, conversations and messages in ``workspace.db`` (migration ``004_experts``), or in PostgreSQL
+(``kgos_ws``, store/postgres_workspace.py) when the workspace has a database URL: the same SQL.
 
 Plain SQL with parameters only; every multi-statement write is one transaction, so a failure
 leaves the tables as they were.

@@ -1,6 +1,6 @@
 """Cross-KG edges (spec/000 section 14, "Multi-KG expert composition"): edges whose ends live in two
 KGs of one workspace, named ``kg:node_id`` (the citation convention), stored in ``workspace.db``
-(migration ``007_cross_edges``) because neither KG owns them. ``trace`` follows them: a path may run
+(migration ``007_cross_edges``; or the workspace's PostgreSQL database) because neither KG owns them. ``trace`` follows them: a path may run
 inside one KG, cross a link, and go on in the other.
 
 >>> import tempfile, kgos

@@ -3,7 +3,8 @@
 ```
 $KGOS_HOME/              (default ~/.kgos)
   kgs/<db_id>.db         one native SQLite KG per file
-  workspace.db           registry of attached foreign KGs; experts, memory... (later)
+  workspace.db           attached KGs, settings; experts, conversations, memory... (in PostgreSQL
+                         instead with a database URL: ``Workspace.shared``)
   cache/<db_id>/         derived indexes, safe to delete
 ```
 

@@ -1,4 +1,4 @@
-"""Memory items in ``workspace.db`` (spec/002: "Store memory first", ``memory/store.py::add_memory``).
+"""Memory items in ``workspace.db`` or the workspace's PostgreSQL database (spec/002: "Store memory first", ``memory/store.py::add_memory``).
 
 A memory is text with tags, metadata (``expert_id`` and ``conversation_id`` also get their own indexed
 columns, for spec/000 stage 2's "filter recalled memories by expert"), timestamps and the status of
