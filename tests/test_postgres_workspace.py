@@ -230,3 +230,47 @@ def test_http_a_chat_on_server_a_is_a_conversation_on_server_b(two):
     assert [m["role"] for m in messages] == ["user", "assistant"] and messages[1]["turn_id"] == turn_id
     assert api_b.post("/api/feedback", json={"turn_id": turn_id, "rating": "up"}).status_code == 201
     assert api_a.get(f"/api/feedback/{turn_id}").json()["rating"] == "up"
+
+
+def test_a_sqlite_workspace_shares_its_tables_once(url, tmp_path):
+    """A home used with SQLite, then given the database URL: `kgos kg share-workspace` copies its
+    experts, turns, votes, links, memory items and research runs; another home sees them; a second
+    run copies nothing."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from kgos.cli import cli
+    from kgos.research.manifest import FORMAT, RunStore
+    local = kgos.Workspace(tmp_path / "a")
+    local.create("notes").add_node("Prompt caching", type="feature")
+    local.create("docs").add_node("Caching guide", type="doc")
+    ExpertService(local).create(EXPERT, id="helper")
+    cid, _ = ExpertService(local).store.open_conversation("helper", "c1")
+    turns = [_turn(local, cid, n) for n in range(3)]
+    FeedbackService(local).give(turns[1], "up")
+    CrossLinks(local).add("notes:feature:prompt_caching", "docs:doc:caching_guide", "documented_by")
+    MemoryService(local, config=MemoryConfig()).add("I deploy with Docker", enrich=False)
+    store = RunStore(local.home)
+    run_id = store.new_run_id()
+    store.save_manifest({"format": FORMAT, "run_id": run_id, "query": {"original": "why?"}, "iterations": []})
+    local.close()
+    args = ["--home", str(tmp_path / "a"), "--database-url", url, "kg", "share-workspace", "--json"]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    copied = _json.loads(first.stdout)
+    assert {k: copied[k] for k in ("experts", "conversations", "messages", "feedback", "cross_edges", "memories")} \
+        == {"experts": 1, "conversations": 1, "messages": 6, "feedback": 1, "cross_edges": 1, "memories": 1}
+    assert copied["research_files"] == 1
+    b = kgos.Workspace(tmp_path / "b", database_url=url)
+    conv = ExpertService(b).conversation("helper", cid)
+    assert [m.turn_id for m in conv.messages] == [t for t in turns for _ in range(2)]  # in order
+    assert FeedbackService(b).get(turns[1]).rating == "up"
+    assert len(CrossLinks(b).list()) == 1
+    assert [h.memory.content for h in MemoryService(b, config=MemoryConfig()).recall("docker")] == ["I deploy with Docker"]
+    from kgos.research import runs
+    assert [r["run_id"] for r in runs(b)] == [run_id]
+    again = _json.loads(CliRunner().invoke(cli, args).stdout)
+    assert sum(again.values()) == 0  # nothing copied twice
+    assert ExpertService(b).conversation("helper", cid).message_count == 6
+    b.close()

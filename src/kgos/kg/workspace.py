@@ -135,6 +135,16 @@ class Workspace:
             self._shared = shared(self.database_url)
         return self._shared
 
+    def share_local(self) -> dict[str, int]:
+        """Copy this home's experts, conversations, feedback, A/B tests, links, memory items and research
+        runs from ``workspace.db`` into the workspace's PostgreSQL database (one transaction; rows
+        already there are kept). For a workspace that was used with SQLite before its database URL."""
+        from ..store.postgres_workspace import copy_from_sqlite, is_postgres
+        if not is_postgres(self.shared):
+            raise InvalidArgument("this workspace has no database URL (--database-url or KGOS_DATABASE_URL): "
+                                  "its shared tables are already the local workspace.db")
+        return copy_from_sqlite(self.db, self.shared, self.home / "research")
+
     def _in_pg(self, db_id: str) -> bool:
         return self.pg is not None and self.pg.kg_schema(db_id) is not None
 

@@ -285,3 +285,72 @@ def write_transaction(conn: Any, lock: threading.RLock) -> Iterator[Any]:
 
 def is_postgres(conn: Any) -> bool:
     return isinstance(conn, PgWorkspaceDB)
+
+
+# -- moving a SQLite workspace's shared rows into the database ---------------------------------------------
+# table -> (its columns but identity ids, which the database assigns anew: local ids would collide; the key
+# that says "already there"). Children (messages, memory relations) follow only parents copied now, so
+# running the copy twice adds nothing.
+_COPIED: list[tuple[str, str, str]] = [
+    ("experts", "id, name, config, schema_version, created_at, updated_at", "id"),
+    ("conversations", "id, expert_id, started_at, last_message_at, message_count, preview", "id"),
+    ("feedback", ("turn_id, conversation_id, expert_id, rating, comment, query, retrieval, revisions, created_at, "
+                  "updated_at"), "turn_id"),
+    ("ab_tests", "id, expert_id, variants, status, min_votes, created_at, stopped_at", "id"),
+    ("cross_edges", "source_kg, source_node, target_kg, target_node, type, weight, properties, created_at",
+     "source_kg"),
+    ("memories", ("id, content, tags, metadata, expert_id, conversation_id, created_at, updated_at, kg_status, "
+                  "kg_error"), "id"),
+    ("memory_counters", "name, value", "name"),
+    ("memory_aliases", ("db_id, type, alias_norm, alias_name, canonical_norm, canonical_name, reason, score, "
+                        "status, created_at, decided_at"), "db_id"),
+]
+_CHILDREN = {"conversations": ("messages", "conversation_id, role, content, metadata, created_at, turn_id",
+                               "conversation_id"),
+             "memories": ("memory_relations", ("memory_id, subject_type, subject_norm, subject_name, predicate, "
+                                               "object_type, object_norm, object_name, weight, src, pattern, created_at"),
+                          "memory_id")}
+
+
+def copy_from_sqlite(local: sqlite3.Connection, shared: PgWorkspaceDB, research_root: Any = None) -> dict[str, int]:
+    """Copy the shared rows of a SQLite ``workspace.db`` (and the run folders under ``research_root``)
+    into ``shared``, in one transaction: all or nothing. Rows whose key is already there are left as
+    they are. Returns the rows copied per table (``research_files``: files of runs copied)."""
+    copied: dict[str, int] = {}
+    with shared.transaction() as tx:
+        for table, columns, key in _COPIED:
+            rows = local.execute(f"SELECT {columns} FROM {table}").fetchall()
+            marks = ", ".join("?" * len(columns.split(", ")))
+            new = [r[0] for r in rows if tx.execute(
+                f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING RETURNING {key}", r).rows]
+            copied[table] = len(new)
+            if table in _CHILDREN:
+                copied.update(_copy_children(local, tx, *_CHILDREN[table], set(new)))
+        copied["research_files"] = _copy_runs(tx, research_root) if research_root is not None else 0
+    return copied
+
+
+def _copy_children(local: sqlite3.Connection, tx: _Statements, table: str, columns: str, parent: str,
+                   parents: set[str]) -> dict[str, int]:
+    order = "ORDER BY id" if table == "messages" else ""  # turns keep their order under new ids
+    rows = [r for r in local.execute(f"SELECT {columns} FROM {table} {order}") if r[0] in parents]
+    if rows:
+        tx.executemany(f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    return {table: len(rows)}
+
+
+def _copy_runs(tx: _Statements, root: Any) -> int:
+    """Every file of every run folder whose run id the database does not hold yet."""
+    from pathlib import Path
+    root, n = Path(root), 0
+    if not root.is_dir():
+        return 0
+    for run in sorted(p for p in root.iterdir() if (p / "manifest.json").is_file()):
+        if tx.execute("SELECT 1 FROM research_files WHERE run_id = ?", (run.name,)).rows:
+            continue
+        files = [f for f in run.rglob("*") if f.is_file() and not f.name.endswith(".tmp")]
+        tx.executemany("INSERT INTO research_files VALUES (?, ?, ?, ?)",
+                       [(run.name, f.relative_to(run).as_posix(), f.read_bytes(), postgres_schema.now_iso())
+                        for f in files] + [(run.name, "", b"", postgres_schema.now_iso())])
+        n += len(files)
+    return n
