@@ -274,3 +274,18 @@ def test_a_sqlite_workspace_shares_its_tables_once(url, tmp_path):
     assert sum(again.values()) == 0  # nothing copied twice
     assert ExpertService(b).conversation("helper", cid).message_count == 6
     b.close()
+
+
+def test_the_demo_loads_on_a_second_server(two):
+    """The demo's fingerprint is a setting of KGs in the database: shared, so `kgos demo` on B after A
+    finds the demo unchanged instead of refusing to replace it."""
+    from kgos.data import load_demo
+    a, b = two
+    load_demo(a, embedder=None)
+    load_demo(b, embedder=None)
+    assert sorted(e.id for e in ExpertService(a).list()) == ["demo", "finance"]
+    a.kg("demo").add_node("Quokka cache", type="feature")
+    from kgos.errors import DemoChanged
+    with pytest.raises(DemoChanged):  # a change through A is seen by B
+        load_demo(b, embedder=None)
+

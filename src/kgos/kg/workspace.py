@@ -263,13 +263,22 @@ class Workspace:
         return merge_results(results, k)
 
     def setting(self, db_id: str, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM kg_settings WHERE db_id = ? AND key = ?", (db_id, key)).fetchone()
+        row = self._settings_of(db_id).execute("SELECT value FROM kg_settings WHERE db_id = ? AND key = ?",
+                                               (db_id, key)).fetchone()
         return row[0] if row else None
 
     def set_setting(self, db_id: str, key: str, value: str) -> None:
         """Remember a per-KG setting (embedder, tuned weights) in workspace.db; for attached KGs,
         whose own files KG-OS does not write."""
-        self.db.execute("INSERT OR REPLACE INTO kg_settings VALUES (?, ?, ?)", (db_id, key, value))
+        self._settings_of(db_id).execute("INSERT INTO kg_settings VALUES (?, ?, ?) ON CONFLICT (db_id, key) "
+                                         "DO UPDATE SET value = excluded.value", (db_id, key, value))
+
+    def _settings_of(self, db_id: str) -> Any:
+        """Where a KG's workspace settings live: shared by every server for a KG of the workspace's
+        database (the demo's fingerprint: `kgos demo` on a second server), else this home's."""
+        if self.database_url and self.registry.get(db_id) is None and not self.native_path(db_id).exists():
+            return self.shared
+        return self.db
 
     # -- import / export ---------------------------------------------------------------------------
     def import_file(self, db_id: str, path: str | Path, format: str | None = None, mode: str = "create",

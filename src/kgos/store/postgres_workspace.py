@@ -127,6 +127,11 @@ CREATE TABLE kgos_ws.research_files (
   run_id text NOT NULL, path text NOT NULL, body bytea NOT NULL, written_at text NOT NULL,
   PRIMARY KEY (run_id, path));
 """),
+    # Workspace settings of the KGs in this database (those of attached KGs and local files stay local).
+    ("ws_005_kg_settings", """
+CREATE TABLE kgos_ws.kg_settings (db_id text NOT NULL, key text NOT NULL, value text NOT NULL,
+  PRIMARY KEY (db_id, key));
+"""),
 ]
 
 
