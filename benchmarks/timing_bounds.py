@@ -62,6 +62,7 @@ def provider_cases() -> dict[str, float]:
             reply.wait(10)
         server.script = stalled
         url = f"{server.url}/v1"
+        OpenAICompatProvider("m", base_url=url, api_key="k").sdk()  # the SDK's import (1-2 s) is not the bound
         stall = seconds(lambda: expect_timeout(
             lambda: list(OpenAICompatProvider("m", base_url=url, api_key="k", timeout=0.4).stream(hello))))
         server.script = lambda reply, req: reply.wait(10)

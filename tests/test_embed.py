@@ -357,7 +357,7 @@ def test_factory_names_missing_extras(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingDependency) as exc:
         get_embedder("minilm", cache=False)
     assert exc.value.extra == "onnx" and "kgos[onnx]" in str(exc.value)
-    monkeypatch.setitem(sys.modules, "httpx", None)
+    monkeypatch.setitem(sys.modules, "openai", None)  # the API embedders' SDK (extra "api")
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     with pytest.raises(MissingDependency) as exc:
         get_embedder("openai:text-embedding-3-small")
@@ -464,7 +464,8 @@ def test_openai_compatible_embedder(server: FakeServer, monkeypatch: pytest.Monk
     posts = [r for r in server.requests if r["path"] == "/v1/embeddings"]
     assert [len(r["body"]["input"]) for r in posts] == [2, 2]  # the empty text is never sent
     assert posts[0]["body"]["model"] == "nomic-embed-text:latest"
-    assert posts[0]["headers"]["Authorization"] == "Bearer test-key"
+    headers = {k.lower(): v for k, v in posts[0]["headers"].items()}  # names are case-insensitive
+    assert headers["authorization"] == "Bearer test-key"
     np.testing.assert_allclose(emb.embed_query("epsilon"), v[4], atol=1e-6)
 
 
@@ -520,7 +521,7 @@ def test_gemini_embedder(server: FakeServer, monkeypatch: pytest.MonkeyPatch) ->
     assert q.shape == (2, 16)
     req = server.requests[0]
     assert req["path"] == "/v1beta/models/gemini-embedding-001:batchEmbedContents"
-    assert req["headers"]["x-goog-api-key"] == "g-key"
+    assert {k.lower(): v for k, v in req["headers"].items()}["x-goog-api-key"] == "g-key"
     first = req["body"]["requests"][0]
     assert first["taskType"] == "RETRIEVAL_DOCUMENT" and first["outputDimensionality"] == 16
     assert server.requests[-1]["body"]["requests"][0]["taskType"] == "RETRIEVAL_QUERY"

@@ -1,10 +1,11 @@
-"""The HTTP chat providers (OpenAI-compatible, Anthropic, Gemini) against fake servers on loopback,
-the SSE parser, and the provider registry."""
+"""The HTTP chat providers (OpenAI-compatible and Anthropic through their official SDKs, Gemini over
+httpx + httpx-sse) against fake servers on loopback, and the provider registry."""
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,7 +29,6 @@ from kgos.llm import (
 )
 from kgos.llm._http import HTTPChatProvider
 from kgos.llm.gemini import LOCAL_ID_PREFIX, SKIP_SIGNATURE, to_gemini_contents
-from kgos.llm.sse import SSEEvent, iter_lines, parse_sse
 from kgos.llm.usage import Usage
 
 KEY = "sk-test-SECRET-1234567890"
@@ -126,25 +126,6 @@ KINDS = [
          [{"error": {"code": 500, "message": "boom: upstream failure", "status": "INTERNAL"}}], "finishReason"),
 ]
 each_kind = pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
-
-
-# -- SSE parser ---------------------------------------------------------------------------------
-
-
-def test_sse_parser_follows_the_spec() -> None:
-    chunks = [b"\xef\xbb\xbf: a comment\r\n", b"event: delta\r", b"\ndata: one\ndata:two\n",
-              b"data:  three\n\n", b"data\n\n", b"id: 7\nretry: 10\n\n", b"unknown: x\ndata: [DONE]\r\r",
-              b"data: cut off"]
-    assert list(parse_sse(chunks)) == [SSEEvent("delta", "one\ntwo\n three"), SSEEvent("message", ""),
-                                       SSEEvent("message", "[DONE]")]
-
-
-def test_sse_lines_split_across_chunks_and_utf8_boundaries() -> None:
-    raw = "data: héllo wörld\r\ndata: ✓\r\n\r\n".encode()
-    for size in (1, 2, 3, 5):
-        chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
-        assert list(iter_lines(chunks)) == ["data: héllo wörld", "data: ✓", ""]
-        assert list(parse_sse(chunks)) == [SSEEvent("message", "héllo wörld\n✓")]
 
 
 # -- behaviour every provider shares ----------------------------------------------------------
@@ -254,7 +235,10 @@ def test_html_and_json_bodies_are_errors(kind: Kind, server: FakeServer) -> None
 
 @each_kind
 def test_malformed_json_chunk_is_an_error(kind: Kind, server: FakeServer) -> None:
-    server.script = stream_script([*kind.text(["ok"], done=False)[:2], b'data: {"choices": [tru\n\n'])
+    bad = b'data: {"choices": [tru\n\n'
+    if kind.name == "anthropic":  # Anthropic names every event (its SDK skips unnamed ones)
+        bad = b"event: content_block_delta\n" + bad
+    server.script = stream_script([*kind.text(["ok"], done=False)[:2], bad])
     with pytest.raises(ProviderError, match=r"data is not JSON: \{\"choices\": \[tru"):
         texts_of(kind.make(server.url).stream(HELLO))
 
@@ -726,3 +710,22 @@ def test_gemini_usage_metadata_and_max_tokens(server: FakeServer) -> None:
 def test_a_service_that_counts_nothing_still_says_why_it_stopped(server: FakeServer) -> None:
     server.script = stream_script(openai_text(["ok"]))
     assert _usage_of(KINDS[0].make(server.url)) == Usage(None, None, "stop", "provider")
+
+
+# -- the SDKs are extras ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("make", "module", "extra"), [
+    (lambda: OpenAICompatProvider("m", base_url="http://127.0.0.1:9/v1"), "openai", "openai"),
+    (lambda: AnthropicProvider("m", api_key=KEY), "anthropic", "anthropic"),
+    (lambda: GeminiProvider("m", api_key=KEY), "httpx_sse", "gemini"),
+], ids=["openai", "anthropic", "gemini"])
+def test_a_missing_sdk_names_its_extra(make: Callable[[], HTTPChatProvider], module: str, extra: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgos.errors import MissingDependency
+
+    monkeypatch.setitem(sys.modules, module, None)  # what an uninstalled package looks like to import
+    with pytest.raises(MissingDependency, match=rf"install the kgos\[{extra}\] extra"):
+        make()
+    row = {r["name"]: r for r in available_providers()}["ollama" if extra == "openai" else extra]
+    assert (row["extra"], row["installed"]) == (extra, False)

@@ -21,6 +21,7 @@ from ..experts import ExpertConfig, ExpertService
 from ..experts.ab import ABService
 from ..experts.chat import MAX_QUERY_CHARS, ExpertChat, Turn
 from ..experts.feedback import MAX_COMMENT_CHARS, TURN_RE, FeedbackService
+from ..experts.drift import drift
 from ..experts.gaps import GapDetector
 from ..experts.playbooks import PlaybookLibrary, split_sections
 from ..experts.store import ID_RE
@@ -277,6 +278,15 @@ def gap_report(db_id: GapKg, rt: RT, limit: Annotated[int, Query(ge=1, le=1000)]
 def propose_gaps(db_id: GapKg, rt: RT, limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict[str, Any]:
     with rt.lock:
         return GapDetector(rt.workspace).report(db_id, limit=limit, propose=True).to_dict()
+
+
+@router.get("/api/drift/{db_id}", tags=["feedback"], summary="Dimension drift alerts of the KG (nothing written)")
+def drift_report(db_id: GapKg, rt: RT, days: Annotated[int, Query(ge=1, le=3650)] = 90,
+                 limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict[str, Any]:
+    """Dimension values that use contradicts: nodes an expert's filter excludes that people used
+    (rated-up citations, accepted proposals), and values a user's statement reads the other way."""
+    with rt.lock:
+        return drift(rt.workspace, db_id, days=days, limit=limit).to_dict()
 
 
 # -- A/B tests ----------------------------------------------------------------------------------------

@@ -234,7 +234,7 @@ def import_kg(db_id: DbId, rt: Rt, worker: Annotated[EmbedWorker, Depends(embed_
               mode: Literal["create", "merge", "replace"] = "create",
               format: Literal["nodelink", "jsonl", "csv", "graphml"] | None = None,
               skip_dangling: bool = False, skip_invalid: bool = False,
-              embed: Literal["fast", "none"] = "fast") -> Any:
+              embed: Literal["fast", "none"] = "fast", dimensions: bool = True) -> Any:
     """Import an uploaded file (node-link JSON, JSON Lines, GraphML, a nodes CSV or a zip of
     nodes.csv + edges.csv; any of them gzipped) all or nothing: a bad file is a 400 naming the
     record, and the KG is left as it was (``skip_invalid``: records failing their checks are left out and
@@ -242,19 +242,21 @@ def import_kg(db_id: DbId, rt: Rt, worker: Annotated[EmbedWorker, Depends(embed_
     rows are committed. ``embed``: ``fast`` (default) embeds the KG in the server's background worker
     when it has no vectors or a pending fill-in: the fast tier, then the default model (``embedding.job_id``:
     poll ``GET /api/jobs/{job_id}``; search uses text and graph, then each tier as it lands); ``none``
-    leaves it to text and graph search."""
+    leaves it to text and graph search. ``dimensions``: infer dimension values (``dims auto``; the report's
+    ``dimensions`` says how many)."""
     folder = FilePath(tempfile.mkdtemp(prefix="kgos-upload-"))
     try:
         path = save_upload(file, folder, format, rt.settings.max_upload_bytes)
         fmt = "csv" if path.is_dir() else format
         if _size(path) >= worker_bytes():  # a big upload: parsed in a worker, not under the lock
             done = run_in_worker(import_job, (rt.workspace.home, db_id, path, fmt, mode, skip_dangling,
-                                              skip_invalid), lambda *_: None, wait=False)
+                                              skip_invalid, dimensions), lambda *_: None, wait=False)
             report, pending = done["report"], done["pending"]
             with rt.lock:
                 rt.workspace._forget(db_id)  # the worker wrote (or replaced) the file: reopen it on next use
         else:
-            report, pending = locked(rt, lambda ws: _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid))
+            report, pending = locked(rt, lambda ws: _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid,
+                                                            dimensions))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {**report, "embedding": _embedding(worker, db_id, embed == "fast", pending, mode)}
@@ -274,17 +276,18 @@ def _size(path: FilePath) -> int:
 
 
 def import_job(home: FilePath, db_id: str, path: FilePath, fmt: str | None, mode: str, skip_dangling: bool,
-               skip_invalid: bool, progress: Any) -> dict[str, Any]:
+               skip_invalid: bool, dimensions: bool, progress: Any) -> dict[str, Any]:
     """``_import`` in a worker process, on a workspace of its own."""
     with Workspace(home) as ws:
-        report, pending = _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid)
+        report, pending = _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid, dimensions)
     return {"report": report, "pending": pending}
 
 
 def _import(ws: Workspace, db_id: str, path: FilePath, fmt: str | None, mode: str, skip_dangling: bool,
-            skip_invalid: bool) -> tuple[dict[str, Any], str | None]:
+            skip_invalid: bool, dimensions: bool = True) -> tuple[dict[str, Any], str | None]:
     """The import's report, and the embedding the KG needs (``embedding_work``)."""
-    report = ws.import_file(db_id, path, fmt, mode, skip_dangling, skip_invalid=skip_invalid).to_dict()
+    report = ws.import_file(db_id, path, fmt, mode, skip_dangling, skip_invalid=skip_invalid,
+                            dimensions=dimensions).to_dict()
     return report, embedding_work(ws.kg(db_id))
 
 

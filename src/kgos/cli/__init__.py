@@ -84,6 +84,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "kg": ("kg", "Manage the knowledge graphs of the workspace."),
     "mcp": ("mcp", "Serve the KGs, query methods, experts and memory as an MCP server over stdio."),
     "memory": ("memory", "Agent memory: store notes and chat turns, grow a KG from them, get context back."),
+    "plugins": ("plugins", (
+        "List the installed backends of every family, each with its source (built-in, or the package that "
+        "adds it through the `kgos` entry points; docs/plugins.md)."
+    )),
     "predict": ("predict", "Link prediction: find the edges a KG is missing and review them before they enter it."),
     "research": ("research", (
         "Research a question over a corpus folder and KGs, looping until the evidence converges."

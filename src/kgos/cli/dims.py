@@ -1,4 +1,4 @@
-"""``kgos dims list | show | set | auto``: the 56 semantic dimensions (spec/000 section 5); ``dims filter``
+"""``kgos dims list | show | set | auto | drift``: the 56 semantic dimensions (spec/000 section 5); ``dims filter``
 comes from the method catalogue (``kgos.cli.methods``)."""
 
 from __future__ import annotations
@@ -92,3 +92,31 @@ def auto(ctx: click.Context, db_id: str, only: tuple[str, ...], dry_run: bool, j
         if counts:
             c.print(table(None, ["dimension", "values"], sorted(counts.items())))
     out(ctx, json_, plain_).emit(r, human, lambda: [(v.node, v.dimension, v.value, v.rule) for v in r.inferred], columns=("node", "dimension", "value", "rule"))
+
+
+@dims_group.command("drift")
+@click.argument("db_id", metavar="KG")
+@click.option("--days", type=click.IntRange(1, 3650), default=90, show_default=True, help="Use of the KG to read.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=200, show_default=True, help="Alerts at most.")
+@output_options
+@click.pass_context
+def drift_(ctx: click.Context, db_id: str, days: int, limit: int, json_: bool, plain_: bool) -> None:
+    """Alert on dimension values that use contradicts: nodes an expert's filter excludes that people
+    used (rated-up answers cited them, accepted proposals touch them), and values a user's statement
+    reads the other way. Nothing is written: fix the value with `kgos dims set` or the filter."""
+    from ..experts.drift import drift
+    r = drift(workspace(ctx), db_id, days=days, limit=limit)
+
+    def human(c: Console) -> None:
+        c.print(f"{len(r.alerts)} alert(s) from {r.turns_read} turn(s) since {r.since[:10]}; "
+                f"{r.experts_with_filters} expert(s) filter this KG by dimension")
+        for a in r.alerts:
+            value = "unset" if a.value is None else f"{a.value:g} (set by {a.set_by})"
+            why = f"excluded by {a.expert}'s filter {a.bound}" if a.kind == "excluded_but_used" else "contradicted"
+            c.print(f"- {escape(a.name)} [{escape(a.node)}] {a.dimension} = {value}: {why}")
+            for e in a.evidence:
+                said = f" (reads {e.value:g})" if e.value is not None else ""
+                c.print(f"    {e.kind} {escape(e.ref)}: {escape(e.text)}{said}")
+    out(ctx, json_, plain_).emit(r, human, lambda: [(a.node, a.dimension, a.value, a.kind, len(a.evidence))
+                                                    for a in r.alerts],
+                                 columns=("node", "dimension", "value", "kind", "evidence"))

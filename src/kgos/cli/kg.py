@@ -33,17 +33,23 @@ def create(ctx: click.Context, db_id: str, name: str | None, description: str, j
                                  lambda: [(info.db_id, info.path)], columns=("db_id", "path"))
 
 
+# not a click.Choice: a plugin may add formats (docs/plugins.md); an unknown one is a clean error
+FORMAT_HELP = ("File format: nodelink, jsonl, csv, graphml or a plugin's (`kgos plugins --family formats`; "
+               "default: from the file name).")
+
+
 @kg_group.command("import")
 @click.argument("db_id")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["nodelink", "jsonl", "csv", "graphml"]),
-              help="File format (default: from the file name).")
+@click.option("--format", "fmt", metavar="FORMAT", help=FORMAT_HELP)
 @click.option("--merge", is_flag=True, help="Add to an existing KG (upsert nodes and edges).")
 @click.option("--replace", is_flag=True, help="Replace an existing KG with the file's content.")
 @click.option("--skip-dangling", is_flag=True, help="Drop edges whose source or target is missing (counted).")
 @click.option("--skip-invalid", is_flag=True,
               help="Leave out records that fail their checks (counted, first few shown) instead of failing.")
 @click.option("--no-embed", is_flag=True, help="Do not embed: search by text and graph only until `kgos embed`.")
+@click.option("--no-dims", is_flag=True,
+              help="Do not infer dimension values (`kgos dims auto` does it later).")
 @click.option("--fast-only", is_flag=True,
               help="Embed with the fast tier only (seconds); `kgos embed DB_ID` fills in the default model later.")
 @click.option("--embedder", default="default", show_default=True,
@@ -51,7 +57,8 @@ def create(ctx: click.Context, db_id: str, name: str | None, description: str, j
 @output_options
 @click.pass_context
 def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: bool, replace: bool,
-            skip_dangling: bool, skip_invalid: bool, no_embed: bool, fast_only: bool, embedder: str, json_: bool, plain_: bool) -> None:
+            skip_dangling: bool, skip_invalid: bool, no_embed: bool, no_dims: bool, fast_only: bool, embedder: str,
+            json_: bool, plain_: bool) -> None:
     """Import PATH (node-link .json[.gz], .jsonl[.gz], .graphml[.gz] or a CSV folder) into DB_ID.
 
     The import is all or nothing: on any error the KG is left exactly as it was. A KG without vectors
@@ -64,7 +71,8 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
     mode = "merge" if merge else "replace" if replace else "create"
     o = out(ctx, json_, plain_)
     with o.progress(f"import {db_id}") as progress:
-        report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress, skip_invalid)
+        report = workspace(ctx).import_file(db_id, path, fmt, mode, skip_dangling, progress, skip_invalid,
+                                            dimensions=not no_dims)
     o.emit(report, lambda c: _print_import(c, report), lambda: [(report.db_id, report.nodes, report.edges)], columns=("db_id", "nodes", "edges"))
     kg = workspace(ctx).kg(db_id)
     if not no_embed:
@@ -118,13 +126,16 @@ def _print_import(c: Console, r: Any) -> None:
             c.print(f"  {escape(example)}")
     if r.duplicate_edges:
         c.print(f"Collapsed {r.duplicate_edges:,} duplicate edges (same source, target and type).")
+    if r.dimensions and r.dimensions["values"]:
+        words = "structure and word rules" if r.dimensions["word_rules"] else "structure rules only"
+        c.print(f"Inferred {r.dimensions['values']:,} dimension values on {r.dimensions['nodes_written']:,} nodes "
+                f"({words}; `kgos dims drift {escape(r.db_id)}` watches them).")
 
 
 @kg_group.command("export")
 @click.argument("db_id")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["nodelink", "jsonl", "csv", "graphml"]),
-              help="File format (default: from the file name).")
+@click.option("--format", "fmt", metavar="FORMAT", help=FORMAT_HELP)
 @output_options
 @click.pass_context
 def export(ctx: click.Context, db_id: str, path: Path, fmt: str | None, json_: bool, plain_: bool) -> None:

@@ -1,4 +1,5 @@
-"""Embedding services over HTTP (extra ``api``: httpx, imported lazily).
+"""Embedding services, through their official SDKs (extra ``api``: ``openai``, ``google-genai``,
+imported when an embedder is created).
 
 - :class:`OpenAIEmbedder`: any OpenAI-compatible ``POST {base_url}/embeddings`` (OpenAI, Ollama, vLLM,
   llama.cpp server, LM Studio...). ``base_url`` from the argument, else ``$KGOS_EMBED_BASE_URL``, else
@@ -6,17 +7,19 @@
 - :class:`GeminiEmbedder`: Google's ``models/{model}:batchEmbedContents`` with ``$GEMINI_API_KEY``
   (``RETRIEVAL_DOCUMENT`` for texts, ``RETRIEVAL_QUERY`` for queries).
 
-Texts go out in batches (``batch_size``, capped by the service's limit) with a timeout per request; 429
-and 5xx answers and network errors are retried with exponential backoff (honouring ``Retry-After``).
-Anything else raises :class:`~kgos.embed.base.EmbeddingServiceError` with the service's own message.
-Returned vectors are L2-normalised (not every server does it). Keys are never put into error messages.
+Texts go out in batches (``batch_size``, capped by the service's limit) with a timeout per request.
+Retries are the SDKs', bounded by ``max_retries``: 429 and 5xx answers with exponential backoff,
+honouring ``Retry-After`` (openai: from 0.5 s, at most 8 s, network errors too; google-genai: from
+``backoff`` s, at most 30 s). Anything else raises :class:`~kgos.embed.base.EmbeddingServiceError` with
+the service's own message. Returned vectors are L2-normalised (not every server does it). Keys are
+never put into error messages.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 from urllib.parse import urlparse
 
@@ -36,22 +39,22 @@ _OPENAI_DIMS = {
     "text-embedding-ada-002": 1536,
 }
 _GEMINI_DIMS = {"gemini-embedding-001": 3072, "text-embedding-004": 768, "embedding-001": 768}
+_RETRY_STATUSES = [429, 500, 502, 503, 504]
 
 
-def _httpx() -> Any:
+def _sdk(module: str, pip_name: str) -> Any:
     try:
-        import httpx
+        return importlib.import_module(module)
     except ImportError:
-        raise MissingDependency("httpx", "api") from None
-    return httpx
+        raise MissingDependency(pip_name, "api") from None
 
 
-class _HTTPEmbedder(Embedder):
-    """Shared HTTP plumbing: client, retries, error messages, lazy ``dims``."""
+class _APIEmbedder(Embedder):
+    """What both services share: argument checks, lazy ``dims``, batches, closing."""
 
     max_batch = 2048
     service = "embedding service"
-    #: first retry delay in seconds (doubles per retry, at most 30 s)
+    #: first retry delay in seconds where the SDK lets it be set (google-genai; doubles, at most 30 s)
     backoff = 0.5
 
     def __init__(self, *, timeout: float, max_retries: int, dims: int | None) -> None:
@@ -61,11 +64,10 @@ class _HTTPEmbedder(Embedder):
             raise InvalidArgument(f"max_retries must be a non-negative integer, got {max_retries!r}")
         if dims is not None and (not isinstance(dims, int) or dims < 1):
             raise InvalidArgument(f"dims must be a positive integer, got {dims!r}")
-        self._httpx = _httpx()
         self.timeout = float(timeout)
         self.max_retries = max_retries
         self._dims = dims
-        self._client = self._httpx.Client(timeout=self.timeout)
+        self._close: Callable[[], None] = lambda: None
 
     @property  # type: ignore[override]
     def dims(self) -> int:
@@ -75,7 +77,7 @@ class _HTTPEmbedder(Embedder):
         return self._dims
 
     def close(self) -> None:
-        self._client.close()
+        self._close()
 
     def __enter__(self) -> Self:
         return self
@@ -83,46 +85,8 @@ class _HTTPEmbedder(Embedder):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> Any:
-        httpx = self._httpx
-        delay = self.backoff
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
-            try:
-                resp = self._client.post(url, json=payload, headers=headers)
-            except httpx.TimeoutException:
-                if last:
-                    raise EmbeddingServiceError(
-                        f"{self.service} at {_host(url)} did not answer within {self.timeout:g} s "
-                        f"({self.max_retries + 1} attempts)"
-                    ) from None
-            except httpx.HTTPError as exc:
-                if last:
-                    raise EmbeddingServiceError(
-                        f"cannot reach {self.service} at {_host(url)}: {type(exc).__name__}: {exc}"
-                    ) from None
-            else:
-                if resp.status_code == 200:
-                    try:
-                        return resp.json()
-                    except ValueError:
-                        raise EmbeddingServiceError(
-                            f"{self.service} at {_host(url)} answered 200 with a body that is not JSON"
-                        ) from None
-                retryable = resp.status_code == 429 or resp.status_code >= 500
-                if not retryable or last:
-                    raise EmbeddingServiceError(
-                        f"{self.service} at {_host(url)} answered HTTP {resp.status_code}: {_message(resp)}"
-                    )
-                retry_after = resp.headers.get("retry-after")
-                if retry_after:
-                    try:
-                        delay = max(delay, min(float(retry_after), 60.0))
-                    except ValueError:
-                        pass
-            time.sleep(delay)
-            delay = min(delay * 2, 30.0)
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _attempts(self) -> str:
+        return f"{self.max_retries + 1} attempt{'s' if self.max_retries else ''}"
 
     def _request_vectors(self, texts: list[str], *, query: bool) -> np.ndarray:
         raise NotImplementedError
@@ -152,16 +116,12 @@ def _host(url: str) -> str:
     return f"{p.scheme}://{p.netloc}"
 
 
-def _message(resp: Any) -> str:
-    try:
-        body = resp.json()
-        err = body.get("error", body) if isinstance(body, dict) else body
-        if isinstance(err, dict):
-            err = err.get("message") or err
-        text = str(err)
-    except ValueError:
-        text = resp.text
-    text = " ".join(text.split())
+def _message(body: Any) -> str:
+    """The service's own words from an error body (a parsed JSON body, or its text)."""
+    err = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(err, dict):
+        err = err.get("message") or err
+    text = " ".join(str(err if err is not None else "").split())
     return text[:300] or "(empty body)"
 
 
@@ -177,7 +137,7 @@ def _matrix(rows: list[Any], n: int, service: str) -> np.ndarray:
     return arr
 
 
-class OpenAIEmbedder(_HTTPEmbedder):
+class OpenAIEmbedder(_APIEmbedder):
     """OpenAI-compatible ``/embeddings``. ``dimensions`` asks text-embedding-3 models for shorter vectors."""
 
     max_batch = 2048
@@ -210,27 +170,42 @@ class OpenAIEmbedder(_HTTPEmbedder):
         self.model = model
         self.base_url = url
         self.dimensions = dimensions
-        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._sdk = sdk = _sdk("openai", "openai")
+        # a local server needs no key, the SDK insists on one: a stand-in, never sent
+        self._client = sdk.OpenAI(api_key=key or "no-key", base_url=url, timeout=self.timeout,
+                                  max_retries=max_retries)
+        self._close = self._client.close
+        self._headers: dict[str, Any] = {} if key else {"Authorization": sdk.Omit()}
         self.name = f"openai:{model}" + (f"@{dimensions}" if dimensions else "")
         self.spec = f"openai:{model}"
 
     def _request_vectors(self, texts: list[str], *, query: bool) -> np.ndarray:
-        payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
-        if self.dimensions:
-            payload["dimensions"] = self.dimensions
-        body = self._post(f"{self.base_url}/embeddings", payload, self._headers)
-        data = body.get("data") if isinstance(body, dict) else None
+        sdk, where = self._sdk, f"{self.service} at {_host(self.base_url)}"
+        extra = {"dimensions": self.dimensions} if self.dimensions else {}
+        try:
+            resp = self._client.embeddings.create(model=self.model, input=texts, encoding_format="float",
+                                                  extra_headers=self._headers, **extra)
+        except sdk.APITimeoutError:
+            raise EmbeddingServiceError(f"{where} did not answer within {self.timeout:g} s "
+                                        f"({self._attempts()})") from None
+        except sdk.APIConnectionError as exc:
+            raise EmbeddingServiceError(f"cannot reach {where}: {exc.__cause__ or exc}") from None
+        except sdk.APIStatusError as exc:
+            raise EmbeddingServiceError(f"{where} answered HTTP {exc.status_code}: {_message(exc.body)}") from None
+        except sdk.APIError as exc:  # a 200 whose body is not what the API answers
+            raise EmbeddingServiceError(f"{where} answered with a body that is not an embedding list: "
+                                        f"{_message(exc.body)}") from None
+        data = getattr(resp, "data", None)
         if not isinstance(data, list):
             raise EmbeddingServiceError(f"{self.service} answered without a 'data' list")
         try:
-            data = sorted(data, key=lambda d: d.get("index", 0))
-            rows = [d["embedding"] for d in data]
-        except (AttributeError, KeyError, TypeError):
+            rows = [d.embedding for d in sorted(data, key=lambda d: d.index or 0)]
+        except (AttributeError, TypeError):
             raise EmbeddingServiceError(f"{self.service} answered with malformed 'data' items") from None
         return _matrix(rows, len(texts), self.service)
 
 
-class GeminiEmbedder(_HTTPEmbedder):
+class GeminiEmbedder(_APIEmbedder):
     """Gemini ``batchEmbedContents``. ``dimensions`` sets ``outputDimensionality``."""
 
     max_batch = 100
@@ -259,7 +234,9 @@ class GeminiEmbedder(_HTTPEmbedder):
         self.model = model
         self.base_url = url
         self.dimensions = dimensions
-        self._headers = {"x-goog-api-key": key}
+        self._key = key
+        self._genai = _sdk("google.genai", "google-genai")
+        self._client: Any = None  # made on first use: the retry options read ``backoff`` as set then
         self.name = f"gemini:{model}" + (f"@{dimensions}" if dimensions else "")
         self.spec = f"gemini:{model}"
 
@@ -274,28 +251,35 @@ class GeminiEmbedder(_HTTPEmbedder):
             out[idx] = self._request_vectors([items[i] for i in idx], query=True)
         return l2_normalize(out)
 
+    def _gemini(self) -> Any:
+        if self._client is None:
+            types = self._genai.types
+            base, _, version = self.base_url.rpartition("/")  # the SDK adds the version to the base URL
+            retry = types.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=self.backoff, max_delay=30.0,
+                                           exp_base=2, jitter=0, http_status_codes=_RETRY_STATUSES)
+            options = types.HttpOptions(base_url=base, api_version=version, timeout=int(self.timeout * 1000),
+                                        retry_options=retry)
+            self._client = self._genai.Client(api_key=self._key, vertexai=False, http_options=options)
+            self._close = self._client.close
+        return self._client
+
     def _request_vectors(self, texts: list[str], *, query: bool) -> np.ndarray:
-        task = "RETRIEVAL_QUERY" if query else "RETRIEVAL_DOCUMENT"
-        reqs = []
-        for t in texts:
-            r: dict[str, Any] = {
-                "model": f"models/{self.model}",
-                "content": {"parts": [{"text": t}]},
-                "taskType": task,
-            }
-            if self.dimensions:
-                r["outputDimensionality"] = self.dimensions
-            reqs.append(r)
-        body = self._post(
-            f"{self.base_url}/models/{self.model}:batchEmbedContents", {"requests": reqs}, self._headers
-        )
-        embs = body.get("embeddings") if isinstance(body, dict) else None
-        if not isinstance(embs, list):
-            raise EmbeddingServiceError(f"{self.service} answered without an 'embeddings' list")
+        types, where = self._genai.types, f"{self.service} at {_host(self.base_url)}"
+        config = types.EmbedContentConfig(task_type="RETRIEVAL_QUERY" if query else "RETRIEVAL_DOCUMENT",
+                                          output_dimensionality=self.dimensions)
         try:
-            rows = [e["values"] for e in embs]
-        except (KeyError, TypeError):
-            raise EmbeddingServiceError(
-                f"{self.service} answered with malformed 'embeddings' items"
-            ) from None
+            resp = self._gemini().models.embed_content(model=self.model, contents=texts, config=config)
+        except self._genai.errors.APIError as exc:
+            raise EmbeddingServiceError(f"{where} answered HTTP {exc.code}: {_message(exc.message)}") from None
+        except Exception as exc:  # google-genai lets httpx's own errors through
+            names = {c.__name__ for c in type(exc).__mro__}
+            if "TimeoutException" in names:
+                raise EmbeddingServiceError(f"{where} did not answer within {self.timeout:g} s") from None
+            if "TransportError" in names:
+                raise EmbeddingServiceError(f"cannot reach {where}: {type(exc).__name__}: {exc}") from None
+            raise
+        try:
+            rows = [e.values for e in resp.embeddings or []]
+        except (AttributeError, TypeError):
+            raise EmbeddingServiceError(f"{self.service} answered with malformed 'embeddings' items") from None
         return _matrix(rows, len(texts), self.service)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -23,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from kgos.errors import InvalidArgument
+from kgos.plugins import add_builtin, entries, hookimpl
 
 from .base import Embedder
 
 __all__ = ["AUTO_ORDER", "BACKENDS", "CHEAP_KINDS", "DEFAULT_SPEC", "Backend", "EmbedderInfo",
-           "available_embedders", "building_specs", "embedder_name", "fast_spec", "get_embedder", "resolve_spec"]
+           "available_embedders", "backends", "building_specs", "embedder_name", "fast_spec", "get_embedder",
+           "resolve_spec"]
 
 #: what ``"default"`` means (see docs/embedders.md for the measurements behind it)
 DEFAULT_SPEC = "minilm"
@@ -93,7 +96,6 @@ def _static_model() -> Path:
     return default_static_path() / "model.safetensors"
 
 
-_HTTP = (("httpx", "httpx"),)
 BACKENDS: dict[str, Backend] = {b.kind: b for b in (
     Backend("hash", "kgos.embed.hashing:HashingEmbedder", "dims", int, name="hash-512", dims=512,
             description="feature hashing of words and character n-grams; lexical only, numpy only"),
@@ -114,12 +116,26 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
             description="static model distilled from the default minilm with onnxruntime (no torch); built "
                         "once on first use in $KGOS_HOME/models; the fast tier while minilm fills in"),
     Backend("openai", "kgos.embed.api:OpenAIEmbedder", "model", listed="openai:text-embedding-3-small",
-            name="openai:text-embedding-3-small", dims=1536, local=False, extra="api", packages=_HTTP,
+            name="openai:text-embedding-3-small", dims=1536, local=False, extra="api", packages=(("openai", "openai"),),
             description="OpenAI-compatible /embeddings; key $OPENAI_API_KEY, server $KGOS_EMBED_BASE_URL"),
     Backend("gemini", "kgos.embed.api:GeminiEmbedder", "model", listed="gemini:gemini-embedding-001",
-            name="gemini:gemini-embedding-001", dims=3072, local=False, extra="api", packages=_HTTP,
+            name="gemini:gemini-embedding-001", dims=3072, local=False, extra="api",
+            packages=(("google-genai", "google.genai"),),
             description="Gemini batchEmbedContents; key $GEMINI_API_KEY"),
 )}
+
+
+@hookimpl
+def register_embedders() -> dict[str, Backend]:
+    """The built-in backends, through the hook third-party packages answer too (kgos.plugins)."""
+    return BACKENDS
+
+
+def backends() -> dict[str, Backend]:
+    """Every embedder backend by kind: the built-ins (:data:`BACKENDS`), then those of plugins."""
+    return {e.name: e.value for e in entries("embedders") if isinstance(e.value, Backend)}
+
+
 #: the backends ``auto`` tries, best first (the first installed one wins)
 AUTO_ORDER = ("minilm", "static", "hash")
 
@@ -160,7 +176,7 @@ class EmbedderInfo:
 
 
 def _specs_help() -> str:
-    return ", ".join([b.usage for b in BACKENDS.values()] + ["default", "auto"])
+    return ", ".join([b.usage for b in backends().values()] + ["default", "auto"])
 
 
 def _has(module: str) -> bool:
@@ -189,7 +205,7 @@ def resolve_spec(spec: str) -> str:
 
 def _build(spec: str) -> Embedder:
     kind, colon, arg = spec.partition(":")
-    backend = BACKENDS.get(kind)
+    backend = backends().get(kind)
     if backend is None:
         raise InvalidArgument(f"unknown embedder {spec!r}; use one of: {_specs_help()}")
     return backend.build(arg if colon else None)
@@ -204,7 +220,7 @@ def get_embedder(spec: str = "default", *, cache: bool = True) -> Embedder:
     :class:`~kgos.errors.MissingDependency` (naming the extra) when a package is missing.
     """
     resolved = resolve_spec(spec)
-    backend = BACKENDS.get(resolved.split(":", 1)[0])
+    backend = backends().get(resolved.split(":", 1)[0])
     local = backend is not None and backend.local
     if not (cache and local):
         return _build(resolved)
@@ -233,7 +249,7 @@ def embedder_name(spec: str) -> str:
     if cached is not None:
         return cached.name
     kind, colon, _ = resolved.partition(":")
-    backend = BACKENDS.get(kind)
+    backend = backends().get(kind)
     if backend is not None and kind in _FIXED_NAMES and not colon:
         return backend.name
     return get_embedder(spec).name
@@ -246,11 +262,14 @@ def building_specs() -> list[str]:
 
 
 def available_embedders() -> list[EmbedderInfo]:
-    """What can be used here: every backend of :data:`BACKENDS`, whether its dependencies are installed."""
+    """What can be used here: every backend (:func:`backends`), whether its dependencies are installed."""
     default = resolve_spec("default").split(":", 1)[0]
     rows = []
-    for b in BACKENDS.values():
+    for b in backends().values():
         missing = b.missing()
         rows.append(EmbedderInfo(b.listed or b.kind, b.name or b.kind, b.dims, "local" if b.local else "api",
                                  not missing, b.extra, missing, default == b.kind, b.description))
     return rows
+
+
+add_builtin(sys.modules[__name__], "kgos.embed")

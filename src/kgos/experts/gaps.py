@@ -35,10 +35,8 @@ evidence.
 
 from __future__ import annotations
 
-import json
 import random
 import re
-import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -49,9 +47,10 @@ import numpy as np
 from ..errors import InvalidArgument
 from ..index.nearest import cosine_all
 from ..index.text import STOPWORDS, tokenize
-from ..memory.pii import is_pii, redact_secrets
+from ..memory.pii import is_pii
 from ..model import slugify
 from ..store.proposals import ProposalDraft
+from .turnlog import expert_configs, turns
 
 if TYPE_CHECKING:
     from ..kg import KG, Workspace
@@ -65,7 +64,6 @@ ADMISSION_RE = re.compile(
 QUESTION_WORDS = frozenset(["how", "what", "which", "why", "when", "where", "who", "whom", "whose", "can", "could", "should", "would", "will", "do", "does", "did", "done", "doing", "i", "me", "my", "we", "our", "you", "your", "use", "using", "get", "make", "way", "ways", "best", "good", "better", "need", "want", "help", "tell", "explain", "show", "give", "find", "know", "there", "here", "about", "any", "some", "much", "many", "more", "most", "less", "need", "really"])
 VARIANTS: dict[str, tuple[float, float, float, float] | None] = {
     "intent profile": None, "text-heavy": (0.1, 0.8, 0.1, 0.0), "embedding-heavy": (0.8, 0.1, 0.1, 0.0)}
-MAX_TURNS = 5_000
 BAGS, BAG_WORDS, OFF_KG_PERCENTILE, WEAK_PERCENTILE = 200, 5, 5, 50
 TOPIC_COSINE, TOPIC_JACCARD = 0.6, 0.34
 GAPS_ORIGIN = "gaps"
@@ -212,31 +210,9 @@ class GapDetector:
 
     # -- the failure log ---------------------------------------------------------------------------------
     def _turns(self, db_id: str) -> list[_Turn]:
-        rows = self.ws.shared.execute(
-            "SELECT a.turn_id, c.expert_id, u.content, a.content, a.metadata, f.rating, f.comment "
-            "FROM messages a JOIN conversations c ON c.id = a.conversation_id "
-            "JOIN messages u ON u.turn_id = a.turn_id AND u.role = 'user' "
-            "LEFT JOIN feedback f ON f.turn_id = a.turn_id "
-            "WHERE a.role = 'assistant' AND a.turn_id IS NOT NULL ORDER BY a.id DESC LIMIT ?", (MAX_TURNS,))
-        weights = self._expert_weights()
-        out = []
-        for tid, expert, query, answer, meta_text, rating, comment in rows:
-            meta = _json(meta_text)
-            if db_id not in (meta.get("kg_db_ids") or [meta.get("kg_db_id")]):
-                continue
-            out.append(_Turn(tid, expert, redact_secrets(query), answer, frozenset(meta.get("kg_nodes_used") or ()),
-                             rating, comment or "", weights.get(expert)))
-        return out
-
-    def _expert_weights(self) -> dict[str, tuple[float, float, float, float]]:
-        from .config import ExpertConfig
-        out = {}
-        for eid, config in self.ws.shared.execute("SELECT id, config FROM experts"):
-            try:
-                out[eid] = ExpertConfig.model_validate_json(config).retrieval.weights()
-            except ValueError:
-                continue  # an expert stored by a newer version: its turns use the intent's profile
-        return out
+        weights = {eid: c.retrieval.weights() for eid, c in expert_configs(self.ws).items()}
+        return [_Turn(t.turn_id, t.expert_id, t.query, t.answer, frozenset(t.metadata.get("kg_nodes_used") or ()),
+                      t.rating, t.comment, weights.get(t.expert_id)) for t in turns(self.ws, db_id)]
 
 
 # -- evidence ---------------------------------------------------------------------------------------------
@@ -463,14 +439,6 @@ def _proposal_ids(kg: KG, node_ids: set[str]) -> dict[str, int]:
     """The queue ids of these node proposals (new, merged into a pending one, or decided before)."""
     _, found = kg.proposals.list(status=None, origin=GAPS_ORIGIN, limit=1_000)
     return {p.source: p.id for p in found if p.kind == "node" and p.source in node_ids}
-
-
-def _json(text: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except (ValueError, sqlite3.Error):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _r(value: float | None) -> float | None:

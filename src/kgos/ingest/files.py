@@ -13,11 +13,12 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidArgument
+from ..plugins import entries
 
 # extension -> kind; the kind picks the extractor
 KINDS: dict[str, str] = {
@@ -168,8 +169,27 @@ def _entry(root: Path, label: str, path: Path, is_link: bool, selection: Selecti
         yield real, root, f"{label}/{rel}"
 
 
+@dataclass(frozen=True)
+class Extractor:
+    """One file kind's extractor, as the ``register_extractors`` hook returns it (kgos.plugins):
+    ``extract(source, root) -> Facts`` for the files whose name ends in one of ``suffixes``
+    (``binary``: read as bytes, ``source.data``, not decoded as text)."""
+
+    extract: Callable[..., Any]
+    suffixes: tuple[str, ...] = ()
+    binary: bool = False
+
+
+def extractors() -> dict[str, Extractor]:
+    """Every extractor by kind: the built-ins (kgos.ingest.ingestion), then those of plugins."""
+    return {e.name: e.value for e in entries("extractors") if isinstance(e.value, Extractor)}
+
+
 def kind_of(path: Path) -> str | None:
-    return KINDS.get(path.suffix.lower())
+    suffix = path.suffix.lower()
+    if suffix in KINDS:
+        return KINDS[suffix]
+    return next((kind for kind, ex in extractors().items() if suffix in ex.suffixes), None)
 
 
 def read(path: Path, rel: str, selection: Selection) -> SourceFile | Skipped:
@@ -185,7 +205,7 @@ def read(path: Path, rel: str, selection: Selection) -> SourceFile | Skipped:
     except OSError as exc:
         return Skipped(rel, f"cannot read ({exc.strerror})")
     digest = hashlib.sha256(data).hexdigest()
-    if kind in BINARY_KINDS:
+    if kind in BINARY_KINDS or kind not in KINDS.values() and extractors()[kind].binary:
         return SourceFile(path, rel, kind, digest, size, data=data)
     if b"\0" in data[:SNIFF]:
         return Skipped(rel, "binary content")

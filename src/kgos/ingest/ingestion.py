@@ -11,6 +11,7 @@ write. A fatal problem (no readable path, a KG that is not native) raises ``Inge
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -19,12 +20,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import IngestFailed, InvalidArgument, KGOSError, MissingDependency
+from ..plugins import add_builtin, hookimpl
 from ..kg.embedding import embed_after_import
 from ..store.base import GraphStore
 from ..store.proposals import ProposalDraft
 from . import configs, documents, patterns, python, treesitter
 from .facts import Facts
-from .files import DEFAULT_MAX_BYTES, MAX_FILE_BYTES, Selection, Skipped, SourceFile, check_globs, read, walk
+from .files import (
+    BINARY_KINDS,
+    DEFAULT_MAX_BYTES,
+    KINDS,
+    MAX_FILE_BYTES,
+    Extractor,
+    Selection,
+    Skipped,
+    SourceFile,
+    check_globs,
+    extractors,
+    read,
+    walk,
+)
 from .linker import EXTERNAL, Linker
 from .semantic import SemanticExtractor
 from .writer import CachedGroup, GroupOutput, WriteCounts, load_cache, tiers_key, write
@@ -49,6 +64,17 @@ EXTRACTORS: dict[str, Callable[[SourceFile, Path], Facts]] = {
     "markdown": lambda s, r: documents.extract_markdown(s), "html": lambda s, r: documents.extract_html(s),
     "pdf": lambda s, r: documents.extract_pdf(s), "text": lambda s, r: documents.extract_text(s),
 }
+
+
+
+@hookimpl
+def register_extractors() -> dict[str, Extractor]:
+    """The built-in extractors, through the hook third-party packages answer too (kgos.plugins)."""
+    return {kind: Extractor(fn, tuple(s for s, k in KINDS.items() if k == kind), kind in BINARY_KINDS)
+            for kind, fn in EXTRACTORS.items()}
+
+
+add_builtin(sys.modules[__name__], "kgos.ingest")
 
 
 @dataclass(frozen=True)
@@ -297,7 +323,7 @@ class _Run:
 
     def _one(self, source: SourceFile, root: Path, missing: set[str]) -> Facts:
         try:
-            return EXTRACTORS[source.kind](source, root)
+            return extractors()[source.kind].extract(source, root)
         except MissingDependency as exc:
             if source.kind not in missing:
                 missing.add(source.kind)

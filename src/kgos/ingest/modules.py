@@ -28,8 +28,8 @@ from ..llm.base import ChatProvider, Message
 from ..pipeline import BaseModule, ProcessContext, StageInput, StageOutput, register
 from . import patterns
 from .facts import Facts
-from .files import DEFAULT_MAX_BYTES, KINDS, Selection, SourceFile, read, walk
-from .ingestion import EXTRACTORS, IngestOptions, ingest
+from .files import DEFAULT_MAX_BYTES, KINDS, Selection, SourceFile, extractors, kind_of, read, walk
+from .ingestion import IngestOptions, ingest
 from .linker import Linker
 from .semantic import SemanticExtractor
 
@@ -91,7 +91,7 @@ class StructureModule(BaseModule):
                 continue
             if config["kinds"] and source.kind not in config["kinds"]:
                 continue
-            facts = EXTRACTORS[source.kind](source, Path(entry.get("root") or source.path.parent))
+            facts = extractors()[source.kind].extract(source, Path(entry.get("root") or source.path.parent))
             if facts.error:
                 skipped.append({"path": source.rel, "reason": facts.error})
             else:
@@ -106,8 +106,8 @@ def _source(entry: dict[str, Any], max_bytes: int) -> SourceFile | str:
     if "path" in entry:
         got = read(Path(entry["path"]), rel, Selection(max_bytes=max_bytes))
         return got if isinstance(got, SourceFile) else got.reason
-    kind = entry.get("kind") or KINDS.get(Path(rel).suffix.lower())
-    if kind not in EXTRACTORS:
+    kind = entry.get("kind") or kind_of(Path(rel))
+    if kind not in extractors():
         return f"unsupported file type ({kind})"
     data = base64.b64decode(entry["base64"]) if "base64" in entry else None
     text = None if data is not None else str(entry.get("text") or "")

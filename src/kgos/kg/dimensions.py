@@ -29,9 +29,11 @@ class Dimensions:
         """Set dimension values (0..1); names outside the catalog need ``custom=True``."""
         return dimensions.set_dimensions(self.kg, resolve(self.kg.store, node).id, values, custom)
 
-    def infer(self, dims: Iterable[str] | None = None, dry_run: bool = False) -> AutoDimensionsReport:
-        """The roadmap's automatic extraction; never overwrites a value a person set."""
-        return autodims.infer(self.kg, dims, dry_run)
+    def infer(self, dims: Iterable[str] | None = None, dry_run: bool = False,
+              words: bool | None = True) -> AutoDimensionsReport:
+        """The roadmap's automatic extraction; never overwrites a value a person set. ``words``: the
+        word rules always (True), never (False) or where the KG speaks the catalogue's language (None)."""
+        return autodims.infer(self.kg, dims, dry_run, words)
 
     def filter(self, filters: Mapping[str, Any], limit: int = 20) -> DimensionFilterResult:
         """Nodes meeting {dimension: {min, max, exact, gt, lt}} constraints (query method 7)."""

@@ -407,5 +407,6 @@ class KG:
     def set_dimensions(self, node: str, values: Mapping[str, Any], custom: bool = False) -> NodeDimensions:
         return self.dimensions.set(node, values, custom)
 
-    def infer_dimensions(self, dims: Iterable[str] | None = None, dry_run: bool = False) -> AutoDimensionsReport:
-        return self.dimensions.infer(dims, dry_run)
+    def infer_dimensions(self, dims: Iterable[str] | None = None, dry_run: bool = False,
+                         words: bool | None = True) -> AutoDimensionsReport:
+        return self.dimensions.infer(dims, dry_run, words)

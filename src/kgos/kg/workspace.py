@@ -283,7 +283,7 @@ class Workspace:
     # -- import / export ---------------------------------------------------------------------------
     def import_file(self, db_id: str, path: str | Path, format: str | None = None, mode: str = "create",
                     skip_dangling: bool = False, progress: Progress | None = None,
-                    skip_invalid: bool = False) -> ImportReport:
+                    skip_invalid: bool = False, dimensions: bool = True) -> ImportReport:
         """Import a file into a KG, all or nothing.
 
         ``mode``: ``create`` (the KG must not exist), ``merge`` (upsert into an existing native KG) or
@@ -291,9 +291,13 @@ class Workspace:
         snapshot of the new version is built and saved right after, so the first query of any
         process loads it instead of building it (DESIGN.md section 8). ``skip_invalid``: records that
         fail their checks are left out and counted (``report.skipped_invalid``) instead of failing.
+        ``dimensions``: infer the KG's dimension values (``dims auto``: the structural rules, and the
+        word rules where the KG speaks the catalogue's language; ``report.dimensions`` says what).
         """
         created = mode == "create"
         report = self._import_file(db_id, path, format, mode, skip_dangling, progress, skip_invalid)
+        if dimensions:
+            report = self._import_dimensions(db_id, report, progress)
         if progress:
             progress("search index", 0)
         try:
@@ -303,6 +307,20 @@ class Workspace:
                 self.delete(db_id)
             raise
         return report
+
+    def _import_dimensions(self, db_id: str, report: ImportReport, progress: Progress | None) -> ImportReport:
+        if progress:
+            progress("dimensions", 0)
+        kg = self.kg(db_id)
+        if not kg.store.writable:
+            return report
+        from ..methods import autodims  # a hundred patterns: compiled when first needed
+        from ..methods.dimrules import RULES as WORD_RULES
+        from ..methods.view import view_from_arrays
+        # the graph straight from the store: a search snapshot of this version would be replaced at once
+        inferred = autodims.infer(kg, words=None, view=view_from_arrays(kg.store.graph_arrays()))
+        return replace(report, dimensions={"nodes_written": inferred.nodes_written, "values": len(inferred.inferred),
+                                           "word_rules": any(r in WORD_RULES for r in inferred.rules)})
 
     def _import_file(self, db_id: str, path: str | Path, format: str | None, mode: str,
                      skip_dangling: bool, progress: Progress | None, skip_invalid: bool) -> ImportReport:

@@ -8,6 +8,7 @@ Scores are only compared within one query (ranking), never read as probabilities
 from __future__ import annotations
 
 import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgument, NotTrained
+from ..plugins import add_builtin, entries, hookimpl
 from .triples import LinkGraph, Triples
 
 
@@ -78,6 +80,7 @@ def without_self(rows: np.ndarray, entities: np.ndarray) -> np.ndarray:
     return rows
 
 
+#: the built-in predictors, filled by ``@register`` in this package's modules
 REGISTRY: dict[str, Callable[..., Predictor]] = {}
 
 
@@ -88,12 +91,24 @@ def register(name: str) -> Callable[[type[Predictor]], type[Predictor]]:
     return deco
 
 
+@hookimpl
+def register_predictors() -> dict[str, Callable[..., Predictor]]:
+    """The built-in predictors, through the hook third-party packages answer too (kgos.plugins)."""
+    return REGISTRY
+
+
+def factories() -> dict[str, Callable[..., Predictor]]:
+    """Every predictor by name: the built-ins, then those of plugins."""
+    return {e.name: e.value for e in entries("predictors") if callable(e.value)}
+
+
 def predictor(name: str, **params: Any) -> Predictor:
     """A new predictor by name (``kgos.linkpred.predictors()`` lists the names)."""
+    known = factories()
     try:
-        factory = REGISTRY[name]
+        factory = known[name]
     except KeyError:
-        raise InvalidArgument(f"unknown predictor {name!r}; choose one of {', '.join(sorted(REGISTRY))}") from None
+        raise InvalidArgument(f"unknown predictor {name!r}; choose one of {', '.join(sorted(known))}") from None
     _check_params(name, params)
     try:
         return factory(**params)
@@ -120,4 +135,7 @@ def _check_params(name: str, params: dict[str, Any]) -> None:
 
 
 def predictors() -> list[str]:
-    return sorted(REGISTRY)
+    return sorted(factories())
+
+
+add_builtin(sys.modules[__name__], "kgos.linkpred")

@@ -1,17 +1,19 @@
-"""Shared plumbing of the HTTP chat providers: one streamed POST, its failures, its events.
+"""Shared plumbing of the HTTP chat providers: one streamed request, its failures, its events.
 
-Each provider (:mod:`.openai_compat`, :mod:`.anthropic`, :mod:`.gemini`) says how to build the request
-(``_request``) and how to turn its server-sent events into text pieces and tool calls (``_decode``);
-this module does the rest, the same way for all three:
+The providers speak to their services through a transport: the official SDKs for OpenAI-compatible
+servers (``openai``) and Anthropic (``anthropic``, :mod:`._sdk`), httpx with ``httpx-sse`` for Gemini
+(:mod:`.gemini`, see there why). Each provider says how to build the request (``_request``), its
+transport sends it and decodes the events (``_exchange``); this module holds what is the same for
+all three:
 
 - ``timeout`` bounds connecting and every read (a stalled stream raises :class:`ProviderTimeout`);
 - HTTP 4xx/5xx raise :class:`ProviderError` with the status and the service's own message (from its
-  JSON error body when there is one); a 429 or 503 is retried once, after a short wait, before any
-  byte of an answer arrived — never once the stream has started;
+  JSON error body when there is one); a 429 or 503 is retried once, after a short wait (its
+  ``Retry-After`` when given), before any byte of an answer arrived — never once the stream has
+  started. The SDKs' own retries are off, so this is the only retry policy;
 - a refused connection names the URL and what to check; a body that is not an event stream (HTML,
   JSON, garbage) or that ends before the protocol's terminator raises :class:`ProviderError`;
-- ``cancel`` is checked between lines and after every piece; once set, the response is closed and the
-  stream ends quietly.
+- ``cancel`` is checked after every piece; once set, the response is closed and the stream ends quietly.
 
 Every ProviderError raised here has ``http_status``: the service's HTTP status, or None when it
 never answered one. API keys travel only in request headers and are scrubbed from every message.
@@ -19,21 +21,19 @@ never answered one. API keys travel only in request headers and are scrubbed fro
 
 from __future__ import annotations
 
+import http
 import json
 import logging
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, MissingDependency
 from .base import ChatProvider, Message, ProviderError, ProviderTimeout, StreamItem, ToolCall, ToolSpec
-from .sse import SSEEvent, iter_events, iter_lines
 
 log = logging.getLogger("kgos.llm")
 
@@ -43,20 +43,29 @@ _TAG = re.compile(r"<[^>]*>")
 
 @dataclass
 class StreamState:
-    """What the shared loop and a provider's ``_decode`` learn about one response."""
+    """What the transport and a provider's decoder learn about one response."""
 
     done: bool = False  #: the protocol's terminator arrived ([DONE], message_stop, finishReason)
     cancelled: bool = False
     events: int = 0
-    head: list[str] = field(default_factory=list)  #: the first lines, to quote a body that is not SSE
+
+
+class HTTPStatus(Exception):
+    """A transport got an HTTP error status before the stream started."""
+
+    def __init__(self, status: int, body: bytes, retry_after: str | None) -> None:
+        super().__init__(status)
+        self.status, self.body, self.retry_after = status, body, retry_after
 
 
 class HTTPChatProvider(ChatProvider):
-    """A chat model behind a streaming HTTP API. Subclasses set ``service`` and implement
-    ``_request`` and ``_decode``."""
+    """A chat model behind a streaming HTTP API. Subclasses set ``service`` and implement ``_request``
+    and ``_exchange`` (a transport: :class:`._sdk.SDKChatProvider`, or Gemini's own)."""
 
     service = "chat service"
     supports_tools = True
+    #: the package its transport needs (import name, pip name) and the kgos extra that installs it
+    package, pip_name, extra = "", "", ""
     #: seconds before the one retry of a 429/503 (a ``Retry-After`` up to ``max_retry_wait`` wins)
     retry_backoff = 0.5
     max_retry_wait = 5.0
@@ -65,6 +74,8 @@ class HTTPChatProvider(ChatProvider):
                  unreachable_hint: str) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidArgument(f"{self.service} needs a model name")
+        if self.package and not _installed(self.package):  # found, not imported: construction stays cheap
+            raise MissingDependency(self.pip_name or self.package, self.extra)
         self.model = model.strip()
         self.base_url = check_base_url(base_url)
         self.timeout = check_timeout(timeout)
@@ -75,11 +86,14 @@ class HTTPChatProvider(ChatProvider):
 
     def _request(self, messages: list[Message], system: str | None, max_tokens: int,
                  tools: list[ToolSpec]) -> tuple[str, dict[str, str], dict[str, Any]]:
-        """(url, headers, JSON payload) of the streaming request."""
+        """(url, extra headers, JSON payload) of the streaming request."""
         raise NotImplementedError
 
-    def _decode(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[StreamItem]:
-        """Yield the text pieces and tool calls of ``events``; set ``state.done`` at the terminator."""
+    def _exchange(self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float,
+                  state: StreamState, cancel: threading.Event | None) -> Generator[StreamItem, None, None]:
+        """Send the request and yield the answer's items; raise :class:`HTTPStatus` for an error status
+        (before the stream started) and call ``_timed_out`` / ``_unreachable`` / ``_broken`` for the
+        transport's failures."""
         raise NotImplementedError
 
     # -- the shared loop -------------------------------------------------------------------------
@@ -96,31 +110,18 @@ class HTTPChatProvider(ChatProvider):
         if _is_set(cancel):
             return
         log.debug("POST %s (model %s, %d messages)", display_url(url), self.model, len(messages))
-        state = StreamState()
-        try:
-            with httpx.Client(timeout=httpx.Timeout(t)) as client:
-                resp = self._open(client, url, headers, payload, cancel)
-                if resp is None:
-                    return
-                try:
-                    yield from self._consume(resp, url, state, cancel)
-                finally:
-                    resp.close()
-        except httpx.TimeoutException as exc:
-            if _is_set(cancel):
+        for attempt in range(2):
+            state = StreamState()
+            try:
+                yield from self._checked(self._exchange(url, headers, payload, t, state, cancel), state, cancel)
                 return
-            raise _error(ProviderTimeout, self._timeout_message(exc, url, t, state)) from None
-        except httpx.ConnectError as exc:
-            raise _error(ProviderError, self._scrub(
-                f"cannot reach {self.service} at {display_url(url)} ({_reason(exc)}): {self._hint}"
-            )) from None
-        except httpx.HTTPError as exc:
-            if _is_set(cancel):
-                return
-            where = "mid-answer" if state.events else "before answering"
-            raise _error(ProviderError, self._scrub(
-                f"the connection to {self.service} at {display_url(url)} broke {where}: {_reason(exc)}"
-            )) from None
+            except HTTPStatus as err:
+                if attempt == 0 and err.status in _RETRY_STATUSES:
+                    delay = _retry_delay(err.retry_after, self.retry_backoff, self.max_retry_wait)
+                    if _wait(delay, cancel):
+                        return
+                    continue
+                self._fail_http(url, err.status, err.body)
 
     def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
                  timeout: float | None = None) -> str:
@@ -128,52 +129,61 @@ class HTTPChatProvider(ChatProvider):
         pieces = self.stream(messages, system=system, max_tokens=max_tokens, timeout=timeout)
         return "".join(p for p in pieces if isinstance(p, str))
 
-    def _open(self, client: httpx.Client, url: str, headers: dict[str, str], payload: dict[str, Any],
-              cancel: threading.Event | None) -> httpx.Response | None:
-        """Send the request; the streaming response once it is 2xx (None if cancelled meanwhile)."""
-        for attempt in range(2):
-            request = client.build_request("POST", url, json=payload, headers=headers)
-            resp = client.send(request, stream=True)
-            if resp.status_code < 400:
-                return resp
-            try:
-                raw = resp.read()
-            finally:
-                resp.close()
-            if attempt == 0 and resp.status_code in _RETRY_STATUSES:
-                delay = _retry_delay(resp, self.retry_backoff, self.max_retry_wait)
-                if cancel is None:
-                    time.sleep(delay)
-                elif cancel.wait(delay):
-                    return None
-                continue
-            self._fail_http(url, resp.status_code, raw)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _consume(self, resp: httpx.Response, url: str, state: StreamState,
+    def _checked(self, items: Generator[StreamItem, None, None], state: StreamState,
                  cancel: threading.Event | None) -> Iterator[StreamItem]:
-        self._check_content_type(resp, url)
-        lines = _watch(iter_lines(resp.iter_bytes()), state, cancel)
-        for item in self._decode(_count(iter_events(lines), state), state):
-            yield item
-            if _is_set(cancel):
-                state.cancelled = True
-                return
+        """``items`` until ``cancel`` is set; a stream that ends before its terminator is an error."""
+        try:
+            for item in items:
+                yield item
+                if _is_set(cancel):
+                    state.cancelled = True
+                    return
+        finally:
+            items.close()  # closes the response: the server sees the connection end
         if state.done or state.cancelled:
             return
         if not state.events:
-            head = _snippet("\n".join(state.head)) or "(empty body)"
-            self.fail(f"answered with a body that is not a server-sent event stream: {head}")
+            self.fail("answered with a body that is not a server-sent event stream: (no event)")
         self.fail(f"stopped mid-answer: the stream ended without {self._terminator()}")
 
-    def _check_content_type(self, resp: httpx.Response, url: str) -> None:
-        ctype = resp.headers.get("content-type", "").lower()
+    def check_content_type(self, content_type: str, read: Callable[[], bytes], url: str) -> None:
+        """A ProviderError, quoting the body, unless ``content_type`` is an event stream."""
+        ctype = content_type.lower()
+        if "event-stream" in ctype:
+            return
         if "text/html" in ctype:
-            text = _snippet(_TAG.sub(" ", resp.read().decode("utf-8", "replace")))
+            text = _snippet(_TAG.sub(" ", read().decode("utf-8", "replace")))
             self.fail(f"answered with an HTML page instead of an event stream (is {display_url(url)} "
                       f"the right endpoint?): {text}")
         if "application/json" in ctype:
-            self.fail(f"answered with JSON instead of an event stream: {service_message(resp.read())}")
+            self.fail(f"answered with JSON instead of an event stream: {service_message(read())}")
+        head = _snippet(read().decode("utf-8", "replace")[:2000]) or "(empty body)"
+        self.fail(f"answered with a body that is not a server-sent event stream: {head}")
+
+    # -- failures of a transport -----------------------------------------------------------------
+
+    def _timed_out(self, url: str, t: float, state: StreamState, *, connecting: bool) -> NoReturn:
+        if connecting:
+            what = f"did not accept a connection within {t:g} s"
+        elif state.events:
+            what = f"stopped sending for more than {t:g} s mid-answer"
+        else:
+            what = f"did not start answering within {t:g} s"
+        raise _error(ProviderTimeout, self._scrub(f"{self.service} at {display_url(url)} {what}")) from None
+
+    def _unreachable(self, url: str, reason: str) -> NoReturn:
+        raise _error(ProviderError, self._scrub(
+            f"cannot reach {self.service} at {display_url(url)} ({_snippet(reason, 200)}): {self._hint}"
+        )) from None
+
+    def _broken(self, url: str, state: StreamState, reason: str) -> NoReturn:
+        where = "mid-answer" if state.events else "before answering"
+        raise _error(ProviderError, self._scrub(
+            f"the connection to {self.service} at {display_url(url)} broke {where}: {_snippet(reason, 200)}"
+        )) from None
+
+    def not_json(self, data: str) -> NoReturn:
+        self.fail(f"sent an event whose data is not JSON: {_snippet(data)}")
 
     # -- messages --------------------------------------------------------------------------------
 
@@ -182,17 +192,11 @@ class HTTPChatProvider(ChatProvider):
         raise _error(ProviderError, self._scrub(f"{self.service} ({self.model}) {what}"), status)
 
     def _fail_http(self, url: str, status: int, raw: bytes) -> NoReturn:
-        reason = httpx.codes.get_reason_phrase(status)
+        try:
+            reason = http.HTTPStatus(status).phrase
+        except ValueError:  # a status outside the standard ones (Anthropic's 529 Overloaded)
+            reason = "Error"
         self.fail(f"answered HTTP {status} {reason} at {display_url(url)}: {service_message(raw)}", status)
-
-    def _timeout_message(self, exc: Exception, url: str, t: float, state: StreamState) -> str:
-        if isinstance(exc, httpx.ConnectTimeout):
-            what = f"did not accept a connection within {t:g} s"
-        elif state.events:
-            what = f"stopped sending for more than {t:g} s mid-answer"
-        else:
-            what = f"did not start answering within {t:g} s"
-        return self._scrub(f"{self.service} at {display_url(url)} {what}")
 
     def _terminator(self) -> str:
         return "its end marker"
@@ -251,7 +255,7 @@ def load_json(provider: HTTPChatProvider, data: str) -> Any:
     try:
         return json.loads(data)
     except ValueError:
-        provider.fail(f"sent an event whose data is not JSON: {_snippet(data)}")
+        provider.not_json(data)
 
 
 def parse_arguments(provider: HTTPChatProvider, name: str, raw: str | Mapping[str, Any] | None) -> dict:
@@ -314,34 +318,28 @@ def _snippet(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _reason(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return _snippet(text, 200)
-
-
-def _retry_delay(resp: httpx.Response, backoff: float, cap: float) -> float:
+def _retry_delay(retry_after: str | None, backoff: float, cap: float) -> float:
     try:
-        return min(max(float(resp.headers.get("retry-after", "")), 0.0), cap)
+        return min(max(float(retry_after or ""), 0.0), cap)
     except ValueError:
         return backoff
 
 
+def _wait(seconds: float, cancel: threading.Event | None) -> bool:
+    """Sleep ``seconds``, waking when ``cancel`` is set; True if it was."""
+    if cancel is None:
+        time.sleep(seconds)
+        return False
+    return cancel.wait(seconds)
+
+
+def _installed(module: str) -> bool:
+    from importlib.util import find_spec
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules (tests) reads as absent
+        return False
+
+
 def _is_set(cancel: threading.Event | None) -> bool:
     return cancel is not None and cancel.is_set()
-
-
-def _watch(lines: Iterator[str], state: StreamState, cancel: threading.Event | None) -> Iterator[str]:
-    """``lines``, stopping (``state.cancelled``) as soon as ``cancel`` is set; keeps the first few."""
-    for line in lines:
-        if _is_set(cancel):
-            state.cancelled = True
-            return
-        if len(state.head) < 5:
-            state.head.append(line)
-        yield line
-
-
-def _count(events: Iterator[SSEEvent], state: StreamState) -> Iterator[SSEEvent]:
-    for ev in events:
-        state.events += 1
-        yield ev

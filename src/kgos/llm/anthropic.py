@@ -1,9 +1,10 @@
-"""Anthropic's Messages API, streamed.
+"""Anthropic's Messages API, streamed, through the official ``anthropic`` SDK (extra
+``kgos[anthropic]``; kgos.llm._sdk).
 
-Wire protocol (https://docs.anthropic.com/en/api/messages and
+Protocol (https://docs.anthropic.com/en/api/messages and
 https://docs.anthropic.com/en/docs/build-with-claude/streaming): ``POST {base}/v1/messages`` with
 headers ``x-api-key`` and ``anthropic-version: 2023-06-01`` and ``"stream": true`` answers named
-server-sent events: ``message_start``; per content block ``content_block_start`` (a ``text`` or
+server-sent events (the SDK skips unnamed ones and ``ping``, and raises on ``error``): ``message_start``; per content block ``content_block_start`` (a ``text`` or
 ``tool_use`` block), ``content_block_delta`` (``text_delta`` text, or ``input_json_delta`` pieces of
 a tool's JSON input) and ``content_block_stop``; ``message_delta`` (stop reason); ``message_stop``;
 ``ping`` at any time; ``error`` on failure mid-stream.
@@ -24,17 +25,9 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._http import (
-    HTTPChatProvider,
-    StreamState,
-    check_roles,
-    load_json,
-    service_message,
-    system_text,
-    tool_call_or_fail,
-)
+from ._http import StreamState, check_roles, system_text, tool_call_or_fail
+from ._sdk import SDKChatProvider
 from .base import Message, ProviderNotConfigured, StreamItem, ToolCall, ToolSpec
-from .sse import SSEEvent
 from .usage import Usage, finish_reason
 
 __all__ = ["ANTHROPIC_DEFAULT_MODEL", "ANTHROPIC_DEFAULT_URL", "AnthropicProvider"]
@@ -46,10 +39,11 @@ KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 
 
-class AnthropicProvider(HTTPChatProvider):
+class AnthropicProvider(SDKChatProvider):
     """A Claude model behind ``POST {base}/v1/messages`` (streamed; tools as ``tool_use`` blocks)."""
 
     service = "Anthropic"
+    package = pip_name = extra = "anthropic"
 
     def __init__(self, model: str = ANTHROPIC_DEFAULT_MODEL, api_key: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0) -> None:
@@ -60,9 +54,21 @@ class AnthropicProvider(HTTPChatProvider):
         super().__init__(model=model, base_url=url, timeout=timeout, secret=key,
                          unreachable_hint=f"check the network connection, or {BASE_URL_ENV} if you set it")
         self.name = f"anthropic:{self.model}"
-        self._headers = {"anthropic-version": ANTHROPIC_VERSION, "Accept": "text/event-stream"}
+        self._headers = {"anthropic-version": ANTHROPIC_VERSION}  # the version this code speaks, pinned
         if key:
             self._headers["x-api-key"] = key
+
+    def _make_client(self, sdk: Any) -> Any:
+        # The key goes as x-api-key, as the API documents (anthropic 2.x sends it as a Bearer token),
+        # in the client's headers: the SDK logs each request's own headers at DEBUG, never these.
+        # Without a key (a proxy or test server) the SDK's Authorization header is left out.
+        headers = {**self._headers, "Authorization": sdk.Omit()}
+        return sdk.Anthropic(api_key=self._secret or "no-key", base_url=self.base_url, max_retries=0,
+                             timeout=self.timeout, default_headers=headers)
+
+    def _open(self, sdk: Any, client: Any, payload: dict[str, Any], headers: dict[str, str],
+              timeout: float) -> Any:
+        return client.messages.with_streaming_response.create(**payload, timeout=timeout)
 
     def _request(self, messages: list[Message], system: str | None, max_tokens: int,
                  tools: list[ToolSpec]) -> tuple[str, dict[str, str], dict[str, Any]]:
@@ -77,17 +83,12 @@ class AnthropicProvider(HTTPChatProvider):
                                  "input_schema": dict(t.parameters)} for t in tools]
         return f"{self.base_url}/v1/messages", dict(self._headers), payload
 
-    def _decode(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[StreamItem]:
+    def _decode(self, events: Iterator[dict[str, Any]], state: StreamState) -> Iterator[StreamItem]:
         pending: dict[int, dict[str, Any]] = {}  # index -> tool_use block being streamed
         calls: list[ToolCall] = []
         counts: dict[str, Any] = {}  # input_tokens from message_start, output_tokens and stop_reason after
-        for ev in events:
-            data = load_json(self, ev.data)
-            if not isinstance(data, dict):
-                self.fail(f"sent an event that is not a JSON object: {ev.data[:200]}")
-            kind = ev.event if ev.event != "message" else str(data.get("type", ""))
-            if kind == "error" or data.get("type") == "error":
-                self.fail(f"reported an error mid-stream: {service_message(ev.data)}")
+        for data in events:
+            kind = str(data.get("type", ""))
             if kind in ("message_start", "message_delta"):
                 _count(data, counts)
             if kind == "content_block_start":

@@ -1,13 +1,14 @@
 """OpenAI-compatible chat completions, streamed: OpenAI itself and local servers that speak its API
-(Ollama, vLLM, llama.cpp server, LM Studio...).
+(Ollama, vLLM, llama.cpp server, LM Studio...), through the official ``openai`` SDK (extra
+``kgos[openai]``; kgos.llm._sdk).
 
-Wire protocol (https://platform.openai.com/docs/api-reference/chat/create and
-https://platform.openai.com/docs/api-reference/chat-streaming): ``POST {base_url}/chat/completions``
-with ``"stream": true`` answers server-sent events whose data is a ``chat.completion.chunk`` JSON
-object — text in ``choices[0].delta.content``, tool calls as ``choices[0].delta.tool_calls`` fragments
-keyed by ``index`` (the first carries ``id`` and ``function.name``, later ones pieces of
-``function.arguments``) — and ends with ``data: [DONE]``. An ``{"error": {...}}`` chunk reports a
-failure mid-stream.
+Protocol (https://platform.openai.com/docs/api-reference/chat-streaming): ``POST
+{base_url}/chat/completions`` with ``"stream": true`` answers ``chat.completion.chunk`` events — text
+in ``choices[0].delta.content``, tool calls as ``choices[0].delta.tool_calls`` fragments keyed by
+``index`` (the first carries ``id`` and ``function.name``, later ones pieces of
+``function.arguments``), ``finish_reason`` on the last choice chunk — and ends with ``data: [DONE]``,
+which the SDK consumes: a stream is complete once a ``finish_reason`` arrived. An
+``{"error": {...}}`` chunk reports a failure mid-stream.
 
 Base URL: the argument, else ``$KGOS_OPENAI_BASE_URL``, else ``$OPENAI_BASE_URL``, else
 ``https://api.openai.com/v1``. Key: the argument, else ``$OPENAI_API_KEY`` — required only for
@@ -23,16 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._http import (
-    HTTPChatProvider,
-    StreamState,
-    check_roles,
-    load_json,
-    service_message,
-    tool_call_or_fail,
-)
+from ._http import StreamState, check_roles, tool_call_or_fail
+from ._sdk import SDKChatProvider
 from .base import Message, ProviderNotConfigured, StreamItem, ToolCall, ToolSpec
-from .sse import SSEEvent
 from .usage import Usage, finish_reason
 
 __all__ = ["OPENAI_DEFAULT_MODEL", "OPENAI_DEFAULT_URL", "OpenAICompatProvider", "openai_base_url"]
@@ -55,10 +49,11 @@ def is_openai_cloud(url: str) -> bool:
     return urlsplit(url).hostname == urlsplit(OPENAI_DEFAULT_URL).hostname
 
 
-class OpenAICompatProvider(HTTPChatProvider):
+class OpenAICompatProvider(SDKChatProvider):
     """A model behind ``POST {base_url}/chat/completions`` (streamed; tools as ``functions``)."""
 
     service = "OpenAI-compatible server"
+    package = pip_name = extra = "openai"
 
     def __init__(self, model: str = OPENAI_DEFAULT_MODEL, base_url: str | None = None,
                  api_key: str | None = None, timeout: float = 60.0,
@@ -76,11 +71,20 @@ class OpenAICompatProvider(HTTPChatProvider):
                              "from the base_url option, else KGOS_OPENAI_BASE_URL, else OPENAI_BASE_URL)",
         )
         self.name = f"openai:{self.model}"
-        self._headers = {"Accept": "text/event-stream", **dict(extra_headers or {})}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
+        self._headers = dict(extra_headers or {})
         if is_openai_cloud(self.base_url):
             self.service = "OpenAI"
+
+    def _make_client(self, sdk: Any) -> Any:
+        # a local server needs no key, the SDK insists on one: a stand-in, never sent (see _open)
+        return sdk.OpenAI(api_key=self._secret or "no-key", base_url=self.base_url, max_retries=0,
+                          timeout=self.timeout)
+
+    def _open(self, sdk: Any, client: Any, payload: dict[str, Any], headers: dict[str, str],
+              timeout: float) -> Any:
+        extra: dict[str, Any] = {**headers, **({} if self._secret else {"Authorization": sdk.Omit()})}
+        return client.chat.completions.with_streaming_response.create(**payload, extra_headers=extra,
+                                                                      timeout=timeout)
 
     def _request(self, messages: list[Message], system: str | None, max_tokens: int,
                  tools: list[ToolSpec]) -> tuple[str, dict[str, str], dict[str, Any]]:
@@ -97,23 +101,19 @@ class OpenAICompatProvider(HTTPChatProvider):
                 for t in tools]
         return f"{self.base_url}/chat/completions", dict(self._headers), payload
 
-    def _decode(self, events: Iterator[SSEEvent], state: StreamState) -> Iterator[StreamItem]:
+    def _decode(self, events: Iterator[dict[str, Any]], state: StreamState) -> Iterator[StreamItem]:
         calls = _ToolCallAssembler()
-        for ev in events:
-            if ev.data.strip() == "[DONE]":
-                state.done = True
-                yield from calls.finish(self)
-                yield calls.usage()
-                return
-            chunk = load_json(self, ev.data)
-            if not isinstance(chunk, dict):
-                self.fail(f"sent a chunk that is not a JSON object: {ev.data[:200]}")
-            if "error" in chunk:
-                self.fail(f"reported an error mid-stream: {service_message(json.dumps(chunk))}")
+        for chunk in events:
             yield from calls.feed(self, chunk)
+        finished = list(calls.finish(self))  # a call with broken arguments fails here, ended or not
+        if calls.stop is None:
+            return  # no finish_reason: the stream was cut (the shared loop says so)
+        state.done = True
+        yield from finished
+        yield calls.usage()
 
     def _terminator(self) -> str:
-        return "data: [DONE]"
+        return "a finish_reason and data: [DONE]"
 
 
 @dataclass

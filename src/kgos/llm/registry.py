@@ -21,10 +21,13 @@ for the configured server is not sent to another provider), else the provider's 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
+from importlib.util import find_spec
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..plugins import add_builtin, entries, hookimpl
 from ._http import display_url
 from .anthropic import ANTHROPIC_DEFAULT_MODEL, ANTHROPIC_DEFAULT_URL, AnthropicProvider
 from .base import ChatProvider, ProviderNotConfigured
@@ -43,6 +46,9 @@ LOCAL_SERVERS: dict[str, tuple[str, str | None]] = {
 ALIASES = {"openai-compatible": "openai"}
 PROVIDERS = ("offline", "local", "openai", "anthropic", "gemini", *LOCAL_SERVERS)
 _OPENAI_ENV = ["OPENAI_API_KEY", "KGOS_OPENAI_BASE_URL", "OPENAI_BASE_URL"]
+#: provider -> (the kgos extra its transport needs, the module that extra installs)
+_EXTRAS = {"openai": ("openai", "openai"), "anthropic": ("anthropic", "anthropic"),
+           "gemini": ("gemini", "httpx_sse"), "local": ("local", "llama_cpp")}
 _OPTIONS = {"openai": {"base_url", "api_key", "extra_headers"}, "anthropic": {"api_key", "base_url"},
             "gemini": {"api_key", "base_url"}, "offline": set(), "local": {"n_ctx", "n_threads", "tools"}}
 
@@ -63,8 +69,8 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
         raise InvalidArgument(f"an LLM provider spec must be a string, got {type(spec).__name__}")
     name, _, model = spec.strip().partition(":")
     key = ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key not in PROVIDERS:
-        choices = ", ".join([*PROVIDERS, *ALIASES])
+    if key not in PROVIDERS and key not in _plugin_factories():
+        choices = ", ".join([*PROVIDERS, *_plugin_factories(), *ALIASES])
         raise InvalidArgument(f"unknown LLM provider {name.strip()!r}: choose one of {choices} "
                               "(optionally followed by :model, e.g. openai:gpt-4o-mini)")
     return key, model.strip() or None
@@ -78,14 +84,16 @@ def get_provider(spec: str | None = None, *, model: str | None = None, timeout: 
     Raises InvalidArgument for an unknown provider or option, ProviderNotConfigured when a key or
     model is missing (the message names the variable to set)."""
     key, spec_model = parse_spec(spec if spec and spec.strip() else default_spec())
+    if key not in PROVIDERS:  # a plugin's provider: its factory checks its own options
+        chosen = model or spec_model or _env_model(key)
+        return _plugin_factories()[key](key, chosen, timeout, dict(options))
     family = "openai" if key in LOCAL_SERVERS else key
     unknown = set(options) - _OPTIONS[family]
     if unknown:
         raise InvalidArgument(f"{key} takes no option {', '.join(sorted(unknown))} "
                               f"(accepted: {', '.join(sorted(_OPTIONS[family])) or 'none'})")
     if key == "offline":
-        from .offline import OfflineProvider
-        return OfflineProvider()
+        return _offline(key, None, timeout, options)
     chosen = model or spec_model or _env_model(key) or _builtin_model(key)
     if not chosen:
         raise ProviderNotConfigured(f"{key} needs a model name: use {key}:<model> or set KGOS_LLM_MODEL "
@@ -115,8 +123,13 @@ def available_providers() -> list[dict[str, Any]]:
         rows.append(_row(name, True, _OPENAI_ENV[1:], openai_base_url(url)))
         rows[-1]["configured"] = rows[-1]["default_model"] is not None
     rows.append(_row("local", _local_installed(), ["KGOS_LLM_MODEL"]))
+    rows += [_row(name, True, []) for name in _plugin_factories()]
     for row in rows:
         row["default"] = row["name"] == default
+        family = "openai" if row["name"] in LOCAL_SERVERS else row["name"]
+        if family in _EXTRAS:  # the package its transport needs, and whether it is there
+            extra, module = _EXTRAS[family]
+            row["extra"], row["installed"] = extra, find_spec(module) is not None
     rows[1]["aliases"] = list(ALIASES)
     return rows
 
@@ -159,8 +172,12 @@ def _builtin_model(key: str) -> str | None:
 
 def _local_installed() -> bool:
     """llama-cpp-python is importable (found, not imported: a listing stays cheap)."""
-    from importlib.util import find_spec
     return find_spec("llama_cpp") is not None
+
+
+def _offline(key: str, model: str | None, timeout: float, options: dict[str, Any]) -> ChatProvider:
+    from .offline import OfflineProvider
+    return OfflineProvider()
 
 
 def _local(key: str, model: str, timeout: float, options: dict[str, Any]) -> ChatProvider:
@@ -186,3 +203,18 @@ def _gemini(key: str, model: str, timeout: float, options: dict[str, Any]) -> Ch
 _FACTORIES: dict[str, Callable[[str, str, float, dict[str, Any]], ChatProvider]] = {
     "openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "local": _local,
 }
+
+
+@hookimpl
+def register_llm_providers() -> dict[str, Callable[[str, str | None, float, dict[str, Any]], ChatProvider]]:
+    """The built-in providers, through the hook third-party packages answer too (kgos.plugins);
+    :func:`get_provider` checks their options and models before calling them."""
+    return {"offline": _offline, **_FACTORIES, **{name: _openai for name in LOCAL_SERVERS}}
+
+
+def _plugin_factories() -> dict[str, Callable[[str, str | None, float, dict[str, Any]], ChatProvider]]:
+    """Providers added by plugins: ``{name: factory(name, model or None, timeout, options)}``."""
+    return {e.name: e.value for e in entries("llm_providers") if e.name not in PROVIDERS and callable(e.value)}
+
+
+add_builtin(sys.modules[__name__], "kgos.llm")

@@ -373,7 +373,7 @@ class MemoryService:
             report = merge_snapshot(self._store(), data, self.config.evidence_cap)
         else:
             mode = "replace" if self.workspace.exists(self.db_id) else "create"
-            self.workspace.import_file(self.db_id, path, format="nodelink", mode=mode)
+            self.workspace.import_file(self.db_id, path, format="nodelink", mode=mode, dimensions=False)
             report = SnapshotReport("", len(data["entities"]), len(data["edges"]), "replace")
         self.kg()  # the user entity exists whatever the file held
         return SnapshotReport(str(path), report.entities, report.edges, report.mode)
@@ -397,7 +397,8 @@ class MemoryService:
             finally:
                 temp.close()
             if not dry_run:
-                self.workspace.import_file(self.db_id, folder / "kg.json", format="nodelink", mode="replace")
+                self.workspace.import_file(self.db_id, folder / "kg.json", format="nodelink", mode="replace",
+                                           dimensions=False)
                 self.items.replace_relations(derived, self.alias_table.accepted_map())
         finally:
             shutil.rmtree(folder, ignore_errors=True)

@@ -18,6 +18,7 @@ from scipy.sparse import coo_array
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import InvalidArgument
+from .autodims import SHAPE_DIMENSIONS
 from .catalog import DIMENSIONS
 from .nodesql import node_table
 from .results import CentralityReport, Community, CommunityReport, GapReport, NodeRef, RankedNode
@@ -201,9 +202,10 @@ def _unmitigated(view: GraphView) -> np.ndarray:
 
 def _dimension_gaps(view: GraphView, store: GraphStore, limit: int) -> tuple[tuple[NodeRef, ...], int, int]:
     """(actionable nodes without catalog dimensions (first ``limit``), their count, nodes without a
-    description)."""
+    description). The shape values every node gets at import (degree, neighbour types, description
+    length) do not count: they say nothing about what the node is."""
     table = node_table(store)
-    dims = list(DIMENSIONS)
+    dims = [d for d in DIMENSIONS if d not in SHAPE_DIMENSIONS]
     if table is None or table.props is None:
         nodes = list(store.iter_nodes())
         missing = [n for n in nodes if n.type in ACTIONABLE_TYPES and not any(d in n.properties for d in dims)]

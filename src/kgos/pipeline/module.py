@@ -21,10 +21,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from ..errors import InvalidArgument, InvalidConfig, ReplayMiss, SnapshotMismatch
+from ..errors import InvalidArgument, InvalidConfig, PipelineError, ReplayMiss, SnapshotMismatch
 from .digest import content_hash
 
 __all__ = ["BaseModule", "ExternalResponses", "ModuleState", "PipelineModule", "ProcessContext", "Snapshot",
@@ -235,6 +235,18 @@ class BaseModule:
     version: ClassVar[str] = "1.0.0"
     category: ClassVar[str] = ""
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    #: the typed payloads it reads and returns (TypedDicts, e.g. kgos.research.contracts); None: any object.
+    #: Their JSON Schemas are checked on every call (``input_schema()``, ``output_schema()``).
+    input_type: ClassVar[type | None] = None
+    output_type: ClassVar[type | None] = None
+
+    @classmethod
+    def input_schema(cls) -> dict[str, Any] | None:
+        return payload_schema(cls.input_type) if cls.input_type is not None else None
+
+    @classmethod
+    def output_schema(cls) -> dict[str, Any] | None:
+        return payload_schema(cls.output_type) if cls.output_type is not None else None
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         self._lock = threading.Lock()
@@ -290,7 +302,10 @@ class BaseModule:
         mark, started = len(context.external.used), time.perf_counter()
         self._set(status="running")
         try:
+            self._check(self.input_type, input.data, "input")
             output = await self.run(input, context, config)
+            if output.status == "complete":
+                self._check(self.output_type, output.data, "output")
         except Exception as exc:
             self._finish(input, None, started, f"{type(exc).__name__}: {exc}")
             raise
@@ -298,6 +313,15 @@ class BaseModule:
                              output.metrics)
         self._finish(input, output, started, None)
         return output
+
+    def _check(self, payload_type: type | None, data: Mapping[str, Any], which: str) -> None:
+        """A PipelineError naming the fields where ``data`` does not match ``payload_type``'s schema."""
+        if payload_type is None:
+            return
+        errors = sorted(_validator(payload_type).iter_errors(data), key=lambda e: list(e.path))
+        if errors:
+            where = "; ".join(f"{'.'.join(str(p) for p in e.path) or '(top)'}: {e.message[:200]}" for e in errors[:5])
+            raise PipelineError(f"{self.id}: its {which} is not a {payload_type.__name__}: {where}")
 
     def _set(self, **changes: Any) -> None:
         with self._lock:
@@ -334,3 +358,26 @@ class BaseModule:
             raise InvalidConfig(f"{self.id}: invalid config: " + "; ".join(
                 f"{f}: {e.message}" for f, e in zip(fields, errors)), fields=fields)
         return full
+
+
+@cache
+def payload_schema(payload_type: type) -> dict[str, Any]:
+    """The JSON Schema of a stage payload type (a TypedDict), from pydantic, once per type."""
+    from pydantic import TypeAdapter  # only when a typed stage runs or is described
+    return _lean(TypeAdapter(payload_type).json_schema())
+
+
+def _lean(schema: Any) -> Any:
+    """``schema`` without the no-op ``additionalProperties: true`` and ``items: {}`` pydantic writes for
+    ``dict[str, Any]`` / ``list[Any]``: jsonschema would visit every item of a large knowledge map to
+    check nothing (34 ms for 5,000 claims, against well under 1 ms without)."""
+    if isinstance(schema, dict):
+        return {k: _lean(v) for k, v in schema.items()
+                if not (k == "additionalProperties" and v is True or k == "items" and v == {})}
+    return [_lean(v) for v in schema] if isinstance(schema, list) else schema
+
+
+@cache
+def _validator(payload_type: type) -> Any:
+    import jsonschema
+    return jsonschema.Draft202012Validator(payload_schema(payload_type))

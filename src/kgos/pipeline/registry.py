@@ -10,12 +10,16 @@ A class registers under a dotted id with the decorator::
         category = "search"
         ...
 
-and a plugin package registers by being installed: it declares an entry point in the group
-``kgos.modules`` whose object is a module class, a Python module (importing it runs its
-``@register`` decorators) or a callable returning module classes::
+and a plugin package registers by being installed, the way every backend family does
+(kgos.plugins, docs/plugins.md): its ``kgos`` entry point answers the ``register_pipeline_modules``
+hook with ``{module id: class}``. The older group ``kgos.modules`` still works: its object is a module
+class, a Python module (importing it runs its ``@register`` decorators) or a callable returning
+module classes::
 
     [project.entry-points."kgos.modules"]
     my_backend = "my_package.search:MySearch"
+
+The built-in modules (kgos.research, kgos.ingest.modules) answer the same hook.
 
 Entry points are loaded once, on the first lookup that misses or listing; a plugin that fails to load
 is reported in ``Registry.errors`` and never breaks KG-OS. Reasoning strategies register the same way
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import entry_points
@@ -33,6 +38,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ..errors import InvalidName, ModuleNotFound
+from ..plugins import add_builtin, entries, hookimpl
 
 __all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "Registry", "register"]
 
@@ -41,10 +47,12 @@ T = TypeVar("T", bound=type)
 
 
 class Registry:
-    """Module classes by id, filled by ``register`` and by entry points of ``group``."""
+    """Module classes by id, filled by ``register``, by entry points of ``group`` and, when ``hooks``
+    (the process-wide :data:`REGISTRY`), by the ``register_pipeline_modules`` hook of kgos.plugins."""
 
-    def __init__(self, group: str = ENTRY_POINT_GROUP) -> None:
+    def __init__(self, group: str = ENTRY_POINT_GROUP, *, hooks: bool = False) -> None:
         self.group = group
+        self.hooks = hooks
         self.errors: dict[str, str] = {}
         self._classes: dict[str, type] = {}
         self._discovered = False
@@ -100,6 +108,7 @@ class Registry:
         """id, name, version, category, config schema and docstring of each module: what a UI lists."""
         return [{"id": k, "name": getattr(c, "name", "") or k, "version": getattr(c, "version", ""),
                  "category": getattr(c, "category", ""), "config_schema": getattr(c, "config_schema", {}),
+                 "input_schema": _schema(c, "input_schema"), "output_schema": _schema(c, "output_schema"),
                  "description": inspect.getdoc(c) or ""}
                 for k in self.ids(category) for c in [self._classes[k]]]
 
@@ -110,12 +119,23 @@ class Registry:
                 return []
             self._discovered = True
             before = set(self._classes)
+            for entry in entries("pipeline_modules") if self.hooks else ():
+                try:
+                    self._load_entry(entry.name, entry.value)
+                except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, never fatal
+                    self.errors[entry.name] = f"{type(exc).__name__}: {exc}"
             for ep in entry_points(group=self.group):
                 try:
                     self._load(ep.load())
                 except Exception as exc:  # a broken plugin is reported, never fatal
                     self.errors[ep.name] = f"{type(exc).__name__}: {exc}"
             return sorted(set(self._classes) - before)
+
+    def _load_entry(self, module_id: str, cls: Any) -> None:
+        if not isinstance(cls, type):
+            raise TypeError(f"{cls!r} is not a module class")
+        if self._classes.get(module_id) is not cls:
+            self.add(cls, module_id)
 
     def _load(self, obj: Any) -> None:
         if isinstance(obj, ModuleType):
@@ -133,6 +153,26 @@ class Registry:
         raise TypeError(f"entry point object {obj!r} is not a class, module or callable")
 
 
+def _schema(cls: type, which: str) -> dict[str, Any] | None:
+    """A module's input or output JSON Schema (kgos.pipeline.BaseModule), None when it declares none."""
+    get = getattr(cls, which, None)
+    return get() if callable(get) else None
+
+
 #: the process-wide registry that ``@register`` fills
-REGISTRY = Registry()
+REGISTRY = Registry(hooks=True)
 register = REGISTRY.register
+_BUILTIN_PACKAGES = ("kgos.research", "kgos.ingest")
+
+
+@hookimpl
+def register_pipeline_modules() -> dict[str, type]:
+    """The built-in modules, through the hook third-party packages answer too (kgos.plugins):
+    importing their packages runs their ``@register`` decorators."""
+    from .. import research  # noqa: F401
+    from ..ingest import modules  # noqa: F401
+    classes = dict(REGISTRY._classes)  # a copy, without the lock: discover() holds it while calling hooks
+    return {k: c for k, c in classes.items() if c.__module__.startswith(_BUILTIN_PACKAGES)}
+
+
+add_builtin(sys.modules[__name__], "kgos.pipeline")

@@ -17,8 +17,9 @@ from typing import Any, ClassVar
 
 from ..errors import PipelineError
 from ..pipeline import BaseModule, ProcessContext, StageInput, StageOutput, content_hash, register
-from .plan import addressed
 from .conflicts import same_quantities
+from .contracts import OutputIn, OutputOut
+from .plan import addressed
 from .merge import _stemmed
 from .untrusted import DATA_NOTICE, flags, quoted
 
@@ -37,6 +38,7 @@ class AnswerModule(BaseModule):
     id = "output.answer"
     name = "Answer synthesis"
     category = "output"
+    input_type, output_type = OutputIn, OutputOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "max_sentences": {"type": "integer", "minimum": 1, "maximum": 50, "default": 6},
         "provider": {"type": "string", "default": "",

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidArgument
 from ..index.text import fold
+from ..plugins import add_builtin, entries, hookimpl
 
-__all__ = ["STRATEGIES", "content_key", "fuse", "interleave_by_score", "reciprocal_rank_fusion", "round_robin",
-           "routed_backends", "union_dedupe", "weighted"]
+__all__ = ["STRATEGIES", "content_key", "fuse", "interleave_by_score", "reciprocal_rank_fusion",
+           "round_robin", "routed_backends", "strategies", "union_dedupe", "weighted"]
 
 Hit = Mapping[str, Any]
 Fused = list[dict[str, Any]]
@@ -101,6 +103,17 @@ STRATEGIES: dict[str, Callable[..., Fused]] = {
     "round_robin": round_robin, "union_dedupe": union_dedupe, "weighted": weighted}
 
 
+@hookimpl
+def register_fusions() -> dict[str, Callable[..., Fused]]:
+    """The built-in strategies, through the hook third-party packages answer too (kgos.plugins)."""
+    return STRATEGIES
+
+
+def strategies() -> dict[str, Callable[..., Fused]]:
+    """Every merge strategy by name: the built-ins, then those of plugins (``f(ranked lists) -> Fused``)."""
+    return {e.name: e.value for e in entries("fusions") if callable(e.value)}
+
+
 def fuse(strategy: str, named_results: Mapping[str, Sequence[Hit]], *, k: int = RRF_K,
          weights: Mapping[str, float] | None = None) -> Fused:
     """Merge ``{backend name: ranked hits}`` (in the mapping's order) with ``strategy``."""
@@ -109,9 +122,13 @@ def fuse(strategy: str, named_results: Mapping[str, Sequence[Hit]], *, k: int = 
         return reciprocal_rank_fusion(lists, k)
     if strategy == "weighted":
         return weighted(lists, [float((weights or {}).get(name, 1.0)) for name in named_results])
-    if strategy not in STRATEGIES:
-        raise InvalidArgument(f"unknown merge strategy {strategy!r}: one of {', '.join(STRATEGIES)}")
-    return STRATEGIES[strategy](lists)
+    known = strategies()
+    if strategy not in known:
+        raise InvalidArgument(f"unknown merge strategy {strategy!r}: one of {', '.join(known)}")
+    return known[strategy](lists)
+
+
+add_builtin(sys.modules[__name__], "kgos.research.fusion")
 
 
 def routed_backends(path: str, routing: Mapping[str, Sequence[str]]) -> set[str]:

@@ -20,7 +20,7 @@ Knowledge is JSON-shaped and accumulates over iterations::
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,8 @@ __all__ = ["AUTHORITY", "empty_knowledge", "integrate"]
 #: spec/004 "Source authority (official > blog > forum)"
 AUTHORITY = {"official": 1.0, "documentation": 0.9, "blog": 0.6, "forum": 0.4, "unknown": 0.5}
 _stem = make_stemmer("porter")
+#: texts -> one vector per text (an ``Embedder.embed``), for entity-name similarity
+Embed = Callable[[list[str]], np.ndarray]
 
 
 def empty_knowledge() -> dict[str, Any]:
@@ -42,7 +44,7 @@ def empty_knowledge() -> dict[str, Any]:
 
 
 def integrate(known: Mapping[str, Any], extracted: Mapping[str, Any], iteration: int,
-              entity_similarity: float = 0.92, embed: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+              entity_similarity: float = 0.92, embed: Embed | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Merge ``extracted`` (claims, entities, relations) into a copy of ``known``; returns (knowledge,
     stats) where stats counts what is new (``new_info`` = new items / all items)."""
     kn = copy.deepcopy(dict(known)) if known else empty_knowledge()
@@ -175,7 +177,7 @@ def _stem_key(key: str) -> str:
 
 
 def _add_entity(kn: dict[str, Any], alias: dict[str, str], e: Mapping[str, Any], iteration: int,
-                threshold: float, embed: Any) -> bool:
+                threshold: float, embed: Embed | None) -> bool:
     key = e["key"]
     target = alias.get(key) or alias.get(_stem_key(key)) or next(
         (alias[normalize_name(a)] for a in e.get("aliases", []) if normalize_name(a) in alias), None)
@@ -198,7 +200,8 @@ def _add_entity(kn: dict[str, Any], alias: dict[str, str], e: Mapping[str, Any],
     return True
 
 
-def _similar(entities: Mapping[str, Mapping[str, Any]], name: str, threshold: float, embed: Any) -> str | None:
+def _similar(entities: Mapping[str, Mapping[str, Any]], name: str, threshold: float,
+             embed: Embed | None) -> str | None:
     keys = [k for k, v in entities.items() if v.get("type") != "option"]
     if not keys or name.startswith("-"):
         return None

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from ..index.text import STOPWORDS, fold, tokenize
 from ..pipeline import BaseModule, StageOutput, register
+from .contracts import ReasonIn, ReasonOut
 from .merge import AUTHORITY
 from .plan import addressed
 
@@ -134,6 +135,7 @@ class DefaultReasoner(BaseModule):
     name = "Default reasoner"
     version = "1.0.0"
     category = "reason"
+    input_type, output_type = ReasonIn, ReasonOut
     config_schema: ClassVar[dict[str, Any]] = _SCHEMA
 
     async def run(self, input, context, config):  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, KGOSError
 from ..pipeline import REGISTRY, ExternalResponses, ProcessContext, StageInput, StageOutput, content_hash
@@ -26,6 +26,11 @@ from .control import Interrupted, RestartIteration, RunControl
 from .corpus import open_corpus
 from .manifest import FORMAT, run_store
 from .merge import empty_knowledge
+
+if TYPE_CHECKING:  # types only: a research run is handed these, it never builds them
+    from ..kg import Workspace
+    from ..llm.base import ChatProvider
+    from ..pipeline import PipelineModule
 
 __all__ = ["DEFAULT_MODULES", "ResearchRequest", "ResearchResult", "ResearchRunner", "answer_markdown",
            "failed_output", "merged_delta", "result_of"]
@@ -137,7 +142,7 @@ class ResearchRunner:
     block until ``control.answer`` (the API), at most ``answer_timeout`` seconds, after which the run
     returns ``waiting`` (resumable). Other threads steer it through ``control``."""
 
-    def __init__(self, ws: Any, request: ResearchRequest, *, control: RunControl | None = None,
+    def __init__(self, ws: Workspace, request: ResearchRequest, *, control: RunControl | None = None,
                  on_ask: Callable[[str], str | None] | None = None, wait_for_answers: bool = False,
                  provider: Any = None, run_id: str | None = None, answer_timeout: float | None = None) -> None:
         self.ws, self.request = ws, request.checked()
@@ -188,7 +193,7 @@ class ResearchRunner:
         self.control.emit("module_swapped", {"stage": stage, "module": module_id})
         return self.modules[stage]
 
-    def _services(self, provider: Any) -> dict[str, Any]:
+    def _services(self, provider: ChatProvider | None) -> dict[str, Any]:
         for db in self.request.kgs:
             self.ws.kg(db)  # KGNotFound now, not in the middle of the run
         corpus = None
@@ -350,7 +355,7 @@ class ResearchRunner:
             return None
         return dict(out.data)
 
-    def _record_stage(self, rec: dict[str, Any], stage: str, module: Any, inp: StageInput, out: StageOutput,
+    def _record_stage(self, rec: dict[str, Any], stage: str, module: PipelineModule, inp: StageInput, out: StageOutput,
                       seconds: float) -> dict[str, Any]:
         snap = module.snapshot(inp, out)
         name = f"snapshots/{rec['iteration']}-{stage}.json" if rec["iteration"] else f"snapshots/final-{stage}.json"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ReplayMiss, RunStateConflict, SnapshotMismatch
 from ..pipeline import REGISTRY, ProcessContext
@@ -20,11 +20,15 @@ from .control import RunControl
 from .manifest import RunStore, run_store, summary, verify_seal
 from .runner import ResearchRequest, ResearchResult, ResearchRunner, failed_output, result_of
 
+if TYPE_CHECKING:  # types only: a research run is handed these, it never builds them
+    from ..kg import Workspace
+    from ..llm.base import ChatProvider
+
 __all__ = ["ReplayReport", "diff_runs", "prepare_resume", "replay", "research", "result", "resume", "run_manifest",
            "runs", "stage_snapshot"]
 
 
-def research(ws: Any, question: str, *, on_ask: Callable[[str], str | None] | None = None,
+def research(ws: Workspace, question: str, *, on_ask: Callable[[str], str | None] | None = None,
              provider: Any = None, control: RunControl | None = None, **options: Any) -> ResearchResult:
     """Run the two-loop pipeline on ``question``; ``options`` are ``ResearchRequest`` fields
     (corpus, kgs, into, max_iterations, budget_seconds, reasoner, configs, store_mode, ...).
@@ -35,14 +39,14 @@ def research(ws: Any, question: str, *, on_ask: Callable[[str], str | None] | No
     return ResearchRunner(ws, request, on_ask=on_ask, provider=provider, control=control).run()
 
 
-def resume(ws: Any, run_id: str, answer: str | None = None, *,
+def resume(ws: Workspace, run_id: str, answer: str | None = None, *,
            on_ask: Callable[[str], str | None] | None = None, provider: Any = None) -> ResearchResult:
     """Continue a run that waits for an answer (give ``answer``), was stopped by the user, or whose
     process died; a completed or failed run cannot be resumed."""
     return prepare_resume(ws, run_id, answer, on_ask=on_ask, provider=provider).run()
 
 
-def prepare_resume(ws: Any, run_id: str, answer: str | None = None, *,
+def prepare_resume(ws: Workspace, run_id: str, answer: str | None = None, *,
                    on_ask: Callable[[str], str | None] | None = None, provider: Any = None,
                    wait_for_answers: bool = False, control: RunControl | None = None,
                    answer_timeout: float | None = None, restart: bool = False) -> ResearchRunner:
@@ -76,7 +80,7 @@ def prepare_resume(ws: Any, run_id: str, answer: str | None = None, *,
     return runner
 
 
-def _restarted(ws: Any, run_id: str, m: dict[str, Any], provider: Any, wait_for_answers: bool,
+def _restarted(ws: Workspace, run_id: str, m: dict[str, Any], provider: ChatProvider | None, wait_for_answers: bool,
                control: RunControl | None, answer_timeout: float | None,
                on_ask: Callable[[str], str | None] | None) -> ResearchRunner:
     if not any(it.get("reasoning") for it in m.get("iterations", [])):
@@ -111,13 +115,13 @@ class ReplayReport:
         return d
 
 
-def replay(ws: Any, run_id: str, from_iteration: int = 1) -> ReplayReport:
+def replay(ws: Workspace, run_id: str, from_iteration: int = 1) -> ReplayReport:
     """Re-execute a run's stages from ``from_iteration`` offline and compare every output hash.
     Raises ``SnapshotMismatch`` naming the hash when the manifest or a snapshot was edited."""
     return asyncio.run(_replay(ws, run_id, from_iteration))
 
 
-async def _replay(ws: Any, run_id: str, from_iteration: int) -> ReplayReport:
+async def _replay(ws: Workspace, run_id: str, from_iteration: int) -> ReplayReport:
     store = run_store(ws)
     m = store.manifest(run_id)
     verify_seal(m)
@@ -138,7 +142,7 @@ async def _replay(ws: Any, run_id: str, from_iteration: int) -> ReplayReport:
                         final.sha256 if final is not None else None, m.get("output_sha256"))
 
 
-async def _replay_stage(ws: Any, store: RunStore, run_id: str, iteration: int,
+async def _replay_stage(ws: Workspace, store: RunStore, run_id: str, iteration: int,
                         entry: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
     snap = store.snapshot(run_id, entry["snapshot"])
     where = f"iteration {iteration}" if iteration else "output"
@@ -166,7 +170,7 @@ async def _replay_stage(ws: Any, store: RunStore, run_id: str, iteration: int,
     return row, out
 
 
-def diff_runs(ws: Any, run_a: str, run_b: str) -> dict[str, Any]:
+def diff_runs(ws: Workspace, run_a: str, run_b: str) -> dict[str, Any]:
     """Two runs side by side, stage by stage: which module, config, input and output hashes differ,
     the decisions of each iteration and the final states."""
     store = run_store(ws)
@@ -198,12 +202,12 @@ def _brief(e: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: e[k] for k in ("module", "version", "config_hash", "input_hash", "output_hash", "status")}
 
 
-def runs(ws: Any, limit: int = 50) -> list[dict[str, Any]]:
+def runs(ws: Workspace, limit: int = 50) -> list[dict[str, Any]]:
     """The workspace's runs, newest first (run_id, question, status, iterations, stopped_by, ...)."""
     return run_store(ws).summaries(limit)
 
 
-def run_manifest(ws: Any, run_id: str) -> dict[str, Any]:
+def run_manifest(ws: Workspace, run_id: str) -> dict[str, Any]:
     """A run's manifest, plus ``sealed`` (its hash checks out) and, when finished, its answer."""
     store = run_store(ws)
     m = store.manifest(run_id)
@@ -220,7 +224,7 @@ def run_manifest(ws: Any, run_id: str) -> dict[str, Any]:
     return out
 
 
-def stage_snapshot(ws: Any, run_id: str, iteration: int, stage: str) -> dict[str, Any]:
+def stage_snapshot(ws: Workspace, run_id: str, iteration: int, stage: str) -> dict[str, Any]:
     """One stage call of a run (config, input, output, outside responses): the debugger's inspector."""
     store = run_store(ws)
     m = store.manifest(run_id)
@@ -233,7 +237,7 @@ def stage_snapshot(ws: Any, run_id: str, iteration: int, stage: str) -> dict[str
     return {**store.snapshot(run_id, entry["snapshot"]).to_dict(), "manifest_entry": entry}
 
 
-def result(ws: Any, run_id: str) -> ResearchResult:
+def result(ws: Workspace, run_id: str) -> ResearchResult:
     """The ResearchResult of a saved run."""
     store = run_store(ws)
     m = store.manifest(run_id)

@@ -20,19 +20,37 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..embed.registry import get_embedder
 from ..errors import InvalidArgument, PipelineError
 from ..index.text import fold
 from ..model import slugify
 from ..pipeline import BaseModule, ProcessContext, StageInput, StageOutput, content_hash, register
+from .contracts import (
+    ExtractIn,
+    ExtractOut,
+    IngestIn,
+    IngestOut,
+    MergeIn,
+    MergeOut,
+    QueryIn,
+    QueryOut,
+    SearchIn,
+    SearchOut,
+    StoreIn,
+    StoreOut,
+)
 from .extract import extract_document
-from .fusion import STRATEGIES, fuse, routed_backends
+from .fusion import fuse, routed_backends, strategies
 from .merge import AUTHORITY, empty_knowledge, integrate
 from .plan import plan_query
 from .untrusted import flags
+
+if TYPE_CHECKING:  # types only: a research run is handed these, it never builds them
+    from ..kg import Workspace
+    from .corpus import Corpus
 
 __all__ = [
     "STAGES",
@@ -55,6 +73,7 @@ class QueryModule(BaseModule):
     id = "query.intent"
     name = "Query understanding"
     category = "query"
+    input_type, output_type = QueryIn, QueryOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {}}
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
@@ -65,7 +84,8 @@ class QueryModule(BaseModule):
 
 
 _SEARCH_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": {
-    "strategy": {"enum": list(STRATEGIES), "default": "reciprocal_rank_fusion"},
+    # the strategies known when the module loads: built-ins and those of installed plugins
+    "strategy": {"enum": list(strategies()), "default": "reciprocal_rank_fusion"},
     "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 12, "description": "fused hits kept"},
     "per_backend_k": {"type": "integer", "minimum": 1, "maximum": 500, "default": 20},
     "rrf_k": {"type": "integer", "minimum": 1, "default": 60},
@@ -94,6 +114,7 @@ class SearchModule(BaseModule):
     id = "search.multi"
     name = "Multi-backend search"
     category = "search"
+    input_type, output_type = SearchIn, SearchOut
     config_schema: ClassVar[dict[str, Any]] = _SEARCH_SCHEMA
 
     async def run(self, input: StageInput, context: ProcessContext, config: dict[str, Any]) -> StageOutput:
@@ -137,7 +158,7 @@ class SearchModule(BaseModule):
         return out
 
     @staticmethod
-    def _recorded(context: ProcessContext, key: str, call: Any) -> tuple[list[dict[str, Any]], int]:
+    def _recorded(context: ProcessContext, key: str, call: Callable[[], Any]) -> tuple[list[dict[str, Any]], int]:
         got = context.external.fetch(key, lambda: list(call()))
         return got[0], got[1]
 
@@ -149,7 +170,7 @@ def _authority(source: str, config: Mapping[str, Any]) -> str:
     return "unknown"
 
 
-def _kg_hits(ws: Any, db: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+def _kg_hits(ws: Workspace, db: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
     res = ws.kg(db).search(q, k=config["per_backend_k"])
     hits = []
     for h in res.results:
@@ -163,7 +184,7 @@ def _kg_hits(ws: Any, db: str, q: str, config: Mapping[str, Any]) -> tuple[list[
     return hits, len(hits)
 
 
-def _corpus_hits(corpus: Any, backend: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+def _corpus_hits(corpus: Corpus, backend: str, q: str, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
     allowed = corpus.routed(backend, config["source_routing"])
     scored = corpus.search_scored(q, config["per_backend_k"], backend, allowed)
     total = corpus.count_matches(q, backend, allowed)
@@ -209,6 +230,7 @@ class IngestModule(BaseModule):
     id = "ingest.documents"
     name = "Document ingestion"
     category = "ingest"
+    input_type, output_type = IngestIn, IngestOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "max_documents": {"type": "integer", "minimum": 1, "default": 40}}}
 
@@ -240,6 +262,7 @@ class ExtractModule(BaseModule):
     id = "extract.claims"
     name = "Claim extraction"
     category = "extract"
+    input_type, output_type = ExtractIn, ExtractOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "max_claims_per_document": {"type": "integer", "minimum": 1, "default": 40}}}
 
@@ -270,6 +293,7 @@ class MergeModule(BaseModule):
     id = "merge.graph"
     name = "Knowledge merge"
     category = "merge"
+    input_type, output_type = MergeIn, MergeOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "entity_similarity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.92},
         "embedder": {"type": "string", "default": "none",
@@ -296,6 +320,7 @@ class StoreModule(BaseModule):
     id = "store.kg"
     name = "KG store"
     category = "store"
+    input_type, output_type = StoreIn, StoreOut
     config_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False, "properties": {
         "mode": {"enum": ["auto", "apply", "propose", "none"], "default": "auto"}}}
 
@@ -359,14 +384,14 @@ def _entity_node(nodes: dict[str, dict[str, Any]], e: Mapping[str, Any]) -> str:
 RUN_META = "research_run"  # kg_meta key: the run that created the KG (its delta goes in directly)
 
 
-def store_mode(ws: Any, target: str, run_id: str) -> str:
+def store_mode(ws: Workspace, target: str, run_id: str) -> str:
     """``auto``'s choice: apply into a KG that does not exist yet or that this run created, else propose."""
     if not ws.exists(target):
         return "apply"
     return "apply" if run_id and ws.kg(target).meta().get(RUN_META) == run_id else "propose"
 
 
-def apply_delta(ws: Any, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
+def apply_delta(ws: Workspace, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
     """Write the delta into ``target`` (created if missing, and marked as this run's) in one unit of
     work: all of it or, on a failure, none (a KG this call created is removed again). Nodes are
     upserted by id and edges by key with spec/002's rules; the written nodes are embedded when it returns."""
@@ -389,7 +414,7 @@ def apply_delta(ws: Any, target: str, delta: Mapping[str, Any], run_id: str = ""
             "created": created}
 
 
-def propose_delta(ws: Any, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
+def propose_delta(ws: Workspace, target: str, delta: Mapping[str, Any], run_id: str = "") -> dict[str, Any]:
     """Stage the delta in ``target``'s review queue: nodes as node proposals, edges whose two ends exist
     now as edge proposals (an edge to a proposed node waits for that node's acceptance: it is
     counted in ``deferred_edges`` and proposed by the next run once the node exists)."""

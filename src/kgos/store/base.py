@@ -188,6 +188,7 @@ class GraphStore(ABC):
         return not self.read_only and self.supports_writes
 
     supports_writes: bool = False  # the backend implements ``_write_scope`` and ``_write_ops``
+    supports_bulk: bool = False  # ``writing(bulk=True)`` takes ``merge_node_rows`` / ``merge_edge_rows``
     sql_dialect: str | None = None  # "sqlite" or "postgresql": the dialect of the pushed-down queries
 
     def node_table(self) -> Any:

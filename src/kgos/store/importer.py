@@ -48,6 +48,7 @@ class ImportReport:
     seconds: float
     skipped_invalid: int = 0  # records left out by skip_invalid (nodes and edges)
     invalid_examples: tuple[str, ...] = ()  # the first few of them, with what was wrong
+    dimensions: dict[str, Any] | None = None  # what the import's dimension inference wrote (kg.workspace)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

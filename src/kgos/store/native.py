@@ -90,6 +90,7 @@ class NativeStore(GraphStore):
     # -- transactions and metadata ------------------------------------------------------------
     supports_writes = True
     sql_dialect = "sqlite"
+    supports_bulk = True
 
     def transaction(self, bump: bool = True) -> AbstractContextManager[sqlite3.Connection]:
         """One atomic write: everything or nothing, and one version bump. ``bump=False`` is for writes

@@ -83,6 +83,7 @@ class PostgresStore(GraphStore):
 
     supports_writes = True
     sql_dialect = "postgresql"
+    supports_bulk = True
 
     def transaction(self, bump: bool = True) -> AbstractContextManager[Any]:
         """One atomic write: everything or nothing. Node, edge and metadata writes bump the version by

@@ -8,12 +8,14 @@ what an import error names. Readers only parse; the importer checks values.
 from __future__ import annotations
 
 import gzip
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from ...errors import ImportFailed, InputTooLarge, InvalidArgument
+from ...plugins import add_builtin, entries, hookimpl
 
 Record = tuple[str, dict[str, Any]]
 
@@ -57,17 +59,24 @@ def detect_format(path: Path) -> str:
                           ".jsonl[.gz], .graphml[.gz], a folder with nodes.csv + edges.csv, or --format")
 
 
+@dataclass(frozen=True)
+class Format:
+    """One file format: ``read(path) -> Source`` and ``write(store, path, ...)`` (see nodelink.py)."""
+
+    read: Callable[[Path], Source]
+    write: Callable[..., Any]
+
+
+@hookimpl
+def register_formats() -> dict[str, Format]:
+    """The built-in formats, through the hook third-party packages answer too (kgos.plugins)."""
+    from . import csv, graphml, jsonl, nodelink  # they import this package: loaded on first use
+    return {m.__name__.rsplit(".", 1)[1]: Format(m.read, m.write) for m in (nodelink, jsonl, csv, graphml)}
+
+
 def _registry() -> tuple[dict[str, Callable[[Path], Source]], dict[str, Callable[..., Any]]]:
-    from . import nodelink
-    readers: dict[str, Callable[[Path], Source]] = {"nodelink": nodelink.read}
-    writers: dict[str, Callable[..., Any]] = {"nodelink": nodelink.write}
-    for name in ("jsonl", "csv", "graphml"):
-        try:
-            module = __import__(f"{__name__}.{name}", fromlist=["read", "write"])
-        except ImportError:
-            continue
-        readers[name], writers[name] = module.read, module.write
-    return readers, writers
+    found = {e.name: e.value for e in entries("formats") if isinstance(e.value, Format)}
+    return {k: f.read for k, f in found.items()}, {k: f.write for k, f in found.items()}
 
 
 def formats() -> list[str]:
@@ -102,3 +111,6 @@ def parse_error(path: Path, exc: Exception, where: str | None = None) -> ImportF
     if isinstance(exc, UnicodeDecodeError):
         detail = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
     return ImportFailed(f"{path.name} is malformed or truncated: {detail}", record=where)
+
+
+add_builtin(sys.modules[__name__], "kgos.store.formats")
