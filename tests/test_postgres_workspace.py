@@ -75,6 +75,8 @@ def test_experts_conversations_and_feedback_are_shared(two):
     FeedbackService(b).give(turn, "down", comment="too short")
     assert [(f.turn_id, f.rating, f.comment) for f in FeedbackService(a).list()] == [(turn, "down", "too short")]
     assert FeedbackService(a).summary("helper").down == 1
+    from kgos.experts.turnlog import turns  # the turn log that gaps and drift read
+    assert [(t.turn_id, t.rating) for t in turns(b, "notes")] == [(turn, -1)]
     assert a.db.execute("SELECT count(*) FROM experts").fetchone()[0] == 0  # not in the local workspace.db
 
 
