@@ -39,7 +39,7 @@ def ws(home: Path, tmp_path: Path) -> kgos.Workspace:
 
 
 def _variant_of(ws: kgos.Workspace, turn_id: str) -> dict:
-    meta = ws.db.execute("SELECT metadata FROM messages WHERE turn_id = ? AND role = 'assistant'", (turn_id,)).fetchone()
+    meta = ws.shared.execute("SELECT metadata FROM messages WHERE turn_id = ? AND role = 'assistant'", (turn_id,)).fetchone()
     return json.loads(meta[0])
 
 

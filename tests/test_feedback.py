@@ -4,7 +4,6 @@ from Python, the CLI and HTTP; unknown turns, bad ratings and floods are refused
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -79,7 +78,7 @@ def test_bad_votes_are_refused_and_write_nothing(demo_ws: kgos.Workspace) -> Non
 def test_secrets_in_a_comment_are_not_kept(demo_ws: kgos.Workspace) -> None:
     a = _ask(demo_ws)
     FeedbackService(demo_ws).give(a.turn_id, "down", comment="it leaked ghp_abcdefghijklmnopqrstuvwxyz0123456789")
-    raw = sqlite3.connect(demo_ws.home / "workspace.db").execute("SELECT comment FROM feedback").fetchone()[0]
+    raw = demo_ws.shared.execute("SELECT comment FROM feedback").fetchone()[0]  # as stored (SQLite or PostgreSQL)
     assert "ghp_" not in raw and "redacted" in raw
 
 

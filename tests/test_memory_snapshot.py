@@ -165,7 +165,7 @@ def test_rebuild_dry_run_changes_nothing_and_delete_then_rebuild_forgets(mem):
 @pytest.mark.parametrize("where", ["extraction", "swap"])
 def test_rebuild_interrupted_halfway_leaves_the_kg_consistent(mem, monkeypatch, where):
     before = graph(mem)
-    relations = mem.workspace.db.execute("SELECT count(*) FROM memory_relations").fetchone()[0]
+    relations = mem.workspace.shared.execute("SELECT count(*) FROM memory_relations").fetchone()[0]
     calls = {"n": 0}
     real_extract = service_mod.extract
 
@@ -178,11 +178,12 @@ def test_rebuild_interrupted_halfway_leaves_the_kg_consistent(mem, monkeypatch, 
     if where == "extraction":
         monkeypatch.setattr(service_mod, "extract", flaky_extract)
     else:
-        monkeypatch.setattr("kgos.kg.workspace.bulk_load", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+        for bulk_load in ("kgos.kg.workspace.bulk_load", "kgos.store.postgres_import.bulk_load"):  # either backend
+            monkeypatch.setattr(bulk_load, lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises((KeyboardInterrupt, OSError)):
         mem.rebuild(batch=2)
     assert graph(mem) == before
-    assert mem.workspace.db.execute("SELECT count(*) FROM memory_relations").fetchone()[0] == relations
+    assert mem.workspace.shared.execute("SELECT count(*) FROM memory_relations").fetchone()[0] == relations
     assert not list(Path(mem.workspace.cache_dir).glob(".memory-rebuild-*"))
     assert not list(mem.workspace.kgs_dir.glob(".*importing*"))
     monkeypatch.undo()

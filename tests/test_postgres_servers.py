@@ -95,6 +95,14 @@ def test_two_servers_share_kgs_and_see_each_others_writes(pg, tmp_path):
             if hits:
                 break
         assert hits[0]["node"]["id"] == "feature:quokka_cache" and time.monotonic() - t0 < 1.0
+        # experts and conversations are shared too (kgos_ws): an expert made on one, a turn through it
+        assert httpx.post(f"{one}/experts", json={"id": "helper", "name": "Helper", "kg_db_id": "team"}).status_code == 201
+        assert [e["id"] for e in httpx.get(f"{two}/experts").json()] == ["helper"]
+        r = httpx.post(f"{one}/experts/helper/chat", json={"query": "quokka cache?", "stream": False,
+                                                            "provider": "offline"}, timeout=60)
+        assert r.status_code == 200, r.text
+        [conv] = httpx.get(f"{two}/experts/helper/conversations").json()["conversations"]
+        assert conv["message_count"] == 2
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGINT)

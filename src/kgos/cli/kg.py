@@ -224,6 +224,20 @@ def copy(ctx: click.Context, src: str, dst: str, backend: str | None, to_url: st
         columns=("db_id", "kind", "nodes", "edges"))
 
 
+@kg_group.command("share-workspace")
+@output_options
+@click.pass_context
+def share_workspace(ctx: click.Context, json_: bool, plain_: bool) -> None:
+    """Copy this home's experts, conversations, feedback, A/B tests, links, memory items and research runs
+    from workspace.db into the --database-url database, where every server shares them (once, for a
+    workspace used with SQLite before; rows already there are kept)."""
+    copied = workspace(ctx).share_local()
+    rows = [(table, n) for table, n in copied.items()]
+    out(ctx, json_, plain_).emit(copied, lambda c: c.print(table(None, ["table", "rows copied"],
+                                                                 [(t, f"{n:,}") for t, n in rows])),
+                                 lambda: rows, columns=("table", "rows"))
+
+
 @kg_group.command("list")
 @output_options
 @click.pass_context

@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import ABTestConflict, ABTestNotFound, InvalidArgument, InvalidConfig
-from ..store.migrations import immediate, now_iso
+from ..store.migrations import now_iso
+from ..store.postgres_workspace import write_transaction
 from .config import Expert, ExpertConfig, merge_patch
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class ABService:
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
-        self.conn: sqlite3.Connection = workspace.db
+        self.conn: Any = workspace.shared  # workspace.db or PostgreSQL
         self._lock = threading.RLock()
 
     # -- lifecycle -----------------------------------------------------------------------------------------
@@ -138,7 +139,7 @@ class ABService:
         if not 1 <= min_votes <= 1_000_000:
             raise InvalidArgument("min_votes must be between 1 and 1,000,000")
         tid = _name(test_id, "test id") if test_id else f"ab_{uuid.uuid4().hex[:12]}"
-        with immediate(self.conn, self._lock) as conn:
+        with write_transaction(self.conn, self._lock) as conn:
             if self._active_row(conn, expert.id) is not None:
                 raise ABTestConflict(f"expert '{expert.id}' already has an active A/B test; stop it first "
                                      "(kgos expert ab stop TEST)")
@@ -160,7 +161,7 @@ class ABService:
         return [_test(r) for r in self.conn.execute(sql, (expert_id,) if expert_id else ())]
 
     def stop(self, test_id: str) -> ABTest:
-        with immediate(self.conn, self._lock) as conn:
+        with write_transaction(self.conn, self._lock) as conn:
             if conn.execute("UPDATE ab_tests SET status = 'stopped', stopped_at = ? WHERE id = ? AND status = 'active'",
                             (now_iso(), test_id)).rowcount == 0:
                 self.get(test_id)  # raises for an unknown id
@@ -172,7 +173,7 @@ class ABService:
         return None if row is None else _test(row)
 
     @staticmethod
-    def _active_row(conn: sqlite3.Connection, expert_id: str) -> tuple[Any, ...] | None:
+    def _active_row(conn: Any, expert_id: str) -> tuple[Any, ...] | None:
         return conn.execute(f"SELECT {_COLS} FROM ab_tests WHERE expert_id = ? AND status = 'active'",
                             (expert_id,)).fetchone()
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, RateLimited, TurnNotFound
 from ..memory.pii import redact_secrets
-from ..store.migrations import immediate, now_iso
+from ..store.migrations import now_iso
+from ..store.postgres_workspace import write_transaction
 
 if TYPE_CHECKING:
     from ..kg import Workspace
@@ -114,10 +114,10 @@ def turn_id_of(value: Any) -> str:
 
 
 class FeedbackService:
-    """Votes in ``workspace.db`` (migration ``005_feedback``), beside the conversations they judge."""
+    """Votes in ``workspace.db`` (migration ``005_feedback``) or PostgreSQL, beside the conversations they judge."""
 
     def __init__(self, workspace: Workspace) -> None:
-        self.conn: sqlite3.Connection = workspace.db
+        self.conn: Any = workspace.shared  # workspace.db or PostgreSQL
         self._lock = threading.RLock()
 
     def give(self, turn_id: str, rating: Any, comment: str | None = None) -> Feedback:
@@ -125,7 +125,7 @@ class FeedbackService:
         tid, value = turn_id_of(turn_id), parse_rating(rating)
         text = self._comment(comment)
         turn = self._turn(tid)
-        with immediate(self.conn, self._lock) as conn:
+        with write_transaction(self.conn, self._lock) as conn:
             previous = conn.execute("SELECT revisions FROM feedback WHERE turn_id = ?", (tid,)).fetchone()
             self._check_rate(conn, turn["conversation_id"], previous)
             stamp = now_iso()
@@ -155,8 +155,8 @@ class FeedbackService:
         return [_feedback(r) for r in rows]
 
     def summary(self, expert_id: str | None = None) -> FeedbackSummary:
-        sql = ("SELECT coalesce(sum(rating = 1), 0), coalesce(sum(rating = -1), 0), coalesce(sum(comment != ''), 0) "
-               "FROM feedback")
+        sql = ("SELECT count(*) FILTER (WHERE rating = 1), count(*) FILTER (WHERE rating = -1), "
+               "count(*) FILTER (WHERE comment != '') FROM feedback")
         row = self.conn.execute(sql + (" WHERE expert_id = ?" if expert_id else ""),
                                 (expert_id,) if expert_id else ()).fetchone()
         return FeedbackSummary(expert_id, int(row[0]), int(row[1]), int(row[2]))
@@ -186,7 +186,7 @@ class FeedbackService:
                 "retrieval": {k: meta[k] for k in SNAPSHOT_KEYS if k in meta}}
 
     @staticmethod
-    def _check_rate(conn: sqlite3.Connection, conversation_id: str, previous: tuple[int] | None) -> None:
+    def _check_rate(conn: Any, conversation_id: str, previous: tuple[int] | None) -> None:
         if previous is not None and previous[0] >= MAX_REVISIONS:
             raise RateLimited(f"this turn's vote was changed {previous[0]} times; it cannot be changed again")
         since = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # now_iso's format

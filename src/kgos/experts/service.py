@@ -29,7 +29,7 @@ EXPORT_FORMAT = "kgos-expert/1"
 class ExpertService:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
-        self.store = ExpertStore(workspace.db)
+        self.store = ExpertStore(workspace.shared)
 
     # -- validation against the workspace ------------------------------------------------------------------
     def _checked(self, data: Any) -> ExpertConfig:

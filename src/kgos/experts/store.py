@@ -1,4 +1,5 @@
-"""Experts, conversations and messages in ``workspace.db`` (migration ``004_experts``).
+"""Experts, conversations and messages in ``workspace.db`` (migration ``004_experts``), or in PostgreSQL
+(``kgos_ws``, store/postgres_workspace.py) when the workspace has a database URL: the same SQL.
 
 Plain SQL with parameters only; every multi-statement write is one transaction, so a failure
 leaves the tables as they were.
@@ -18,7 +19,8 @@ from typing import Any
 
 from ..errors import ConversationNotFound, ExpertExists, ExpertNotFound, InvalidArgument
 from ..memory.pii import redact_secrets, redact_value
-from ..store.migrations import immediate, now_iso
+from ..store.migrations import now_iso
+from ..store.postgres_workspace import write_transaction
 from .config import Expert, ExpertConfig
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -100,12 +102,12 @@ class Conversation:
 class ExpertStore:
     """SQL over the three tables; knows nothing of KGs (``ExpertService`` checks those)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn  # workspace.db, or the PgWorkspaceDB of a PostgreSQL workspace
         self._lock = threading.RLock()
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self.conn, self._lock)
+    def transaction(self) -> AbstractContextManager[Any]:
+        return write_transaction(self.conn, self._lock)
 
     # -- experts ------------------------------------------------------------------------------------
     def exists(self, expert_id: str) -> bool:
@@ -197,8 +199,11 @@ class ExpertStore:
         if row is not None:
             return cid, False
         stamp = now_iso()
-        with self.transaction() as conn:
-            conn.execute("INSERT INTO conversations VALUES (?, ?, ?, ?, 0, '')", (cid, expert_id, stamp, stamp))
+        with self.transaction() as conn:  # another server may create the same named one meanwhile
+            created = conn.execute("INSERT INTO conversations VALUES (?, ?, ?, ?, 0, '') ON CONFLICT DO NOTHING",
+                                   (cid, expert_id, stamp, stamp)).rowcount > 0
+        if not created:
+            return self.open_conversation(expert_id, cid)
         return cid, True
 
     def add_messages(self, conversation_id: str, messages: list[tuple[str, str, Mapping[str, Any]]],
@@ -210,11 +215,11 @@ class ExpertStore:
                 if role not in ROLES:
                     raise InvalidArgument(f"role must be one of {', '.join(ROLES)}, not {role!r}")
                 # the one place turns are stored: no secret stays in a message or its metadata
-                cur = conn.execute("INSERT INTO messages (conversation_id, role, content, metadata, created_at, "
-                                   "turn_id) VALUES (?, ?, ?, ?, ?, ?)",
+                row = conn.execute("INSERT INTO messages (conversation_id, role, content, metadata, created_at, "
+                                   "turn_id) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                                    (conversation_id, role, redact_secrets(content), _dumps(redact_value(dict(metadata))),
-                                    stamp, turn_id))
-                ids.append(int(cur.lastrowid or 0))
+                                    stamp, turn_id)).fetchall()  # read to the end: SQLite then ends the statement
+                ids.append(int(row[0][0]))
             first_user = redact_secrets(next((c for r, c, _ in messages if r == "user"), ""))
             conn.execute("UPDATE conversations SET last_message_at = ?, message_count = message_count + ?, "
                          "preview = CASE WHEN preview = '' THEN ? ELSE preview END WHERE id = ?",

@@ -44,7 +44,7 @@ class LoggedTurn:
 def turns(ws: Workspace, db_id: str | None = None, since: str | None = None,
           limit: int = MAX_TURNS) -> list[LoggedTurn]:
     """The newest ``limit`` turns (of the KG ``db_id`` if given; at or after ISO time ``since``)."""
-    rows = ws.db.execute(
+    rows = ws.shared.execute(  # workspace.db or PostgreSQL
         "SELECT a.turn_id, c.expert_id, c.id, u.content, a.content, a.metadata, f.rating, f.comment, a.created_at "
         "FROM messages a JOIN conversations c ON c.id = a.conversation_id "
         "JOIN messages u ON u.turn_id = a.turn_id AND u.role = 'user' "
@@ -60,7 +60,7 @@ def expert_configs(ws: Workspace) -> dict[str, ExpertConfig]:
     """Every stored expert's config that this version can read (a newer one's is skipped)."""
     from .config import ExpertConfig
     out = {}
-    for eid, config in ws.db.execute("SELECT id, config FROM experts"):
+    for eid, config in ws.shared.execute("SELECT id, config FROM experts"):
         try:
             out[eid] = ExpertConfig.model_validate_json(config)
         except ValueError:

@@ -1,6 +1,6 @@
 """Cross-KG edges (spec/000 section 14, "Multi-KG expert composition"): edges whose ends live in two
 KGs of one workspace, named ``kg:node_id`` (the citation convention), stored in ``workspace.db``
-(migration ``007_cross_edges``) because neither KG owns them. ``trace`` follows them: a path may run
+(migration ``007_cross_edges``; or the workspace's PostgreSQL database) because neither KG owns them. ``trace`` follows them: a path may run
 inside one KG, cross a link, and go on in the other.
 
 >>> import tempfile, kgos
@@ -15,7 +15,6 @@ True
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -24,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import EdgeNotFound, InvalidArgument
 from ..store.limits import check_properties
-from ..store.migrations import immediate, now_iso
+from ..store.migrations import now_iso
+from ..store.postgres_workspace import write_transaction
 
 if TYPE_CHECKING:
     from .facade import KG
@@ -108,7 +108,7 @@ class CrossLinks:
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
-        self.conn: sqlite3.Connection = workspace.db
+        self.conn: Any = workspace.shared  # workspace.db or PostgreSQL
         self._lock = threading.RLock()
 
     def resolve(self, text: str) -> Ref:
@@ -127,10 +127,12 @@ class CrossLinks:
         weight = _weight(weight)
         props = dict(properties or {})
         check_properties(props)
-        with immediate(self.conn, self._lock) as conn:
+        with write_transaction(self.conn, self._lock) as conn:
             conn.execute(
-                "INSERT INTO cross_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
-                "weight = max(weight, excluded.weight), properties = json_patch(properties, excluded.properties)",
+                "INSERT INTO cross_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (source_kg, source_node, target_kg, target_node, type) DO UPDATE SET "
+                "weight = max(cross_edges.weight, excluded.weight), "
+                "properties = json_patch(cross_edges.properties, excluded.properties)",
                 (a.kg, a.node, b.kg, b.node, type, weight, json.dumps(props), now_iso()))
         return self.get(a, b, type)
 
@@ -144,7 +146,7 @@ class CrossLinks:
 
     def delete(self, source: str, target: str, type: str) -> None:
         a, b = parse_ref(source), parse_ref(target)
-        with immediate(self.conn, self._lock) as conn:
+        with write_transaction(self.conn, self._lock) as conn:
             if conn.execute("DELETE FROM cross_edges WHERE source_kg = ? AND source_node = ? AND target_kg = ? AND "
                             "target_node = ? AND type = ?", (a.kg, a.node, b.kg, b.node, type)).rowcount == 0:
                 raise EdgeNotFound(f"no cross-KG edge {a} -[{type}]-> {b}")

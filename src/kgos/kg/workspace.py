@@ -3,7 +3,8 @@
 ```
 $KGOS_HOME/              (default ~/.kgos)
   kgs/<db_id>.db         one native SQLite KG per file
-  workspace.db           registry of attached foreign KGs; experts, memory... (later)
+  workspace.db           attached KGs, settings; experts, conversations, memory... (in PostgreSQL
+                         instead with a database URL: ``Workspace.shared``)
   cache/<db_id>/         derived indexes, safe to delete
 ```
 
@@ -79,6 +80,7 @@ class Workspace:
         self.home = Path(home).expanduser() if home is not None else default_home()
         self.database_url = database_url or os.environ.get("KGOS_DATABASE_URL") or None
         self._pg: Any = None
+        self._shared: Any = None
         self.kgs_dir = self.home / "kgs"
         self.cache_dir = self.home / "cache"
         self.kgs_dir.mkdir(parents=True, exist_ok=True)
@@ -125,6 +127,28 @@ class Workspace:
             from ..store.postgres_db import database
             self._pg = database(self.database_url)
         return self._pg
+
+    @property
+    def shared(self) -> Any:
+        """Where the tables every server of a deployment shares live (experts, conversations, feedback,
+        A/B tests, links, memory): ``workspace.db``, or with ``database_url`` the ``PgWorkspaceDB`` of
+        that database (docs/postgres.md, "What is shared")."""
+        if not self.database_url:
+            return self.db
+        if self._shared is None:
+            from ..store.postgres_workspace import shared
+            self._shared = shared(self.database_url)
+        return self._shared
+
+    def share_local(self) -> dict[str, int]:
+        """Copy this home's experts, conversations, feedback, A/B tests, links, memory items and research
+        runs from ``workspace.db`` into the workspace's PostgreSQL database (one transaction; rows
+        already there are kept). For a workspace that was used with SQLite before its database URL."""
+        from ..store.postgres_workspace import copy_from_sqlite, is_postgres
+        if not is_postgres(self.shared):
+            raise InvalidArgument("this workspace has no database URL (--database-url or KGOS_DATABASE_URL): "
+                                  "its shared tables are already the local workspace.db")
+        return copy_from_sqlite(self.db, self.shared, self.home / "research")
 
     def _in_pg(self, db_id: str) -> bool:
         return self.pg is not None and self.pg.kg_schema(db_id) is not None
@@ -279,13 +303,22 @@ class Workspace:
         return merge_results(results, k)
 
     def setting(self, db_id: str, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM kg_settings WHERE db_id = ? AND key = ?", (db_id, key)).fetchone()
+        row = self._settings_of(db_id).execute("SELECT value FROM kg_settings WHERE db_id = ? AND key = ?",
+                                               (db_id, key)).fetchone()
         return row[0] if row else None
 
     def set_setting(self, db_id: str, key: str, value: str) -> None:
         """Remember a per-KG setting (embedder, tuned weights) in workspace.db; for attached KGs,
         whose own files KG-OS does not write."""
-        self.db.execute("INSERT OR REPLACE INTO kg_settings VALUES (?, ?, ?)", (db_id, key, value))
+        self._settings_of(db_id).execute("INSERT INTO kg_settings VALUES (?, ?, ?) ON CONFLICT (db_id, key) "
+                                         "DO UPDATE SET value = excluded.value", (db_id, key, value))
+
+    def _settings_of(self, db_id: str) -> Any:
+        """Where a KG's workspace settings live: shared by every server for a KG of the workspace's
+        database (the demo's fingerprint: `kgos demo` on a second server), else this home's."""
+        if self.database_url and self.registry.get(db_id) is None and not self.native_path(db_id).exists():
+            return self.shared
+        return self.db
 
     # -- import / export ---------------------------------------------------------------------------
     def import_file(self, db_id: str, path: str | Path, format: str | None = None, mode: str = "create",

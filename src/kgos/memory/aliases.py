@@ -24,8 +24,8 @@ import numpy as np
 
 from ..errors import AliasNotFound, InvalidArgument
 from ..model import Node, normalize_name
-from ..store.migrations import now_iso
 from ..store.base import GraphStore
+from ..store.migrations import now_iso
 from .extract import EntityRef
 from .graph import GraphWriter, as_list
 
@@ -130,11 +130,10 @@ class AliasTable:
         """Store new proposals; pairs already proposed, accepted or rejected are left as they are."""
         rows = [(self.db_id, a.type, a.key[0], a.name, c.key[0], c.name, reason, score, now_iso())
                 for a, c, reason, score in pairs if a.key != c.key]
-        before = self.conn.total_changes
-        self.conn.executemany("INSERT OR IGNORE INTO memory_aliases (db_id, type, alias_norm, alias_name, "
-                              "canonical_norm, canonical_name, reason, score, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                              rows)
-        return self.conn.total_changes - before
+        sql = ("INSERT OR IGNORE INTO memory_aliases (db_id, type, alias_norm, alias_name, canonical_norm, "
+               "canonical_name, reason, score, created_at) VALUES (?,?,?,?,?,?,?,?,?)")
+        # one statement each: the count of rows added reads the same on SQLite and PostgreSQL
+        return sum(max(0, self.conn.execute(sql, row).rowcount) for row in rows)
 
     def list(self, status: str | None = None) -> list[AliasProposal]:
         if status not in (None, "proposed", "accepted", "rejected"):

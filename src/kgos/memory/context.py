@@ -206,6 +206,9 @@ def count_edges(store: Any, seeds: list[ScoredEntity]) -> int:
     """How many distinct edges touch the seeds: the "total" of "Relationships (shown/total)"."""
     if not seeds:
         return 0
+    if getattr(store, "conn", None) is None:  # not a SQLite file (PostgreSQL): the same count through the store
+        return len({(nb.edge.source, nb.edge.target, nb.edge.type) for s in seeds
+                    for nb in store.neighbors(s.id, "both")})
     rowids = [store.rowid(s.id) for s in seeds]
     marks = ",".join("?" * len(rowids))
     sql = f"SELECT count(*) FROM edges WHERE source IN ({marks}) OR target IN ({marks})"

@@ -154,8 +154,8 @@ class MemoryService:
         check_db_id(self.config.db_id)
         self.workspace = workspace
         self.provider = provider
-        self.items = MemoryStore(workspace.db)
-        self.alias_table = alias_mod.AliasTable(workspace.db, self.config.db_id)
+        self.items = MemoryStore(workspace.shared)
+        self.alias_table = alias_mod.AliasTable(workspace.shared, self.config.db_id)
 
     @property
     def db_id(self) -> str:
@@ -165,8 +165,8 @@ class MemoryService:
     def kg(self) -> KG:
         """The memory KG, created (with the user entity) on first use."""
         if not self.workspace.exists(self.db_id):
-            # a SQLite file even in a PostgreSQL workspace: memory writes through SQLite (docs/postgres.md)
-            self.workspace.create(self.db_id, name="Agent memory", description=DESCRIPTION, local=True)
+            # in the workspace's PostgreSQL database if it has one: every server shares the memory
+            self.workspace.create(self.db_id, name="Agent memory", description=DESCRIPTION)
         kg = self.workspace.kg(self.db_id)
         if not kg.store.writable:
             raise InvalidArgument(f"the memory KG '{self.db_id}' must be a writable KG, not a read-only attached file")
@@ -337,7 +337,7 @@ class MemoryService:
         def keep(e: ContextEdge) -> bool:
             args = (e.target_type, norm(e.target_name, e.target_type), e.type, e.source_type,
                     norm(e.source_name, e.source_type), expert_id)
-            return self.workspace.db.execute(sql, args).fetchone() is not None
+            return self.workspace.shared.execute(sql, args).fetchone() is not None
         return keep
 
     def _alias_names(self) -> dict[str, list[str]]:
@@ -354,7 +354,7 @@ class MemoryService:
     # -- stats, export, import, rebuild -----------------------------------------------------------
     def stats(self) -> MemoryStats:
         store = self._store()
-        conn = self.workspace.db
+        conn = self.workspace.shared
         oldest, newest = conn.execute("SELECT min(created_at), max(created_at) FROM memories").fetchone()
         aliases = dict(conn.execute("SELECT status, count(*) FROM memory_aliases WHERE db_id = ? GROUP BY status",
                                     (self.db_id,)))
@@ -473,14 +473,14 @@ class MemoryService:
         answers "what was I working on last week?" (spec/002 future extension 1)."""
         span = when if isinstance(when, TimeRange) else parse_time_range(when, now)
         where = MemoryFilter(expert_id=expert_id, since=span.since, until=span.until)
-        clause, args = where.where()
-        n = self.workspace.db.execute(f"SELECT count(*) FROM memories m WHERE {clause}", args).fetchone()[0]
+        clause, args = self.items.where(where)
+        n = self.workspace.shared.execute(f"SELECT count(*) FROM memories m WHERE {clause}", args).fetchone()[0]
         sql = ("SELECT r.predicate, r.object_type, max(r.object_name), count(DISTINCT r.memory_id), "
                "min(r.created_at), max(r.created_at), group_concat(r.memory_id, ' ') FROM memory_relations r "
                f"JOIN memories m ON m.id = r.memory_id WHERE r.subject_type = 'user' AND {clause}"
                + (" AND r.predicate = ?" if predicate else "") +
                " GROUP BY r.predicate, r.object_type, r.object_norm ORDER BY 4 DESC, 6 DESC LIMIT ?")
-        rows = self.workspace.db.execute(sql, (*args, *([predicate] if predicate else []), limit))
+        rows = self.workspace.shared.execute(sql, (*args, *([predicate] if predicate else []), limit))
         items = tuple(TimelineItem(r[0], r[1], r[2], r[3], r[4], r[5],
                                    tuple(dict.fromkeys(reversed(r[6].split())))[:10]) for r in rows)
         return Timeline(span, predicate, n, items)

@@ -1,4 +1,4 @@
-"""Memory items in ``workspace.db`` (spec/002: "Store memory first", ``memory/store.py::add_memory``).
+"""Memory items in ``workspace.db`` or the workspace's PostgreSQL database (spec/002: "Store memory first", ``memory/store.py::add_memory``).
 
 A memory is text with tags, metadata (``expert_id`` and ``conversation_id`` also get their own indexed
 columns, for spec/000 stage 2's "filter recalled memories by expert"), timestamps and the status of
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -22,7 +21,8 @@ from typing import Any
 from ..errors import InvalidArgument, MemoryNotFound
 from ..model import normalize_name
 from ..store.limits import MAX_PROPERTY_DEPTH, depth, too_deep
-from ..store.migrations import immediate, now_iso
+from ..store.migrations import now_iso
+from ..store.postgres_workspace import is_postgres, write_transaction
 from .extract import Relation
 from .vocabulary import STOPWORDS
 
@@ -78,10 +78,12 @@ class MemoryFilter:
     since: str | None = None  # ISO 8601 UTC, inclusive
     until: str | None = None  # exclusive
 
-    def where(self) -> tuple[str, list[Any]]:
-        sql, args = ["1"], []
+    def where(self, pg: bool = False) -> tuple[str, list[Any]]:
+        """The SQL condition on ``memories m`` and its arguments (``pg``: PostgreSQL's JSON operators)."""
+        sql, args = ["1 = 1"], []
         for tag in clean_tags(self.tags):
-            sql.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
+            sql.append("m.tags::jsonb @> jsonb_build_array(?::text)" if pg else
+                       "EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
             args.append(tag)
         meta = dict(self.metadata)
         for column in ("expert_id", "conversation_id"):
@@ -90,8 +92,12 @@ class MemoryFilter:
                 sql.append(f"m.{column} = ?")
                 args.append(str(value))
         for key, value in meta.items():
-            sql.append(f"json_extract(m.metadata, '$.{_key(key)}') = ?")
-            args.append(value)
+            if pg:  # the JSON value, type included, as SQLite's json_extract compares it
+                sql.append(f"m.metadata::jsonb -> '{_key(key)}' = ?::jsonb")
+                args.append(json.dumps(value))
+            else:
+                sql.append(f"json_extract(m.metadata, '$.{_key(key)}') = ?")
+                args.append(value)
         for op, bound in ((">=", self.since), ("<", self.until)):
             if bound is not None:
                 sql.append(f"m.created_at {op} ?")
@@ -178,12 +184,16 @@ def fts_query(text: str) -> str | None:
 
 # -- the store ----------------------------------------------------------------------------------------
 class MemoryStore:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn  # workspace.db, or the PgWorkspaceDB of a PostgreSQL workspace
+        self.pg = is_postgres(conn)
         self._lock = threading.RLock()
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self.conn, self._lock)
+    def transaction(self) -> AbstractContextManager[Any]:
+        return write_transaction(self.conn, self._lock)
+
+    def where(self, where: MemoryFilter | None) -> tuple[str, list[Any]]:
+        return (where or MemoryFilter()).where(self.pg)
 
     def insert(self, content: str, tags: tuple[str, ...], metadata: dict[str, Any], expert_id: str | None,
                conversation_id: str | None, created_at: str | None = None) -> Memory:
@@ -217,15 +227,27 @@ class MemoryStore:
         match = fts_query(query)
         if match is None:
             return [MemoryHit(m, 0.0) for m in self.list(where, limit=limit)]
-        sql, args = (where or MemoryFilter()).where()
+        sql, args = self.where(where)
+        if self.pg:
+            return self._search_pg(match, sql, args, _limit(limit))
         rows = self.conn.execute(
             f"SELECT {', '.join('m.' + c for c in _COLS.split(', '))}, bm25(memories_fts) FROM memories_fts "
             f"JOIN memories m ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? AND {sql} "
             "ORDER BY bm25(memories_fts), m.created_at DESC LIMIT ?", (match, *args, _limit(limit)))
         return [MemoryHit(Memory.from_row(r[:-1]), -r[-1]) for r in rows]
 
+    def _search_pg(self, match: str, sql: str, args: list[Any], limit: int) -> list[MemoryHit]:
+        """PostgreSQL full text over the generated ``fts`` column: the same words OR-ed, ranked by
+        ts_rank_cd (scores differ from FTS5's bm25; the order of clear matches is the same)."""
+        words = " | ".join(w.strip('"') for w in match.split(" OR "))  # quoted \w+ words: no tsquery syntax
+        rows = self.conn.execute(
+            f"SELECT {', '.join('m.' + c for c in _COLS.split(', '))}, ts_rank_cd(m.fts, q) "
+            f"FROM memories m, to_tsquery('english', ?) q WHERE m.fts @@ q AND {sql} "
+            "ORDER BY 11 DESC, m.created_at DESC LIMIT ?", (words, *args, limit))
+        return [MemoryHit(Memory.from_row(r[:-1]), float(r[-1])) for r in rows]
+
     def list(self, where: MemoryFilter | None = None, limit: int | None = 100, newest_first: bool = True) -> list[Memory]:
-        sql, args = (where or MemoryFilter()).where()
+        sql, args = self.where(where)
         order = "DESC" if newest_first else "ASC"
         q = f"SELECT {', '.join('m.' + c for c in _COLS.split(', '))} FROM memories m WHERE {sql} " \
             f"ORDER BY m.created_at {order}, m.rowid {order}"
@@ -278,7 +300,7 @@ class MemoryStore:
             conn.execute("UPDATE memories SET kg_status = 'ok', kg_error = NULL")
 
     @staticmethod
-    def _relations(conn: sqlite3.Connection, memory_id: str, created_at: str, relations: Sequence[Relation],
+    def _relations(conn: Any, memory_id: str, created_at: str, relations: Sequence[Relation],
                    canonical: Mapping[tuple[str, str], str]) -> None:
         def name(e: Any) -> tuple[str, str, str]:
             shown = canonical.get(e.key, e.name)
@@ -299,8 +321,8 @@ class MemoryStore:
         return dict(self.conn.execute("SELECT kg_status, count(*) FROM memories GROUP BY kg_status"))
 
 
-def _bump(conn: sqlite3.Connection, counter: str, n: int) -> None:
-    conn.execute("INSERT INTO memory_counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
+def _bump(conn: Any, counter: str, n: int) -> None:
+    conn.execute("INSERT INTO memory_counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = memory_counters.value + ?",
                  (counter, n, n))
 
 

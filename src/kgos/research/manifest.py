@@ -30,7 +30,7 @@ import orjson
 from ..errors import InvalidArgument, RunNotFound, SnapshotMismatch
 from ..pipeline import Snapshot, content_hash
 
-__all__ = ["FORMAT", "RunStore", "seal", "verify_seal"]
+__all__ = ["FORMAT", "PgRunStore", "RunStore", "run_store", "seal", "verify_seal"]
 
 FORMAT = "kgos-research-run/1"
 BLOB_BYTES = 16_384  # values this large are stored once per run by content hash
@@ -53,54 +53,75 @@ def verify_seal(manifest: Mapping[str, Any]) -> None:
                                field="manifest_sha256", expected=str(stored), actual=actual)
 
 
+def run_store(ws: Any) -> RunStore:
+    """The runs of workspace ``ws``: its folder, or with a PostgreSQL workspace its database too."""
+    shared = ws.shared
+    from ..store.postgres_workspace import is_postgres
+    return PgRunStore(ws.home, shared) if is_postgres(shared) else RunStore(ws.home)
+
+
 class RunStore:
-    """The runs of one workspace, under ``<home>/research``."""
+    """The runs of one workspace, under ``<home>/research``. Every read and write of a run's files goes
+    through ``_put`` / ``_get`` / ``_exists`` / ``_claim`` / ``run_ids``, which ``PgRunStore`` overrides."""
 
     def __init__(self, home: Path) -> None:
         self.root = Path(home) / "research"
 
     def new_run_id(self) -> str:
-        """``r_<UTC date>_<seq>`` as in spec/004, the folder created exclusively (no two runs share one)."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """``r_<UTC date>_<seq>`` as in spec/004, claimed exclusively (no two runs share one)."""
         day = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
-        seq = 1 + sum(1 for p in self.root.glob(f"r_{day}_*"))
-        while True:
-            run_id = f"r_{day}_{seq:03d}"
-            try:
-                (self.root / run_id).mkdir()
-                return run_id
-            except FileExistsError:
-                seq += 1
+        seq = 1 + self._count_day(day)
+        while not self._claim(f"r_{day}_{seq:03d}"):
+            seq += 1
+        return f"r_{day}_{seq:03d}"
+
+    def _count_day(self, day: str) -> int:
+        return sum(1 for _ in self.root.glob(f"r_{day}_*")) if self.root.is_dir() else 0
+
+    def _claim(self, run_id: str) -> bool:
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            (self.root / run_id).mkdir()
+            return True
+        except FileExistsError:
+            return False
 
     def folder(self, run_id: str) -> Path:
         if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
             raise InvalidArgument(f"{run_id!r} is not a run id (like r_2026-01-09_001)")
-        path = self.root / run_id
-        if not (path / "manifest.json").is_file():
+        if not self._exists(run_id, "manifest.json"):
             raise RunNotFound(f"no research run {run_id} in {self.root}: see `kgos research runs`")
-        return path
+        return self.root / run_id
 
-    def write_json(self, run_id: str, relative: str, value: Any) -> str:
+    def _exists(self, run_id: str, relative: str) -> bool:
+        return (self.root / run_id / relative).is_file()
+
+    def _put(self, run_id: str, relative: str, data: bytes) -> None:
         path = self.root / run_id / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        tmp.write_bytes(data)
         os.replace(tmp, path)
+
+    def _get(self, run_id: str, relative: str) -> bytes:
+        """A file of the run; OSError if it is missing."""
+        return (self.root / run_id / relative).read_bytes()
+
+    def write_json(self, run_id: str, relative: str, value: Any) -> str:
+        self._put(run_id, relative, orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
         return relative
 
     def write_text(self, run_id: str, relative: str, text: str) -> str:
-        path = self.root / run_id / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        self._put(run_id, relative, text.encode("utf-8"))
         return relative
 
     def save_manifest(self, manifest: dict[str, Any]) -> None:
         self.write_json(manifest["run_id"], "manifest.json", seal(manifest))
 
     def manifest(self, run_id: str) -> dict[str, Any]:
-        path = self.folder(run_id) / "manifest.json"
+        self.folder(run_id)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(self._get(run_id, "manifest.json").decode("utf-8"))
         except ValueError as exc:
             raise SnapshotMismatch(f"run {run_id}: manifest.json is not valid JSON ({exc})",
                                    field="manifest_sha256") from None
@@ -123,18 +144,15 @@ class RunStore:
         if len(raw) < BLOB_BYTES:
             return value
         digest = content_hash(value)
-        path = self.root / run_id / "blobs" / f"{digest.split(':')[1]}.json"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(raw)
-            os.replace(tmp, path)
+        relative = f"blobs/{digest.split(':')[1]}.json"
+        if not self._exists(run_id, relative):
+            self._put(run_id, relative, raw)
         return {"$blob": digest}
 
     def snapshot(self, run_id: str, relative: str) -> Snapshot:
-        path = self.folder(run_id) / relative
+        self.folder(run_id)
         try:
-            d = json.loads(path.read_text(encoding="utf-8"))
+            d = json.loads(self._get(run_id, relative).decode("utf-8"))
             for part in ("input", "output"):
                 if isinstance(d.get(part), dict):
                     d[part] = {k: self._unblob(run_id, v) for k, v in d[part].items()}
@@ -148,11 +166,12 @@ class RunStore:
             name = value["$blob"].removeprefix("sha256:")
             if not re.fullmatch(r"[0-9a-f]{64}", name):
                 raise ValueError(f"bad blob reference {value['$blob']!r}")
-            return json.loads((self.root / run_id / "blobs" / f"{name}.json").read_text(encoding="utf-8"))
+            return json.loads(self._get(run_id, f"blobs/{name}.json").decode("utf-8"))
         return value
 
     def read_json(self, run_id: str, relative: str) -> Any:
-        return json.loads((self.folder(run_id) / relative).read_text(encoding="utf-8"))
+        self.folder(run_id)
+        return json.loads(self._get(run_id, relative).decode("utf-8"))
 
     def run_ids(self) -> list[str]:
         if not self.root.is_dir():
@@ -169,6 +188,53 @@ class RunStore:
                 continue
             out.append(summary(m))
         return out
+
+
+class PgRunStore(RunStore):
+    """The runs of a PostgreSQL workspace: every file of a run is also a row of ``research_files`` (run
+    id, relative path, bytes), so any server lists and reads the runs of any other; reads come from the
+    database. The local folder keeps a copy of the files this server wrote (the path a result names)."""
+
+    def __init__(self, home: Path, shared: Any) -> None:
+        super().__init__(home)
+        self.db = shared
+
+    def _count_day(self, day: str) -> int:
+        row = self.db.execute("SELECT count(DISTINCT run_id) FROM research_files WHERE run_id LIKE ?",
+                              (f"r_{day}_%",)).fetchone()
+        return int(row[0])
+
+    def _claim(self, run_id: str) -> bool:
+        """The run id is taken by the row of its (empty) folder marker: one server wins it."""
+        claimed = self.db.execute("INSERT INTO research_files VALUES (?, '', ?, ?) ON CONFLICT DO NOTHING",
+                                  (run_id, b"", _now())).rowcount > 0
+        if claimed:
+            (self.root / run_id).mkdir(parents=True, exist_ok=True)
+        return claimed
+
+    def _exists(self, run_id: str, relative: str) -> bool:
+        return self.db.execute("SELECT 1 FROM research_files WHERE run_id = ? AND path = ?",
+                               (run_id, relative)).fetchone() is not None
+
+    def _put(self, run_id: str, relative: str, data: bytes) -> None:
+        self.db.execute("INSERT INTO research_files VALUES (?, ?, ?, ?) ON CONFLICT (run_id, path) DO UPDATE "
+                        "SET body = excluded.body, written_at = excluded.written_at", (run_id, relative, data, _now()))
+        super()._put(run_id, relative, data)
+
+    def _get(self, run_id: str, relative: str) -> bytes:
+        row = self.db.execute("SELECT body FROM research_files WHERE run_id = ? AND path = ?",
+                              (run_id, relative)).fetchone()
+        if row is None:
+            raise FileNotFoundError(f"{run_id}/{relative}")
+        return bytes(row[0])
+
+    def run_ids(self) -> list[str]:
+        rows = self.db.execute("SELECT run_id FROM research_files WHERE path = 'manifest.json' ORDER BY run_id DESC")
+        return [r[0] for r in rows if _RUN_ID.match(r[0])]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def summary(m: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from . import answer as _answer  # noqa: F401  (registers output.answer)
 from . import reasoner as _reasoner  # noqa: F401  (registers the reasoners)
 from .control import Interrupted, RestartIteration, RunControl
 from .corpus import open_corpus
-from .manifest import FORMAT, RunStore
+from .manifest import FORMAT, run_store
 from .merge import empty_knowledge
 
 if TYPE_CHECKING:  # types only: a research run is handed these, it never builds them
@@ -146,7 +146,7 @@ class ResearchRunner:
                  on_ask: Callable[[str], str | None] | None = None, wait_for_answers: bool = False,
                  provider: Any = None, run_id: str | None = None, answer_timeout: float | None = None) -> None:
         self.ws, self.request = ws, request.checked()
-        self.store = RunStore(ws.home)
+        self.store = run_store(ws)
         self.control = control or RunControl(self.request.breakpoints)
         self.on_ask, self.wait_for_answers, self.answer_timeout = on_ask, wait_for_answers, answer_timeout
         self.modules = self._modules()

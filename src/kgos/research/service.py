@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ReplayMiss, RunStateConflict, SnapshotMismatch
 from ..pipeline import REGISTRY, ProcessContext
 from .control import RunControl
-from .manifest import RunStore, summary, verify_seal
+from .manifest import RunStore, run_store, summary, verify_seal
 from .runner import ResearchRequest, ResearchResult, ResearchRunner, failed_output, result_of
 
 if TYPE_CHECKING:  # types only: a research run is handed these, it never builds them
@@ -52,7 +52,7 @@ def prepare_resume(ws: Workspace, run_id: str, answer: str | None = None, *,
                    answer_timeout: float | None = None, restart: bool = False) -> ResearchRunner:
     """The runner of a saved run with its loop state restored and the answer accepted, ready to run.
     ``restart``: its last completed iteration runs again (any saved run that is not running)."""
-    m = RunStore(ws.home).manifest(run_id)
+    m = run_store(ws).manifest(run_id)
     status = m.get("status")
     if restart:
         return _restarted(ws, run_id, m, provider, wait_for_answers, control, answer_timeout, on_ask)
@@ -122,7 +122,7 @@ def replay(ws: Workspace, run_id: str, from_iteration: int = 1) -> ReplayReport:
 
 
 async def _replay(ws: Workspace, run_id: str, from_iteration: int) -> ReplayReport:
-    store = RunStore(ws.home)
+    store = run_store(ws)
     m = store.manifest(run_id)
     verify_seal(m)
     entries = [(it["iteration"], e) for it in m["iterations"] if it["iteration"] >= from_iteration
@@ -173,7 +173,7 @@ async def _replay_stage(ws: Workspace, store: RunStore, run_id: str, iteration: 
 def diff_runs(ws: Workspace, run_a: str, run_b: str) -> dict[str, Any]:
     """Two runs side by side, stage by stage: which module, config, input and output hashes differ,
     the decisions of each iteration and the final states."""
-    store = RunStore(ws.home)
+    store = run_store(ws)
     a, b = store.manifest(run_a), store.manifest(run_b)
     stages = []
     for i in range(1, max(len(a["iterations"]), len(b["iterations"])) + 1):
@@ -204,12 +204,12 @@ def _brief(e: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def runs(ws: Workspace, limit: int = 50) -> list[dict[str, Any]]:
     """The workspace's runs, newest first (run_id, question, status, iterations, stopped_by, ...)."""
-    return RunStore(ws.home).summaries(limit)
+    return run_store(ws).summaries(limit)
 
 
 def run_manifest(ws: Workspace, run_id: str) -> dict[str, Any]:
     """A run's manifest, plus ``sealed`` (its hash checks out) and, when finished, its answer."""
-    store = RunStore(ws.home)
+    store = run_store(ws)
     m = store.manifest(run_id)
     try:
         verify_seal(m)
@@ -226,7 +226,7 @@ def run_manifest(ws: Workspace, run_id: str) -> dict[str, Any]:
 
 def stage_snapshot(ws: Workspace, run_id: str, iteration: int, stage: str) -> dict[str, Any]:
     """One stage call of a run (config, input, output, outside responses): the debugger's inspector."""
-    store = RunStore(ws.home)
+    store = run_store(ws)
     m = store.manifest(run_id)
     entries = [m["output"]] if iteration == 0 and m.get("output") else \
         [e for it in m["iterations"] if it["iteration"] == iteration for e in it["stages"]]
@@ -239,7 +239,7 @@ def stage_snapshot(ws: Workspace, run_id: str, iteration: int, stage: str) -> di
 
 def result(ws: Workspace, run_id: str) -> ResearchResult:
     """The ResearchResult of a saved run."""
-    store = RunStore(ws.home)
+    store = run_store(ws)
     m = store.manifest(run_id)
     out = store.read_json(run_id, m["artifacts"]["answer"]) if m.get("artifacts", {}).get("answer") else None
     return result_of(m, out, str(store.root / run_id))

@@ -1,5 +1,7 @@
-"""``workspace.db``: the registry of attached foreign KGs (and, in later migrations, experts,
-conversations, memory, predictions and run records)."""
+"""``workspace.db``: the registry of attached foreign KGs, per-KG settings, and the shared tables
+(experts, conversations, feedback, A/B tests, links, memory). A workspace with a PostgreSQL URL keeps
+the shared tables in the database instead (store/postgres_workspace.py, ``Workspace.shared``); the
+attachments and settings stay here, as they name things of this machine."""
 
 from __future__ import annotations
 
