@@ -160,8 +160,8 @@ def test_merge_keeps_the_semantics_of_the_sqlite_merge(ws, tmp_path):
                            [{"source": "a", "target": "b", "type": "r", "weight": 0.9}])
     second = write_nodelink(tmp_path / "b.json", [{"id": "a", "name": "A2", "properties": {"evidence": ["y"]}}],
                             [{"source": "a", "target": "b", "type": "r", "weight": 0.2, "properties": {"evidence": "z"}}])
-    ws.import_file("k", first)
-    ws.import_file("k", second, mode="merge")
+    ws.import_file("k", first, dimensions=False)  # the merge semantics alone
+    ws.import_file("k", second, mode="merge", dimensions=False)
     node = ws.kg("k").node("a")
     assert (node.name, node.description, node.properties) == ("A2", "kept", {"evidence": ["x", "y"], "k": 1})
     edge = ws.kg("k").store.get_edge("a", "b", "r")
