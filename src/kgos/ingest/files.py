@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidArgument
 from ..plugins import entries
