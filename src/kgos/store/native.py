@@ -158,12 +158,14 @@ class NativeStore(GraphStore):
         self.writer_conn.execute("INSERT INTO kg_meta VALUES ('version', '1') ON CONFLICT(key) "
                           "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
         if not self.read_only and self._has_feed():
-            changes.prune_now_and_then(self.conn, "")
+            changes.prune_now_and_then(self.writer_conn, "")  # inside the unit: the writer's connection
 
     def _has_feed(self) -> bool:
-        """Has this file the change feed (migration 005)? Read-only files of older schemas have not."""
+        """Has this file the change feed (migration 006)? Read-only files of older schemas have not.
+        Asked on the writer's connection: a reader opened during a commit would keep the file from
+        leaving WAL mode (a bulk load's journal switch failed with "database is locked")."""
         if not hasattr(self, "_feed"):
-            self._feed = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'kg_changes'").fetchone() is not None
+            self._feed = self.writer_conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'kg_changes'").fetchone() is not None
         return self._feed
 
     def changes_since(self, version: str) -> changes.Changes | None:
