@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import kgos
+from kgos.methods.dimensions import INFERRED_KEY
 from kgos.data import load_demo
 from kgos.errors import InvalidArgument
 from kgos.experts import ExpertService
@@ -40,7 +41,9 @@ def test_filter_mask_marks_exactly_the_matching_rows(demo):
     mask = dimensions.filter_mask(demo.store, snap, dimensions.check_filters(BATCH))
     assert mask.dtype == bool and mask.shape == (snap.n,)
     assert {snap.node_ids[i] for i in np.flatnonzero(mask)} == matching(demo, BATCH)
-    assert len(matching(demo, BATCH)) == 13
+    found = [demo.node(i).properties for i in matching(demo, BATCH)]
+    assert sum(INFERRED_KEY not in p or "batch_suitability" not in p[INFERRED_KEY] for p in found) == 13  # a person's
+    assert len(found) == 18  # and 5 the import inferred ("batch", "bulk", "offline" in their text)
 
 
 def test_intent_search_with_a_filter_answers_from_the_matching_nodes(demo):

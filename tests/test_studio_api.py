@@ -287,7 +287,7 @@ def test_chat_trace_carries_signals_edges_and_plan_per_answer(tmp_path):
     c = client(workspace)
     events = parse_sse(c.post("/api/experts/demo/chat", json={"query": "How do I reduce my API costs by batching then caching?"}).text)
     sources = next(e for e in events if e["type"] == "sources")
-    assert {"type", "nodes", "edges", "plan", "plan_warnings"} == set(sources)
+    assert {"type", "nodes", "edges", "plan", "plan_warnings", "workarounds"} == set(sources)
     for node in sources["nodes"]:
         assert {"embedding", "text", "graph", "intent"} <= set(node["components"])
         assert all(0 <= v <= 1 for v in node["components"].values())

@@ -217,9 +217,9 @@ def test_capabilities_say_what_each_backend_offers(backend_ws):  # noqa: F811
     store = ws.kg(db_id).store
     assert store.writable and store.supports_writes
     assert (store.node_table() is not None) == (backend in ("native", "foreign"))
-    assert (store.vector_table() is not None) == (backend in ("native", "postgres"))
-    assert (store.proposal_store() is not None) == (backend in ("native", "postgres"))
-    assert store.sql_dialect == ("postgresql" if backend == "postgres" else "sqlite")
+    assert (store.vector_table() is not None) == (backend in ("native", "postgres", "pushdown"))
+    assert (store.proposal_store() is not None) == (backend in ("native", "postgres", "pushdown"))
+    assert store.sql_dialect == ("postgresql" if backend in ("postgres", "pushdown") else "sqlite")
 
 
 def test_a_constraint_violation_is_a_clear_error_and_changes_nothing(backend_ws):  # noqa: F811

@@ -94,7 +94,7 @@ def _anchor(ctx: Any) -> Any:
     if ctx.capability:
         node_id = ctx.capability["node"]["id"]
         return next((n for n in ctx.nodes if n.id == node_id), ctx.nodes[0])
-    if len(ctx.kgs) > 1:
+    if len({n.db_id for n in ctx.nodes}) > 1:  # several KGs, or a peer's nodes (federation) beside ours
         return next((n for n in ctx.nodes[:3] if _restates(ctx.query, n) and not _echo(ctx.query, n)), ctx.nodes[0])
     return ctx.nodes[0]
 

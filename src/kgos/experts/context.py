@@ -114,6 +114,13 @@ class TurnContext:
     notes: tuple[str, ...] = ()
     system_prompt: str = ""
 
+    def extractive_answer(self) -> str:
+        """The answer written from this grounding with no model (``experts.answer``): what the offline
+        provider streams. The grounding writes itself, so the provider (a lower layer) needs no import
+        of the experts layer."""
+        from .answer import compose
+        return compose(self)
+
     def citable(self) -> list[SourceNode]:
         """Every node the prompt shows with a citation key: ranked nodes, plan steps, and the
         capability check's node, limitations and workarounds."""

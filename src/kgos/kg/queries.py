@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
 from ..methods import capability as capabilities
-from ..methods import compose, dimensions, keyword, orchestrator, structure
+from ..methods import compose, dimensions, keyword, orchestrator, pushdown, structure
 from ..methods import goal as goals
 from ..methods.intent import classify_intent
 from ..methods.orchestrator import RetrievalConfig
+from ..methods.pushdown import pushdown_of
 from ..methods.results import (
     AlternativesResult,
     BlockerReport,
@@ -35,8 +36,6 @@ from ..methods.results import (
     WantToResult,
 )
 from ..methods.view import PER_LEVEL_DEFAULT, check_depth, check_direction, check_k, check_text, resolve
-from ..retrieval import pushdown
-from ..retrieval.pushdown import pushdown_of
 
 if TYPE_CHECKING:
     from .facade import KG

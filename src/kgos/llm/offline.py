@@ -40,10 +40,11 @@ NO_GROUNDING = ("The offline provider answers only from a knowledge-graph contex
                 "provider (KGOS_LLM_PROVIDER).")
 
 
-def compose(ctx: Any) -> str:
-    """The answer for a ``TurnContext`` (kgos.experts.answer writes it: it reads the graph's shape)."""
-    from ..experts.answer import compose as write
-    return write(ctx)
+def compose(grounding: Any) -> str:
+    """The answer for a grounding that writes its own (``TurnContext.extractive_answer``: the experts
+    layer knows the graph's shape); anything else is not grounding."""
+    write = getattr(grounding, "extractive_answer", None)
+    return write() if callable(write) else NO_GROUNDING
 
 
 def _limit_words(text: str, max_tokens: int) -> str:
