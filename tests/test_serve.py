@@ -61,14 +61,15 @@ def test_serve_answers_over_http(home):
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_ready(proc, f"{base}/api/health", auth)
-        assert httpx.get(f"{base}/api/kg").status_code == 401
-        assert [k["db_id"] for k in httpx.get(f"{base}/api/kg", headers=auth).json()] == ["tiny"]
-        hits = httpx.post(f"{base}/api/kg/tiny/search", json={"query": "prompt caching", "k": 2}, headers=auth).json()
+        assert httpx.get(f"{base}/api/kg", timeout=30).status_code == 401
+        assert [k["db_id"] for k in httpx.get(f"{base}/api/kg", headers=auth, timeout=30).json()] == ["tiny"]
+        hits = httpx.post(f"{base}/api/kg/tiny/search", json={"query": "prompt caching", "k": 2}, headers=auth,
+                          timeout=30).json()
         assert hits["results"][0]["node"]["id"] == "feature:prompt_caching"
-        node = httpx.get(f"{base}/api/kg/tiny/nodes/src/app.py", headers=auth).json()
+        node = httpx.get(f"{base}/api/kg/tiny/nodes/src/app.py", headers=auth, timeout=30).json()
         assert node["name"] == "App module"
-        assert httpx.get(f"{base}/api/kg/nope", headers=auth).json()["error"] == "KGNotFound"
-        assert httpx.get(f"{base}/openapi.json", headers=auth).json()["info"]["title"] == "KG-OS"
+        assert httpx.get(f"{base}/api/kg/nope", headers=auth, timeout=30).json()["error"] == "KGNotFound"
+        assert httpx.get(f"{base}/openapi.json", headers=auth, timeout=30).json()["info"]["title"] == "KG-OS"
         concurrent_requests(base, auth)
     finally:
         proc.terminate()
@@ -90,7 +91,7 @@ def concurrent_requests(base: str, auth: dict[str, str]) -> None:
     with ThreadPoolExecutor(8) as pool:
         codes = list(pool.map(one, range(24)))
     assert codes == [201 if i % 3 == 0 else 200 for i in range(24)]
-    assert httpx.get(f"{base}/api/kg/tiny", headers=auth).json()["nodes"] == 6 + 8
+    assert httpx.get(f"{base}/api/kg/tiny", headers=auth, timeout=30).json()["nodes"] == 6 + 8
 
 
 def test_serve_refuses_public_bind_without_token(home):
