@@ -97,6 +97,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Serve the HTTP API: KGs, search and query methods under /api/kg, the spec's /api/kgos and "
         "/api/experts routes, OpenAPI at /openapi.json and interactive docs at /docs."
     )),
+    "settings": ("settings", (
+        "Show every KGOS_* setting in effect: its value (secrets masked) and where it came from (default or "
+        "environment; docs/settings.md)."
+    )),
     "similar": ("methods", (
         "Nodes structurally similar to a node (0.70 neighbour Jaccard + 0.20 same type + 0.10 name overlap)."
     )),
