@@ -304,6 +304,19 @@ Every `KGOS_*` environment variable KG-OS reads, generated from `src/kgos/settin
 An unset or empty variable means the default. A value that does not parse is refused with an error naming
 the variable, except for the *lenient* ones, which have always ignored such a value and used the default.
 `KGOS_MAX_WORKERS` is read once, when `kgos.api.worker` is imported (it sizes a process-wide semaphore).
+
+`settings.current()` is the one reader: it re-parses when a `KGOS_*` value changed (a cached call costs
+about one `os.environ.get`; `benchmarks/bench_settings.py`). Because every variable is validated together, a
+bad value of a strict variable now stops any code that reads settings (the CLI prints one `Error:` line);
+before, only the code using that variable failed.
+
+Not yet read through `current()` (declared here for this table and `kgos settings`, parsed by their own
+module as before): the `KGOS_MEMORY_*` variables (`memory/config.py`, `MemoryConfig.from_env(env)`, whose
+rules differ for an empty value: an empty flag means false there) and the `KGOS_FEDERATION_*` variables
+(`experts/federation.py`, `FederationConfig.from_env(env)`). Both take an explicit environment mapping by
+design. `KGOS_HOME` and `KGOS_DATABASE_URL` are also click `envvar`s of `kgos --home` / `--database-url`.
+Variables without the `KGOS_` prefix (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_*`, `GEMINI_API_KEY`,
+`GOOGLE_API_KEY`, `XDG_CACHE_HOME`) are read where they are used and are not listed here.
 """
 
 
