@@ -71,6 +71,13 @@ def _positive_float(raw: str) -> float:
     return value
 
 
+def _float(raw: str) -> float:
+    try:
+        return float(raw.strip())
+    except ValueError:
+        raise _Bad("a number") from None
+
+
 def _float_or_off(raw: str) -> float | None:
     text = raw.strip().lower()
     if text in ("off", "none"):
@@ -188,7 +195,7 @@ class Settings:
     federation_peers: str | None = _var("KGOS_FEDERATION_PEERS", "peer=base URL pairs, comma-separated.", _raw,
                                         kind="name=value list")
     federation_timeout: float | None = _var("KGOS_FEDERATION_TIMEOUT", "Seconds per federated request.",
-                                            _positive_float, kind="float > 0", default_doc="10")
+                                            _float, kind="float", default_doc="10")
     # memory (spec/002): memory/config.py applies its own bounds on top
     memory_db: str | None = _var("KGOS_MEMORY_DB", "The memory KG's db_id.", _text, kind="str", default_doc="memory")
     memory_max_chars: int | None = _var("KGOS_MEMORY_MAX_CHARS", "Size cap of one memory.", _int, kind="int",
@@ -311,10 +318,8 @@ bad value of a strict variable now stops any code that reads settings (the CLI p
 before, only the code using that variable failed.
 
 Not yet read through `current()` (declared here for this table and `kgos settings`, parsed by their own
-module as before): the `KGOS_MEMORY_*` variables (`memory/config.py`, `MemoryConfig.from_env(env)`, whose
-rules differ for an empty value: an empty flag means false there) and the `KGOS_FEDERATION_*` variables
-(`experts/federation.py`, `FederationConfig.from_env(env)`). Both take an explicit environment mapping by
-design. `KGOS_HOME` and `KGOS_DATABASE_URL` are also click `envvar`s of `kgos --home` / `--database-url`.
+module as before): the `KGOS_MEMORY_*` variables (`memory/config.py`, `MemoryConfig.from_env(env)`, which takes
+an explicit environment mapping and whose rules differ for an empty value: an empty flag means false there). `KGOS_HOME` and `KGOS_DATABASE_URL` are also click `envvar`s of `kgos --home` / `--database-url`.
 Variables without the `KGOS_` prefix (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_*`, `GEMINI_API_KEY`,
 `GOOGLE_API_KEY`, `XDG_CACHE_HOME`) are read where they are used and are not listed here.
 """
