@@ -73,6 +73,13 @@ def test_lenient_variables_keep_the_default_and_say_so(var, raw, name, default):
     assert s.sources[name].startswith("environment ignored")
 
 
+def test_memory_variables_parse_an_empty_value():
+    """spec/002's rule, kept: an empty memory flag is false, an empty memory number is an error."""
+    assert Settings.from_env({"KGOS_MEMORY_CONTEXT_ENABLED": ""}).memory_context_enabled is False
+    with pytest.raises(InvalidArgument, match="KGOS_MEMORY_MAX_CHARS"):
+        Settings.from_env({"KGOS_MEMORY_MAX_CHARS": ""})
+
+
 def test_empty_means_default():
     assert Settings.from_env({"KGOS_PUSHDOWN": " ", "KGOS_PG_POOL_MAX": ""}) == Settings.from_env({})
 

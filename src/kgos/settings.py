@@ -34,6 +34,10 @@ def _text(raw: str) -> str | None:
     return raw.strip() or None
 
 
+def _stripped(raw: str) -> str:
+    return raw.strip()
+
+
 def _raw(raw: str) -> str:
     return raw  # used as given, spaces included, as the readers always did
 
@@ -80,7 +84,7 @@ def _float(raw: str) -> float:
 
 def _float_or_off(raw: str) -> float | None:
     text = raw.strip().lower()
-    if text in ("off", "none"):
+    if text in ("", "off", "none"):
         return None
     try:
         return float(text)
@@ -89,9 +93,9 @@ def _float_or_off(raw: str) -> float | None:
 
 
 def _flag(raw: str) -> bool:
-    """Strict: one of the true or false words."""
+    """Strict: one of the true or false words (empty: false, the memory settings' rule)."""
     text = raw.strip().lower()
-    if text not in TRUE_WORDS + FALSE_WORDS:
+    if text not in TRUE_WORDS + FALSE_WORDS + ("",):
         raise _Bad(f"one of {', '.join(TRUE_WORDS + FALSE_WORDS)}")
     return text in TRUE_WORDS
 
@@ -119,10 +123,12 @@ def _path_list(raw: str) -> tuple[str, ...]:
 
 
 def _var(env: str, doc: str, parse: Callable[[str], Any], default: Any = None, *, kind: str, secret: bool = False,
-         lenient: bool = False, default_doc: str | None = None, import_time: bool = False) -> Any:
-    """A field of ``Settings``: its variable and everything the docs table and the parser need."""
+         lenient: bool = False, default_doc: str | None = None, import_time: bool = False,
+         empty_is_value: bool = False) -> Any:
+    """A field of ``Settings``: its variable and everything the docs table and the parser need.
+    ``empty_is_value``: an empty value is parsed, not taken as unset (the KGOS_MEMORY_* rule of spec/002)."""
     meta = {"env": env, "doc": doc, "parse": parse, "kind": kind, "secret": secret, "lenient": lenient,
-            "default_doc": default_doc, "import_time": import_time}
+            "default_doc": default_doc, "import_time": import_time, "empty_is_value": empty_is_value}
     return field(default=default, metadata=meta)
 
 
@@ -197,26 +203,27 @@ class Settings:
     federation_timeout: float | None = _var("KGOS_FEDERATION_TIMEOUT", "Seconds per federated request.",
                                             _float, kind="float", default_doc="10")
     # memory (spec/002): memory/config.py applies its own bounds on top
-    memory_db: str | None = _var("KGOS_MEMORY_DB", "The memory KG's db_id.", _text, kind="str", default_doc="memory")
+    memory_db: str | None = _var("KGOS_MEMORY_DB", "The memory KG's db_id.", _stripped, kind="str",
+                                 default_doc="memory", empty_is_value=True)
     memory_max_chars: int | None = _var("KGOS_MEMORY_MAX_CHARS", "Size cap of one memory.", _int, kind="int",
-                                        default_doc="100000")
+                                        default_doc="100000", empty_is_value=True)
     memory_llm_enrich: bool | None = _var("KGOS_MEMORY_LLM_ENRICH", "LLM enrichment of memories.", _flag,
-                                          kind="bool", default_doc="false")
+                                          kind="bool", default_doc="false", empty_is_value=True)
     memory_llm_enrich_max_edges: int | None = _var("KGOS_MEMORY_LLM_ENRICH_MAX_EDGES", "Edges one enrichment may "
-                                                   "add.", _int, kind="int", default_doc="10")
+                                                   "add.", _int, kind="int", default_doc="10", empty_is_value=True)
     memory_llm_timeout: float | None = _var("KGOS_MEMORY_LLM_TIMEOUT", "Seconds per enrichment call.",
-                                            _float_or_off, kind="float", default_doc="20")
-    memory_llm_provider: str | None = _var("KGOS_MEMORY_LLM_PROVIDER", "Provider spec for enrichment.", _text,
-                                           kind="spec", default_doc="(the chat default)")
+                                            _float_or_off, kind="float", default_doc="20", empty_is_value=True)
+    memory_llm_provider: str | None = _var("KGOS_MEMORY_LLM_PROVIDER", "Provider spec for enrichment.", _stripped,
+                                           kind="spec", default_doc="(the chat default)", empty_is_value=True)
     memory_context_enabled: bool | None = _var("KGOS_MEMORY_CONTEXT_ENABLED", "Memory context in chat answers.",
-                                               _flag, kind="bool", default_doc="true")
+                                               _flag, kind="bool", default_doc="true", empty_is_value=True)
     memory_context_max_edges: int | None = _var("KGOS_MEMORY_CONTEXT_MAX_EDGES", "Edges in the memory context.",
-                                                _int, kind="int", default_doc="20")
+                                                _int, kind="int", default_doc="20", empty_is_value=True)
     memory_context_max_chars: int | None = _var("KGOS_MEMORY_CONTEXT_MAX_CHARS", "Characters of the memory "
-                                                "context.", _int, kind="int", default_doc="1500")
+                                                "context.", _int, kind="int", default_doc="1500", empty_is_value=True)
     memory_decay_half_life_days: float | None = _var("KGOS_MEMORY_DECAY_HALF_LIFE_DAYS", "Confidence decay "
                                                      "half-life (off: none).", _float_or_off, kind="float|off",
-                                                     default_doc="(off)")
+                                                     default_doc="(off)", empty_is_value=True)
 
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False,
                                        metadata={"env": None})
@@ -229,7 +236,7 @@ class Settings:
         sources: dict[str, str] = {}
         for f in variables():
             raw = env.get(f.metadata["env"])
-            if raw is None or not raw.strip():
+            if raw is None or not (raw.strip() or f.metadata["empty_is_value"]):
                 continue  # unset or empty: the default, as every reader treated it
             try:
                 values[f.name] = f.metadata["parse"](raw)
@@ -317,9 +324,10 @@ about one `os.environ.get`; `benchmarks/bench_settings.py`). Because every varia
 bad value of a strict variable now stops any code that reads settings (the CLI prints one `Error:` line);
 before, only the code using that variable failed.
 
-Not yet read through `current()` (declared here for this table and `kgos settings`, parsed by their own
-module as before): the `KGOS_MEMORY_*` variables (`memory/config.py`, `MemoryConfig.from_env(env)`, which takes
-an explicit environment mapping and whose rules differ for an empty value: an empty flag means false there). `KGOS_HOME` and `KGOS_DATABASE_URL` are also click `envvar`s of `kgos --home` / `--database-url`.
+The `KGOS_MEMORY_*` variables keep spec/002's rule for an empty value: it is parsed, not unset (an empty
+flag means false, an empty number is an error). `MemoryConfig.from_env(env)` and `FederationConfig.from_env(env)`
+still accept an explicit mapping, parsed by `Settings.from_env(env)`.
+`KGOS_HOME` and `KGOS_DATABASE_URL` are also click `envvar`s of `kgos --home` / `--database-url`.
 Variables without the `KGOS_` prefix (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_*`, `GEMINI_API_KEY`,
 `GOOGLE_API_KEY`, `XDG_CACHE_HOME`) are read where they are used and are not listed here.
 """
