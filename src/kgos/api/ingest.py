@@ -13,7 +13,6 @@ make it read ``/`` or a home folder; none existing is a 400, not a failed job.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
@@ -56,8 +55,9 @@ class IngestRequest(BaseModel):
 
 
 def allowed_roots() -> list[FilePath]:
-    raw = os.environ.get("KGOS_INGEST_ROOTS", "")
-    return [FilePath(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip()]
+    from ..settings import current
+
+    return [FilePath(p).expanduser().resolve() for p in current().ingest_roots]
 
 
 def check_roots(paths: list[str], verb: str = "ingest", command: str = "kgos ingest") -> None:

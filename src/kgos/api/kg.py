@@ -14,7 +14,6 @@ the JSON body instead.
 from __future__ import annotations
 
 import inspect
-import os
 import shutil
 import tempfile
 import zipfile
@@ -32,6 +31,7 @@ from ..errors import EdgeNotFound, ImportFailed, InvalidArgument, NodeChanged
 from ..kg import KG, Workspace, check_db_id
 from ..kg.catalogue import EDGE_SIDE, METHODS, Direction, Method
 from ..kg.embedding import ImportEmbedding, embedding_work
+from ..settings import current
 from . import models as m
 from .embedding import EmbedWorker, embed_worker
 from .errors import RESPONSES
@@ -291,8 +291,7 @@ def worker_bytes() -> int:
     a worker process (``api/worker.py``): their parse then holds neither the server's GIL nor the
     workspace lock, and its memory is capped; smaller ones are imported in the request (no process
     start, ~1 s)."""
-    raw = os.environ.get("KGOS_IMPORT_WORKER_BYTES", "").strip()
-    return int(raw) if raw.isdigit() else 8_000_000
+    return current().import_worker_bytes
 
 
 def _size(path: FilePath) -> int:

@@ -26,7 +26,6 @@ import functools
 import inspect
 import json
 import logging
-import os
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -433,4 +432,6 @@ async def running(app: Any) -> AsyncIterator[None]:
 
 def writes_allowed() -> bool:
     """``$KGOS_MCP_WRITES`` is 1/true/yes: the HTTP mount offers the write tools too."""
-    return os.environ.get("KGOS_MCP_WRITES", "").strip().lower() in ("1", "true", "yes", "on")
+    from ..settings import current
+
+    return current().mcp_writes

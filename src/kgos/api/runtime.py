@@ -11,7 +11,6 @@ so one slow model does not stall the other routes.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request  # at runtime: FastAPI reads the annotation of ``runtime(request)``
 
 from ..errors import InvalidArgument
+from ..settings import current
 from .origin import is_loopback, origin_of, split_host
 from .readpool import MAX_WORKERS, ReadPool, execute
 
@@ -52,14 +52,10 @@ class ServerSettings:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
-        env = os.environ
-        values: dict[str, Any] = {
-            "token": env.get("KGOS_API_TOKEN") or None,
-            "cors_origins": env_list("KGOS_CORS_ORIGINS"),
-            "allowed_hosts": env_list("KGOS_ALLOWED_HOSTS"),
-            "provider": env.get("KGOS_LLM_PROVIDER") or None,
-            "model": env.get("KGOS_LLM_MODEL") or None,
-        }
+        env = current()
+        values: dict[str, Any] = {"token": env.api_token, "cors_origins": env.cors_origins,
+                                  "allowed_hosts": env.allowed_hosts, "provider": env.llm_provider,
+                                  "model": env.llm_model}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values).checked()
 
@@ -89,11 +85,6 @@ class ServerSettings:
                 raise InvalidArgument("CORS origin '*' lets every web page use the API: it needs KGOS_API_TOKEN")
             if origin != "*" and origin_of(origin) != origin.rstrip("/").lower():
                 raise InvalidArgument(f"CORS origin {origin!r} must look like http://host:port, without a path")
-
-
-def env_list(name: str) -> tuple[str, ...]:
-    """A comma-separated environment variable as a tuple (empty entries dropped)."""
-    return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())
 
 
 @dataclass

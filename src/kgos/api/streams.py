@@ -8,19 +8,17 @@ given back when its stream ends or its client goes away.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import AsyncIterator
 
 from ..errors import ServerBusy
+from ..settings import current
 
-DEFAULT_MAX_STREAMS = 64
 
 
 class StreamSlots:
     def __init__(self, limit: int | None = None) -> None:
-        raw = os.environ.get("KGOS_MAX_STREAMS", "").strip()
-        self.limit = limit if limit is not None else int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_STREAMS
+        self.limit = limit if limit is not None else current().max_streams
         self.open = 0
         self._lock = threading.Lock()
 

@@ -16,7 +16,6 @@ the work raised (same class and message), ``InputTooLarge`` when it ran out of i
 from __future__ import annotations
 
 import multiprocessing
-import os
 import resource
 import threading
 from collections.abc import Callable
@@ -24,28 +23,21 @@ from typing import Any
 
 from .. import errors
 from ..errors import InputTooLarge, KGOSError, ServerBusy, WorkerFailed
+from ..settings import current
 
-DEFAULT_MEMORY_MB = 4096
 _POLL = 0.2  # seconds between checks that the worker is alive
 ProgressFn = Callable[[str, int, int], None]
 
 
 def memory_ceiling_mb() -> int:
     """The worker's memory ceiling in MB: ``KGOS_JOB_MEMORY_MB``, else 4096."""
-    raw = os.environ.get("KGOS_JOB_MEMORY_MB", "").strip()
-    try:
-        value = int(raw) if raw else DEFAULT_MEMORY_MB
-    except ValueError:
-        value = DEFAULT_MEMORY_MB
-    return max(value, 256)
+    return max(current().job_memory_mb, 256)
 
 
 def _max_workers() -> int:
-    raw = os.environ.get("KGOS_MAX_WORKERS", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_WORKERS
+    return current().max_workers
 
 
-DEFAULT_WORKERS = 2  # worker processes at once: each may use its whole memory ceiling
 _SLOTS = threading.BoundedSemaphore(_max_workers())
 
 

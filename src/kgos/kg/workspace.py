@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InvalidArgument, InvalidName, KGExists, KGNotFound, SchemaNotRecognized
+from ..settings import current
 from ..store.base import GraphStore
 from ..store.formats import open_source, writer_for
 from ..store.importer import ImportReport, Progress, bulk_load, merge_into
@@ -54,7 +55,7 @@ def check_db_id(db_id: Any) -> str:
 
 
 def default_home() -> Path:
-    return Path(os.environ.get("KGOS_HOME") or Path.home() / ".kgos")
+    return current().home_path
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class Workspace:
         """``database_url`` (default: ``$KGOS_DATABASE_URL``): new KGs are created in that PostgreSQL
         database, and its KGs are listed with the local ones (docs/postgres.md)."""
         self.home = Path(home).expanduser() if home is not None else default_home()
-        self.database_url = database_url or os.environ.get("KGOS_DATABASE_URL") or None
+        self.database_url = database_url or current().database_url
         self._pg: Any = None
         self._shared: Any = None
         self.kgs_dir = self.home / "kgs"

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
 from ..errors import InvalidArgument, MissingDependency
+from ..settings import current
 from ._http import (
     HTTPChatProvider,
     HTTPStatus,
@@ -104,7 +105,7 @@ class GeminiProvider(HTTPChatProvider):
 
     def __init__(self, model: str = GEMINI_DEFAULT_MODEL, api_key: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0) -> None:
-        url = base_url or os.environ.get(BASE_URL_ENV, "").strip() or GEMINI_DEFAULT_URL
+        url = base_url or current().gemini_base_url or GEMINI_DEFAULT_URL
         key = api_key if api_key is not None else gemini_api_key()
         if not key and urlsplit(url).hostname == urlsplit(GEMINI_DEFAULT_URL).hostname:
             raise ProviderNotConfigured("GEMINI_API_KEY is not set (GOOGLE_API_KEY is read too): "

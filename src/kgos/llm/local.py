@@ -134,10 +134,9 @@ def default_threads() -> int:
     """``$KGOS_LOCAL_THREADS``, else half the cores (at least 1). llama.cpp's threads spin while they
     wait for each other, so on a busy machine every extra thread costs: SmolLM2-135M made 30.4
     tokens/s with 1 thread and 1.8 with 2 on 2 cores under a load of 12 (docs/llm.md)."""
-    env = os.environ.get("KGOS_LOCAL_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return max(1, (os.cpu_count() or 2) // 2)
+    from ..settings import current
+
+    return current().local_threads or max(1, (os.cpu_count() or 2) // 2)
 
 
 def load(path: Path, n_ctx: int, n_threads: int | None = None) -> Any:

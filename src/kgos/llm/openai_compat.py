@@ -39,10 +39,9 @@ KEY_ENV = "OPENAI_API_KEY"
 
 def openai_base_url(default: str = OPENAI_DEFAULT_URL) -> str:
     """The base URL from the environment (``$KGOS_OPENAI_BASE_URL``, ``$OPENAI_BASE_URL``), else ``default``."""
-    for name in BASE_URL_ENV:
-        if os.environ.get(name, "").strip():
-            return os.environ[name].strip()
-    return default
+    from ..settings import current
+
+    return current().openai_base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or default
 
 
 def is_openai_cloud(url: str) -> bool:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..plugins import add_builtin, entries, hookimpl
+from ..settings import current
 from ._http import display_url
 from .anthropic import ANTHROPIC_DEFAULT_MODEL, ANTHROPIC_DEFAULT_URL, AnthropicProvider
 from .base import ChatProvider, ProviderNotConfigured
@@ -55,10 +56,9 @@ _OPTIONS = {"openai": {"base_url", "api_key", "extra_headers"}, "anthropic": {"a
 
 def default_spec() -> str:
     """``$KGOS_LLM_PROVIDER``, else ``"openai"`` if an OpenAI base URL is set, else ``"offline"``."""
-    spec = os.environ.get("KGOS_LLM_PROVIDER", "").strip()
-    if spec:
+    if spec := current().llm_provider:
         return spec
-    if any(os.environ.get(v, "").strip() for v in ("KGOS_OPENAI_BASE_URL", "OPENAI_BASE_URL")):
+    if current().openai_base_url or os.environ.get("OPENAI_BASE_URL", "").strip():
         return "openai"
     return "offline"
 
@@ -115,9 +115,9 @@ def available_providers() -> list[dict[str, Any]]:
              or bool(os.environ.get("ANTHROPIC_BASE_URL", "").strip()),
              ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"],
              os.environ.get("ANTHROPIC_BASE_URL", "").strip() or ANTHROPIC_DEFAULT_URL),
-        _row("gemini", bool(gemini_api_key()) or bool(os.environ.get("KGOS_GEMINI_BASE_URL", "").strip()),
+        _row("gemini", bool(gemini_api_key()) or bool(current().gemini_base_url),
              ["GEMINI_API_KEY", "GOOGLE_API_KEY", "KGOS_GEMINI_BASE_URL"],
-             os.environ.get("KGOS_GEMINI_BASE_URL", "").strip() or GEMINI_DEFAULT_URL),
+             current().gemini_base_url or GEMINI_DEFAULT_URL),
     ]
     for name, (url, _) in LOCAL_SERVERS.items():  # no key needed; usable once a model is known
         rows.append(_row(name, True, _OPENAI_ENV[1:], openai_base_url(url)))
@@ -160,7 +160,7 @@ def _env_model(key: str) -> str | None:
     default_key, default_model = parse_spec(spec)
     if default_key != key:
         return None
-    return default_model or os.environ.get("KGOS_LLM_MODEL", "").strip() or None
+    return default_model or current().llm_model
 
 
 def _builtin_model(key: str) -> str | None:

@@ -18,12 +18,12 @@ spec/002 names them ``MILTON_KG_*``; KG-OS reads ``KGOS_MEMORY_*``:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..settings import Settings, current, variables
 
 _ENV = {
     "db_id": "KGOS_MEMORY_DB",
@@ -37,7 +37,6 @@ _ENV = {
     "context_max_chars": "KGOS_MEMORY_CONTEXT_MAX_CHARS",
     "decay_half_life_days": "KGOS_MEMORY_DECAY_HALF_LIFE_DAYS",
 }
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 
 @dataclass(frozen=True)
@@ -69,12 +68,10 @@ class MemoryConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> MemoryConfig:
         """Defaults, then ``KGOS_MEMORY_*`` variables, then explicit ``overrides`` (None = not given)."""
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        types = {f.name: f.type for f in fields(cls)}
-        for name, var in _ENV.items():
-            if env.get(var) is not None:
-                values[name] = _parse(var, env[var], str(types[name]))
+        s = current() if env is None else Settings.from_env(env)
+        by_env = {f.metadata["env"]: f.name for f in variables()}
+        values: dict[str, Any] = {name: getattr(s, by_env[var]) for name, var in _ENV.items()
+                                  if s.sources.get(by_env[var]) == "environment"}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -83,19 +80,3 @@ class MemoryConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _parse(var: str, raw: str, type_name: str) -> Any:
-    text = raw.strip().lower()
-    try:
-        if type_name == "bool":
-            if text not in _TRUE | _FALSE:
-                raise ValueError(raw)
-            return text in _TRUE
-        if type_name == "int":
-            return int(text)
-        if "float" in type_name:
-            return None if text in ("", "off", "none") else float(text)
-        return raw.strip()
-    except ValueError:
-        raise InvalidArgument(f"{var}={raw!r} is not a valid {type_name.split(' ')[0]}") from None

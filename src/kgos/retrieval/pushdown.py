@@ -22,9 +22,10 @@ import numpy as np
 from ..errors import InvalidArgument
 from ..index import snapshot as snapshots
 from ..model import Edge, Neighbor, Node
+from ..settings import current
 from ..store.base import GraphStore
 from ..store.native import node_of_row
-from ..store.postgres_pushdown import DEFAULT_NODES, NODES_ENV, Edge4, Pushdown, _env_int, env_mode
+from ..store.postgres_pushdown import Edge4, Pushdown, env_mode
 from . import hybrid
 from .engine import Prefilter, SearchEngine
 from .results import SearchResult
@@ -48,7 +49,7 @@ def wanted(store: GraphStore) -> bool:
     if mode != "auto":
         return mode == "on"
     pd = Pushdown(store)
-    return pd.vector_version is not None and pd.approx_nodes() >= _env_int(NODES_ENV, DEFAULT_NODES)
+    return pd.vector_version is not None and pd.approx_nodes() >= current().pushdown_nodes
 
 
 class SubgraphStore(GraphStore):

@@ -12,7 +12,6 @@ psycopg (3) and psycopg_pool are the optional extra ``postgres``, imported here 
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import DatabaseUnavailable, InvalidArgument, KGExists, KGNotFound, MissingDependency, StoreBusy
+from ..settings import current
 from . import postgres_schema
 from .migrations import now_iso
 
@@ -95,8 +95,8 @@ class PgDatabase:
 
     def __init__(self, url: str, pool_max: int | None = None, wait: float | None = None) -> None:
         self.psycopg, pool_mod = psycopg_modules()
-        pool_max = pool_max or _env_number("KGOS_PG_POOL_MAX", POOL_MAX, int)
-        wait = wait or _env_number("KGOS_PG_POOL_WAIT", POOL_WAIT_SECONDS, float)
+        pool_max = pool_max or current().pg_pool_max
+        wait = wait or current().pg_pool_wait
         self.url, self.label, self.wait = url, safe_url(url), wait
         self.closed = False
         self._probe()  # a wrong URL or password fails here, at once, with the server's reason
@@ -232,17 +232,6 @@ class PgDatabase:
                 if version.isdigit() and int(version) > self.versions.get(schema, -1):
                     self.versions[schema] = int(version)
             conn.execute("SELECT 1")  # a connection that died quietly fails here: fall back, reconnect
-
-
-def _env_number(name: str, default: Any, kind: Any) -> Any:
-    raw = os.environ.get(name)
-    try:
-        value = kind(raw) if raw else default
-    except ValueError:
-        raise InvalidArgument(f"{name} must be a number, not {raw!r}") from None
-    if value <= 0:
-        raise InvalidArgument(f"{name} must be positive, not {raw!r}")
-    return value
 
 
 def _reason(exc: Exception) -> str:

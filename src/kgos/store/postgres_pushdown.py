@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgument, QueryTooBroad
+from ..settings import current
 
 MODE_ENV = "KGOS_PUSHDOWN"  # on | off | auto: the default of every PostgreSQL KG without its own setting
 NODES_ENV = "KGOS_PUSHDOWN_NODES"  # auto: pushdown from this many nodes on
@@ -99,18 +99,7 @@ CREATE INDEX IF NOT EXISTS pd_edges_in ON {s}.edges(target) INCLUDE (source, typ
 
 
 def env_mode() -> str:
-    mode = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
-    if mode not in MODES:
-        raise InvalidArgument(f"{MODE_ENV}={mode!r}: choose on, off or auto")
-    return mode
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    try:
-        return int(raw) if raw else default
-    except ValueError:
-        raise InvalidArgument(f"{name}={raw!r} is not a whole number") from None
+    return current().pushdown
 
 
 def extension_version(db: Any) -> str | None:
@@ -144,8 +133,8 @@ class Pushdown:
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self.timeout_ms = _env_int(TIMEOUT_ENV, 5000)
-        self.max_rows = _env_int(MAX_ROWS_ENV, 200_000)
+        self.timeout_ms = current().pushdown_timeout_ms
+        self.max_rows = current().pushdown_max_rows
         self._prepared: str | None = None  # the KG version last found prepared by this process
         self._local = threading.local()  # the connection of this thread's open session
         self._top: tuple[str, int] | None = None  # (version, the largest degree)
@@ -282,7 +271,7 @@ class Pushdown:
     def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
         """(node rowid, cosine similarity) of the ``limit`` nearest vectors by the HNSW index, which
         looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 200) candidates: more is slower, nearer exact."""
-        ef = ef or _env_int(EF_ENV, 200)
+        ef = ef or current().pushdown_ef
         with self._tx() as conn:
             dims = self.dims(conn, model)
             if dims is None or dims != query.size:
