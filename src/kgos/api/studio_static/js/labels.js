@@ -60,15 +60,24 @@ function rawBox(place, x, y, r, w, hgt) {
 }
 
 class Grid {
+  // Numeric cell keys and plain loops: the checks run for every candidate place of up to 2,000
+  // nodes per placement (string keys and a generator made them a third of the label pass).
   constructor() { this.cells = new Map(); }
-  *keys(b) {
+  add(b) {
     for (let i = Math.floor(b.x1 / CELL); i <= Math.floor(b.x2 / CELL); i++)
-      for (let j = Math.floor(b.y1 / CELL); j <= Math.floor(b.y2 / CELL); j++) yield `${i},${j}`;
+      for (let j = Math.floor(b.y1 / CELL); j <= Math.floor(b.y2 / CELL); j++) {
+        const k = i * 65536 + j;
+        const cell = this.cells.get(k);
+        if (cell) cell.push(b); else this.cells.set(k, [b]);
+      }
   }
-  add(b) { for (const k of this.keys(b)) { if (!this.cells.has(k)) this.cells.set(k, []); this.cells.get(k).push(b); } }
   hits(b, except = null) {
-    for (const k of this.keys(b)) for (const o of this.cells.get(k) || [])
-      if ((except === null || o.owner !== except) && o.x1 < b.x2 + PAD && b.x1 < o.x2 + PAD && o.y1 < b.y2 + PAD && b.y1 < o.y2 + PAD) return true;
+    for (let i = Math.floor(b.x1 / CELL); i <= Math.floor(b.x2 / CELL); i++)
+      for (let j = Math.floor(b.y1 / CELL); j <= Math.floor(b.y2 / CELL); j++) {
+        const cell = this.cells.get(i * 65536 + j);
+        if (cell) for (const o of cell)
+          if ((except === null || o.owner !== except) && o.x1 < b.x2 + PAD && b.x1 < o.x2 + PAD && o.y1 < b.y2 + PAD && b.y1 < o.y2 + PAD) return true;
+      }
     return false;
   }
 }
