@@ -273,7 +273,7 @@ def import_kg(db_id: DbId, rt: Rt, worker: Annotated[EmbedWorker, Depends(embed_
     try:
         path = save_upload(file, folder, format, rt.settings.max_upload_bytes)
         fmt = "csv" if path.is_dir() else format
-        if _size(path) >= worker_bytes():  # a big upload: parsed in a worker, not under the lock
+        if _size(path) >= worker_bytes():  # a big upload: parsed in a capped worker process
             done = run_in_worker(import_job, (rt.workspace.home, rt.workspace.database_url, db_id, path, fmt, mode,
                                               skip_dangling, skip_invalid, dimensions), lambda *_: None, wait=False)
             report, pending = done["report"], done["pending"]
@@ -306,8 +306,8 @@ def import_here(rt: Runtime, db_id: str, args: tuple[Any, ...]) -> tuple[dict[st
 def worker_bytes() -> int:
     """Uploads of at least this many bytes (``KGOS_IMPORT_WORKER_BYTES``, default 8 MB) are imported in
     a worker process (``api/worker.py``): their parse then holds neither the server's GIL nor the
-    workspace lock, and its memory is capped; smaller ones are imported in the request (no process
-    start, ~1 s)."""
+    workspace lock, and its memory is capped; smaller ones are imported in the request thread
+    (``import_here``: no process start, ~1-2 s; no workspace lock either)."""
     raw = os.environ.get("KGOS_IMPORT_WORKER_BYTES", "").strip()
     return int(raw) if raw.isdigit() else 8_000_000
 
