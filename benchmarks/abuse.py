@@ -13,7 +13,9 @@ a checkout of the commit before a change) with this interpreter, for the before/
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import resource
 import shutil
 import socket
@@ -225,6 +227,34 @@ def _busy_port(c: httpx.Client, tmp: Path) -> str:
     return f"second serve on the port: exit {done.returncode}: {done.stderr.strip().splitlines()[-1][:100]}"
 
 
+def _described(path: Path, n: int, text_bytes: int = 400) -> Path:
+    """``n`` nodes with ``text_bytes`` of description each, chained by edges: 7 MB at 14,000."""
+    pad = "lorem ipsum " * (text_bytes // 12)
+    nodes = [{"id": f"n{i}", "name": f"Node {i}", "description": f"{i} {pad}"} for i in range(n)]
+    edges = [{"source": f"n{i}", "target": f"n{i + 1}", "type": "next"} for i in range(n - 1)]
+    path.write_text(json.dumps({"nodes": nodes, "edges": edges}))
+    return path
+
+
+def _predictions(n: int) -> Callable[[httpx.Client, Path], str]:
+    """Import a random KG of ``n`` nodes and 4n edges of 3 types, then train and stage link predictions."""
+    def run(c: httpx.Client, tmp: Path) -> str:
+        rnd = random.Random(0)
+        edges = {(f"n{rnd.randrange(n)}", f"n{rnd.randrange(n)}", f"r{rnd.randrange(3)}") for _ in range(4 * n)}
+        doc = {"nodes": [{"id": f"n{i}", "name": f"Node {i}"} for i in range(n)],
+               "edges": [{"source": s, "target": t, "type": r} for s, t, r in edges if s != t]}
+        imported = c.post("/api/kg/lp/import", files={"file": ("lp.json", json.dumps(doc))},
+                          params={"embed": "none"}, headers=HEADERS)
+        if imported.status_code != 200:
+            return "import: " + _said(imported)
+        t0 = time.monotonic()
+        r = c.post("/api/kg/lp/predictions/run", json={"k": 20}, headers=HEADERS)
+        took = time.monotonic() - t0
+        staged = len(r.json().get("queued", {}).get("added", [])) if r.status_code == 200 else 0
+        return f"{_said(r)[:60]} | {staged} staged in {took:.1f} s"
+    return run
+
+
 def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], str], dict[str, str]]]:
     n = lambda x: max(int(x * scale), 1)  # noqa: E731
     return {
@@ -244,6 +274,8 @@ def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], st
         "4": ("research budget_tokens=10**30", _budget, {}),
         "8a": ("1,000 idle connections", _idle_connections(n(1000)), {}),
         "8b": ("kgos serve on a busy port", _busy_port, {}),
+        "10a": ("upload 7 MB (under the worker threshold)", _upload("m.json", lambda p: _described(p, n(14_000))), {}),
+        "10b": ("predictions/run on 1,000 nodes", _predictions(n(1_000)), {}),
     }
 
 

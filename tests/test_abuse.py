@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -495,3 +498,64 @@ def test_worker_processes_are_bounded_a_big_upload_beyond_is_a_503(ws, monkeypat
     finally:
         worker._SLOTS.release()
     assert not ws.exists("x")
+
+
+def _upload_json(nodes: int, text_bytes: int) -> bytes:
+    """A node-link document of ``nodes`` nodes, each with ``text_bytes`` of description."""
+    pad = "lorem ipsum " * (text_bytes // 12)
+    doc = {"nodes": [{"id": f"n{i}", "name": f"Node {i}", "description": f"{i} {pad}"} for i in range(nodes)],
+           "edges": [{"source": f"n{i}", "target": f"n{i + 1}", "type": "next"} for i in range(nodes - 1)]}
+    return json.dumps(doc).encode()
+
+
+@contextmanager
+def _served(home: Path, **env: str) -> Iterator[str]:
+    """``kgos serve`` in a process of its own (the test's client threads share no GIL with it)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kgos", "--home", str(home), "serve", "--port", str(port)],
+                            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_health_and_search_answer_while_a_small_upload_imports(ws):
+    """An upload under KGOS_IMPORT_WORKER_BYTES is imported in the request thread, on a workspace of its
+    own: before, its parse and build held the workspace lock, and health answered busy. A 7 MB upload to
+    a real server on loopback: health (not busy) and a search of another KG answer within 0.5 s throughout."""
+    other = ws.create("other")
+    other.add_node("Alpha beta", id="a")
+    body = _upload_json(14_000, 400)
+    assert 6_500_000 < len(body) < 8_000_000
+    probes: list[tuple[float, float, bool]] = []
+    with _served(ws.home, KGOS_IMPORT_WORKER_BYTES="8000000") as base, \
+            httpx.Client(base_url=base, timeout=30) as c:
+        c.post("/api/kg/other/search", json={"query": "alpha"})  # the other KG's index, built before
+        result: dict[str, httpx.Response] = {}
+        upload = threading.Thread(target=lambda: result.setdefault("r", httpx.post(
+            f"{base}/api/kg/big/import", files={"file": ("big.json", body)}, headers={"X-KGOS-Client": "test"},
+            params={"embed": "none", "dimensions": "false"}, timeout=120)))
+        upload.start()
+        while upload.is_alive() or not probes:
+            t0 = time.monotonic()
+            busy = c.get("/api/health").json()["busy"]
+            t1 = time.monotonic()
+            assert c.post("/api/kg/other/search", json={"query": "alpha"}).json()["results"][0]["node"]["id"] == "a"
+            probes.append((t1 - t0, time.monotonic() - t1, busy))
+            time.sleep(0.05)
+        upload.join()
+    assert result["r"].status_code == 200 and result["r"].json()["nodes"] == 14_000, result["r"].text
+    assert len(probes) >= 3, "the import lasted several probes"
+    assert not any(busy for *_, busy in probes), "no probe found the workspace lock held"
+    assert max(max(h, s) for h, s, _ in probes) < 0.5, probes

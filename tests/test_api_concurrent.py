@@ -340,3 +340,28 @@ def test_a_search_of_the_old_version_finishing_late_leaves_no_stale_answer(tmp_p
     assert "omega" not in [h.node.id for h in answer[0].results]  # the held search read the old version
     assert kg.search("omega", k=5).results[0].node.id == "omega"  # and did not overwrite the new answer
     ws.close()
+
+
+def test_an_upload_to_a_postgres_workspace_lands_in_its_database(tmp_path: Path) -> None:
+    """An upload is imported on a workspace of its own (no workspace lock): with the same database URL,
+    so the KG is created in PostgreSQL, and the server sees it and its replacement."""
+    import json
+
+    from postgres_cluster import running_cluster
+
+    from kgos.store.postgres_db import close_all
+    url = running_cluster().new_database()
+    ws = Workspace(tmp_path / "home", database_url=url)
+    doc = lambda n: json.dumps({"nodes": [{"id": f"n{i}", "name": f"N {i}"} for i in range(n)], "edges": []})  # noqa: E731
+    try:
+        with live_server(create_app(ws), free_port()) as base, httpx.Client(base_url=base, timeout=WAIT) as c:
+            up = c.post("/api/kg/up/import", files={"file": ("up.json", doc(20))}, params={"embed": "none"},
+                        headers={"X-KGOS-Client": "test"})
+            assert up.status_code == 200, up.text
+            assert c.get("/api/kg/up").json()["nodes"] == 20 and ws.info("up").kind == "postgres"
+            again = c.post("/api/kg/up/import", files={"file": ("up.json", doc(3))},
+                           params={"embed": "none", "mode": "replace"}, headers={"X-KGOS-Client": "test"})
+            assert again.status_code == 200 and c.get("/api/kg/up").json()["nodes"] == 3
+    finally:
+        ws.close()
+        close_all()

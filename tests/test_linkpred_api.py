@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,26 @@ def test_http_round_trip(ws: kgos.Workspace) -> None:
     m = c.post("/api/kg/fam/predictions/eval", json={"predictor": "metapath", "holdout": 0.2,
                                                      "params": {"max_length": 2}}).json()
     assert {"mrr", "hits@1", "hits@3", "hits@10", "n", "predictor"} <= set(m) and m["n"] > 0
+
+
+def test_a_run_trains_in_a_worker_process_without_the_workspace_lock(ws: kgos.Workspace) -> None:
+    """The run's training and staging happen in a worker process on a workspace of its own: it completes
+    while the workspace lock is held (before, it waited for it), and the server sees the staged rows;
+    an unknown KG is still a 404 and a bad node a 404 carried back from the worker."""
+    family_kg(ws)
+    c = client(ws)
+    answers: list[Any] = []
+    with ws.lock:  # a long import or expert call holding the workspace
+        runner = threading.Thread(target=lambda: answers.append(
+            c.post("/api/kg/fam/predictions/run", json={"k": 3, "per_node": 2, **PARAMS})), daemon=True)
+        runner.start()
+        runner.join(120)
+        assert answers, "the run waited for the workspace lock"
+    run = answers[0].json()
+    assert answers[0].status_code == 200 and len(run["queued"]["added"]) == 3, run
+    assert c.get("/api/kg/fam/predictions").json()["counts"]["pending"] == 3
+    error(c.post("/api/kg/nope/predictions/run", json={}), 404, "KGNotFound")
+    error(c.post("/api/kg/fam/predictions/run", json={"nodes": ["no-such-node"], **PARAMS}), 404, "NodeNotFound")
 
 
 def test_spec_explore_routes(ws: kgos.Workspace) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import shutil
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable
 from itertools import islice
@@ -272,25 +273,41 @@ def import_kg(db_id: DbId, rt: Rt, worker: Annotated[EmbedWorker, Depends(embed_
     try:
         path = save_upload(file, folder, format, rt.settings.max_upload_bytes)
         fmt = "csv" if path.is_dir() else format
-        if _size(path) >= worker_bytes():  # a big upload: parsed in a worker, not under the lock
-            done = run_in_worker(import_job, (rt.workspace.home, db_id, path, fmt, mode, skip_dangling,
-                                              skip_invalid, dimensions), lambda *_: None, wait=False)
+        if _size(path) >= worker_bytes():  # a big upload: parsed in a capped worker process
+            done = run_in_worker(import_job, (rt.workspace.home, rt.workspace.database_url, db_id, path, fmt, mode,
+                                              skip_dangling, skip_invalid, dimensions), lambda *_: None, wait=False)
             report, pending = done["report"], done["pending"]
             with rt.lock:
                 rt.workspace._forget(db_id)  # the worker wrote (or replaced) the file: reopen it on next use
         else:
-            report, pending = locked(rt, lambda ws: _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid,
-                                                            dimensions))
+            report, pending = import_here(rt, db_id, (path, fmt, mode, skip_dangling, skip_invalid, dimensions))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {**report, "embedding": _embedding(worker, db_id, embed == "fast", pending, mode)}
 
 
+_IMPORTING: dict[str, threading.Lock] = {}  # one in-thread import per KG at a time: its temp file is per pid
+_IMPORTING_LOCK = threading.Lock()
+
+
+def import_here(rt: Runtime, db_id: str, args: tuple[Any, ...]) -> tuple[dict[str, Any], str | None]:
+    """A small upload imported in the request thread on a workspace of its own (as the worker does), so
+    its parse and build hold no workspace lock: other routes and health answer meanwhile. A worker
+    process would cost a spawn (~1-2 s) for a file parsed in well under that."""
+    with _IMPORTING_LOCK:
+        one = _IMPORTING.setdefault(db_id, threading.Lock())
+    with one:
+        with Workspace(rt.workspace.home, rt.workspace.database_url) as ws:
+            done = _import(ws, db_id, *args)
+        rt.workspace._forget(db_id)  # the file was written (or replaced) by another connection: reopen it
+    return done
+
+
 def worker_bytes() -> int:
     """Uploads of at least this many bytes (``KGOS_IMPORT_WORKER_BYTES``, default 8 MB) are imported in
     a worker process (``api/worker.py``): their parse then holds neither the server's GIL nor the
-    workspace lock, and its memory is capped; smaller ones are imported in the request (no process
-    start, ~1 s)."""
+    workspace lock, and its memory is capped; smaller ones are imported in the request thread
+    (``import_here``: no process start, ~1-2 s; no workspace lock either)."""
     return current().import_worker_bytes
 
 
@@ -298,10 +315,10 @@ def _size(path: FilePath) -> int:
     return sum(p.stat().st_size for p in path.iterdir()) if path.is_dir() else path.stat().st_size
 
 
-def import_job(home: FilePath, db_id: str, path: FilePath, fmt: str | None, mode: str, skip_dangling: bool,
-               skip_invalid: bool, dimensions: bool, progress: Any) -> dict[str, Any]:
-    """``_import`` in a worker process, on a workspace of its own."""
-    with Workspace(home) as ws:
+def import_job(home: FilePath, database_url: str | None, db_id: str, path: FilePath, fmt: str | None, mode: str,
+               skip_dangling: bool, skip_invalid: bool, dimensions: bool, progress: Any) -> dict[str, Any]:
+    """``_import`` in a worker process, on a workspace of its own (same home, same database URL)."""
+    with Workspace(home, database_url) as ws:
         report, pending = _import(ws, db_id, path, fmt, mode, skip_dangling, skip_invalid, dimensions)
     return {"report": report, "pending": pending}
 

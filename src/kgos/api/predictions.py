@@ -3,18 +3,20 @@
 ``/api/kg/{db_id}/predictions...``: list, propose, discover, run, review (one or a batch by filter),
 undo, LLM validation and evaluation. Plus the three routes of spec/003's explore page:
 ``POST /api/explore/predictions/save``, ``POST /api/explore/predictions/review`` and
-``GET /api/explore/predictions``. Each route makes one library call under the runtime's lock.
+``GET /api/explore/predictions``. Each route makes one library call under the runtime's lock, except
+``run`` (training and staging), which runs in a capped worker process (``api/worker.py``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path as FilePath
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query
 from pydantic import AfterValidator, Field
 
 from ..errors import InvalidArgument
-from ..kg import KG, check_db_id
+from ..kg import KG, Workspace, check_db_id
 from ..linkpred import link_predictor
 from ..linkpred.protocol import RankMetrics
 from ..linkpred.results import PredictionList, RunReport, Verdict
@@ -24,6 +26,7 @@ from .kg import on_kg
 from .models import MAX_INT64, Strict
 from .runtime import Runtime, runtime
 from .schemas import api_model, list_of, response_model
+from .worker import run_in_worker
 
 router = APIRouter(prefix="/api", responses=RESPONSES, tags=["predictions"])
 Rt = Annotated[Runtime, Depends(runtime)]
@@ -162,10 +165,22 @@ def discover(db_id: DbId, body: Discover, rt: Rt) -> Any:
 
 @router.post("/kg/{db_id}/predictions/run", response_model=RunReportOut)
 def run(db_id: DbId, body: Run, rt: Rt) -> Any:
-    """Predict missing edges and stage the best ones for review."""
-    return on_kg(rt, db_id, lambda kg: link_predictor(kg).run(body.nodes, body.k, body.per_node, body.predictor,
-                                                              queue=body.queue, calibrated=body.calibrated,
-                                                              **body.params).to_dict())
+    """Predict missing edges and stage the best ones for review. The training and the scan run in a
+    worker process with its own memory ceiling (``api/worker.py``): 20+ s and GBs on a big KG would
+    otherwise hold the server's GIL and memory; a 503 when every worker slot is busy."""
+    rt.workspace.kg(db_id)  # an unknown KG is a 404 now, not after a process start
+    ws = rt.workspace
+    return run_in_worker(run_job, (ws.home, ws.database_url, db_id, body.model_dump()), lambda *_: None, wait=False)
+
+
+def run_job(home: FilePath, database_url: str | None, db_id: str, body: dict[str, Any],
+            progress: Any) -> dict[str, Any]:
+    """``LinkPredictor.run`` in a worker process, on a workspace of its own: the proposals it stages are
+    rows of the KG (its file or schema), which the server reads on its next query."""
+    run = Run(**body)
+    with Workspace(home, database_url) as ws:
+        return link_predictor(ws.kg(db_id)).run(run.nodes, run.k, run.per_node, run.predictor, queue=run.queue,
+                                                calibrated=run.calibrated, **run.params).to_dict()
 
 
 @router.post("/kg/{db_id}/predictions/review", response_model=list_of(ProposalOut))
