@@ -270,7 +270,7 @@ def test_demo_expert_chat_and_memory_in_a_postgres_workspace(ws):
     assert events[-1]["type"] == "done" and "[Source: demo:feature:batch_api]" in "".join(
         e["content"] for e in events if e["type"] == "token")
     added = MemoryService(ws).add("I use Postgres for the team's KGs")
-    assert added.memory.kg_status == "ok" and ws.info("memory").kind == "native"  # memory stays SQLite
+    assert added.memory.kg_status == "ok" and ws.info("memory").kind == "postgres"  # shared with the KGs (issue 31)
 
 
 def test_a_kg_deleted_or_replaced_by_another_server(url, tmp_path):

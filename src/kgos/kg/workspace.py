@@ -337,14 +337,14 @@ class Workspace:
         """
         created = mode == "create"
         report = self._import_file(db_id, path, format, mode, skip_dangling, progress, skip_invalid)
-        if dimensions:
-            report = self._import_dimensions(db_id, report, progress)
-        if progress:
-            progress("search index", 0)
         try:
+            if dimensions:
+                report = self._import_dimensions(db_id, report, progress)
+            if progress:
+                progress("search index", 0)
             self.kg(db_id).engine.snapshot()
         except MemoryError:
-            if created:  # a new KG whose index does not fit (KGOS_MAX_MEMORY_MB) is not left half usable
+            if created:  # a new KG whose rules or index do not fit (KGOS_MAX_MEMORY_MB) is not left half usable
                 self.delete(db_id)
             raise
         return report
