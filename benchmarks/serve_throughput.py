@@ -4,7 +4,8 @@
     python benchmarks/serve_throughput.py --workers 2      # the same with 2 worker processes
     python benchmarks/serve_throughput.py --quick          # a 5,000-node synthetic KG (seconds)
 
-Imports go (../shared/bench/go beside the checkout, else ``--quick``'s synthetic KG) into a temporary home, starts the
+Imports go (../shared/bench/go beside the checkout, else ``--quick``'s synthetic KG) into a temporary
+home, starts the
 server on loopback, warms it (the snapshot is loaded), then for each client count runs that many
 client threads, each sending ``POST /api/kg/go/search`` back to back with the go probe queries, until
 ``--seconds`` have passed or ``--max-requests`` were sent. Every level uses its own ``k`` so no answer
