@@ -6,6 +6,7 @@ with no citation, and text in a node that tries to instruct or to cite is treate
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -97,3 +98,24 @@ def test_instructions_and_fake_citations_in_a_node_are_data(tiny):
     assert a.citations["ok"] and not a.citations["unknown"]
     assert "[Source: tiny:metric:error_rate]" not in a.answer  # retrieved or not, it bears on nothing asked
 
+
+
+def test_a_question_far_from_every_node_in_meaning_is_not_answered_even_when_words_match():
+    """The question shares words with the nodes ("batch", "costs"), but the calibrated embedder puts it
+    far from all of them: the answer says so, cites nothing, and names the nearest node as a pointer."""
+    far = replace(tiny_context(), closest=0.12, embedder="minilm-l6-int8")
+    answer = compose(far)
+    assert answer.startswith("The knowledge graph (tiny) has nothing on \u201cShould I use batch jobs")
+    assert not CITE.search(answer) and "\u201cBatch jobs\u201d" in answer
+
+
+@pytest.mark.parametrize("closest, embedder", [(0.45, "minilm-l6-int8"), (0.12, "hash-512"), (None, "")])
+def test_a_close_question_or_an_uncalibrated_embedder_still_gets_the_cited_answer(closest, embedder):
+    answer = compose(replace(tiny_context(), closest=closest, embedder=embedder))
+    assert answer.startswith("**Batch jobs** [Source: tiny:feature:batch]")
+
+
+def test_the_turn_records_the_best_cosine_of_its_embedder(tiny):
+    from kgos.experts.context import retrieve
+    ctx = retrieve(tiny, ExpertService(tiny).get("tiny").config, "batch jobs")
+    assert ctx.embedder == "hash-512" and 0.0 < ctx.closest <= 1.0 + 1e-6

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..errors import KGOSError
 from ..index.text import fold, tokenize
 from ..methods import RetrievalConfig
 from ..methods.catalog import DIMENSIONS
@@ -113,6 +114,11 @@ class TurnContext:
     skills: tuple[SkillExcerpt, ...] = ()
     notes: tuple[str, ...] = ()
     system_prompt: str = ""
+    # the best cosine of the query with a ranked node, by the embedder that ranked it (its name):
+    # the one absolute evidence a turn has (every signal above is normalised per query), so the
+    # offline answer can say "the KG does not cover this" (experts.answer.off_topic); None without vectors
+    closest: float | None = None
+    embedder: str = ""
 
     def extractive_answer(self) -> str:
         """The answer written from this grounding with no model (``experts.answer``): what the offline
@@ -161,7 +167,17 @@ def retrieve(ws: Workspace, cfg: ExpertConfig, query: str) -> TurnContext:
     return replace(first, query=query, kgs=cfg.kgs, nodes=nodes, edges=edges, links=links, remedies=remedies, plan=plan,
                    plan_warnings=next((p.plan_warnings for p in per_kg if p.plan), ()),
                    capability=next((p.capability for p in per_kg if p.capability), None),
-                   goal=goal[0] if goal else None, notes=tuple(n for p in per_kg for n in p.notes) + tuple(link_notes))
+                   goal=goal[0] if goal else None, notes=tuple(n for p in per_kg for n in p.notes) + tuple(link_notes),
+                   **_closest_of(per_kg))
+
+
+def _closest_of(per_kg: list[TurnContext]) -> dict[str, Any]:
+    """The best cosine over the KGs (each KG's by its own embedder: the first KG's model when they differ)."""
+    known = [p for p in per_kg if p.closest is not None]
+    if not known:
+        return {"closest": None, "embedder": ""}
+    best = max(known, key=lambda p: p.closest or 0.0)
+    return {"closest": best.closest, "embedder": best.embedder}
 
 
 def _weighted(ctx: TurnContext, weight: float) -> TurnContext:
@@ -218,7 +234,22 @@ def _retrieve_one(ws: Workspace, db_id: str, cfg: ExpertConfig, query: str, goal
                        intent_score=res.intent.score if res.intent else 0.0, nodes=nodes, edges=tuple(edges),
                        links=links, remedies=remedies,
                        plan=_plan(db_id, res.composition, props), capability=_capability(db_id, res.capability),
-                       plan_warnings=tuple(res.composition.warnings) if res.composition else (), notes=tuple(notes))
+                       plan_warnings=tuple(res.composition.warnings) if res.composition else (), notes=tuple(notes),
+                       **_closest(kg, query, [n.id for n in nodes]))
+
+
+def _closest(kg: Any, query: str, ids: list[str]) -> dict[str, Any]:
+    """The query's best cosine with the ranked nodes' stored vectors (the embedding channel's own top
+    hits are among them), and the embedder's name; nothing when the KG has no vectors or no model."""
+    try:
+        engine = kg.engine
+        snap, vector = engine.snapshot(), engine.embed_query(query)
+        rows = [snap.index[i] for i in ids if i in snap.index]
+        if vector is None or snap.vectors is None or not rows:
+            return {}
+        return {"closest": float((snap.vectors[rows] @ vector).max()), "embedder": engine.query_embedder().name}
+    except (KGOSError, OSError, ValueError):  # no usable model here: the answer relies on words alone
+        return {}
 
 
 def _links(kg: Any, db_id: str, nodes: tuple[SourceNode, ...]) -> tuple[ContextEdge, ...]:
