@@ -103,6 +103,7 @@ def _neighbours(kg, node_id: str) -> list:
 
 BEFORE = "bdb6ef1"  # the commit this issue's work started from
 BEFORE_STAR = "871b65a"  # the last composer that chose nodes by score (before kgos.experts.answer)
+BEFORE_ANCHOR = "c966836"  # kgos.experts.answer with the top hit as the anchor and no "not covered" cut
 
 
 def before_provider(commit: str = BEFORE):
@@ -120,6 +121,44 @@ def before_provider(commit: str = BEFORE):
     provider = module.OfflineProvider()
     provider.name = f"offline ({commit})"
     return provider
+
+
+def before_composer(commit: str = BEFORE_ANCHOR):
+    """The offline provider writing with ``kgos/experts/answer.py`` as it was at ``commit`` (read from
+    git), or None without git."""
+    import subprocess
+    import types
+
+    from kgos.llm.offline import OfflineProvider
+    try:
+        code = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{commit}:src/kgos/experts/answer.py"],
+                              capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType(f"kgos.experts._answer_{commit}")
+    module.__package__ = "kgos.experts"
+    exec(compile(code, "answer_before.py", "exec"), module.__dict__)  # noqa: S102 (our own file, our own commit)
+
+    class Before(OfflineProvider):
+        name = f"offline ({commit})"
+
+        def stream(self, messages, **kw):
+            grounding = kw.pop("grounding", None)
+            return super().stream(messages, grounding=_Written(grounding, module.compose), **kw)
+    return Before()
+
+
+class _Written:
+    """A turn's grounding whose extractive answer another composer writes."""
+
+    def __init__(self, ctx, compose) -> None:
+        self._ctx, self._compose = ctx, compose
+
+    def __getattr__(self, name: str):
+        return getattr(self._ctx, name)
+
+    def extractive_answer(self) -> str:
+        return self._compose(self._ctx)
 
 
 OFF_TOPIC = ("What is the capital of Mongolia?", "Who won the 1998 World Cup?", "How tall is Mount Everest?",
@@ -155,7 +194,8 @@ def bad_input(ws, provider) -> dict:
             plain += answer.startswith(("The knowledge graph", "I found nothing")) and not CITE.search(answer)
     kg = ws.kg("demo")
     for i, (name, type_, text, _) in enumerate(INJECTED):
-        kg.add_node(name, type_, text, id=f"injected:{i}")
+        if kg.get_node(f"injected:{i}") is None:
+            kg.add_node(name, type_, text, id=f"injected:{i}")
     real = fake = 0
     for _, _, _, q in INJECTED:
         turn = engine.start("demo", q)
@@ -229,6 +269,7 @@ def main() -> None:
     rows, bad = [], []
     providers = [(f"offline, before ({BEFORE})", before_provider(BEFORE)),
                  (f"offline, score-cut ({BEFORE_STAR})", before_provider(BEFORE_STAR)),
+                 (f"offline, top-hit anchor ({BEFORE_ANCHOR})", before_composer(BEFORE_ANCHOR)),
                  *((spec, get_provider(spec)) for spec in ["offline", *args.provider])]
     for embedder in args.embedder or ["default", "hash"]:  # default: MiniLM, what `kgos demo` gives a user
         ws = kgos.Workspace(Path(tempfile.mkdtemp(prefix="kgos-answers-")))
@@ -238,7 +279,8 @@ def main() -> None:
                 continue
             for name, (db_id, probes) in sets.items():
                 rows.append((f"{spec} ({embedder})", name, expert_answers(ws, provider, db_id, db_id, probes)))
-        bad.append((embedder, bad_input(ws, get_provider("offline"))))  # last: it adds nodes to the demo KG
+        bad.append((embedder, bad_input(ws, before_composer(BEFORE_ANCHOR)), bad_input(ws, get_provider("offline"))))
+        # (last: it adds nodes to the demo KG; the second run finds them there already)
         ws.close()
     os.environ.setdefault("KGOS_EMBEDDER", "hash")
     pairs = conflict_pairs.load_pairs()
@@ -270,10 +312,10 @@ def report(rows, conflicts, markup, ids, bad=()) -> str:
             "Bad input (offline composer): questions neither demo KG can answer, to both demo experts; nodes added "
             "to the demo KG whose text tries to instruct the model or to cite (`[Source: ...]` in a name or a "
             "description), each asked about.", "",
-            "| embedder | off-topic answered plainly, nothing cited | injected nodes: answers citing only real nodes | fake citations |",
-            "|---|---|---|---|",
-            *(f"| {e} | {b['plain']} / {b['off_topic']} | {b['real_only']} / {b['injected']} | {b['fake_citations']} |"
-              for e, b in bad), "",
+            "| embedder | composer | off-topic answered plainly, nothing cited | injected nodes: answers citing only real nodes | fake citations |",
+            "|---|---|---|---|---|",
+            *(f"| {e} | {who} | {b['plain']} / {b['off_topic']} | {b['real_only']} / {b['injected']} | {b['fake_citations']} |"
+              for e, *runs in bad for who, b in zip((f"top-hit anchor ({BEFORE_ANCHOR})", "now"), runs)), "",
             "## Research: conflicts however phrased", "",
             f"`benchmarks/data/conflicts/pairs.jsonl`: {conflicts[1]['conflicting']} conflicting pairs, "
             f"{conflicts[1]['agreeing']} agreeing pairs, each two sources in different words.", "",

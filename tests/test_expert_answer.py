@@ -119,3 +119,30 @@ def test_the_turn_records_the_best_cosine_of_its_embedder(tiny):
     from kgos.experts.context import retrieve
     ctx = retrieve(tiny, ExpertService(tiny).get("tiny").config, "batch jobs")
     assert ctx.embedder == "hash-512" and 0.0 < ctx.closest <= 1.0 + 1e-6
+
+
+def scored(id_, name, type_, score, **components):
+    return SourceNode("tiny", id_, name, type_, f"About {name.lower()}.", score,
+                      components={"text": 0.0, "embedding": 0.0, "graph": 0.0, **components})
+
+
+def test_the_answer_is_about_the_near_top_hit_the_question_reaches_not_the_one_the_graph_carried():
+    """"embeddings endpoint": the messages API tops the ranking on graph and intent signals, the
+    Embeddings API (second, 0.92 of its score) leads both text and embedding: the answer is about it."""
+    carried = scored("concept:messages", "Messages endpoint", "concept", 0.65, text=0.38, embedding=0.56, graph=0.41)
+    asked = scored("feature:embeddings", "Embeddings API", "feature", 0.60, text=1.0, embedding=1.0, graph=1.0)
+    answer = compose(TurnContext(query="embeddings endpoint", kgs=("tiny",), nodes=(carried, asked)))
+    assert answer.startswith("**Embeddings API** [Source: tiny:feature:embeddings]")
+    far = scored("feature:far", "Far feature", "feature", 0.30, text=1.0, embedding=1.0, graph=1.0)
+    answer = compose(TurnContext(query="embeddings endpoint", kgs=("tiny",), nodes=(carried, far)))
+    assert answer.startswith("**Messages endpoint** [Source: tiny:concept:messages]")  # under 0.6 of the top
+
+
+def test_a_leader_needs_both_signals_and_the_graph():
+    top = scored("feature:batch", "Batch jobs", "feature", 1.0, text=1.0, embedding=1.0, graph=1.0)
+    backed = scored("benefit:discount", "Batch discount", "benefit", 0.9, text=1.0, embedding=0.8, graph=0.3)
+    words_only = scored("metric:error_rate", "Error rate", "metric", 0.9, text=1.0, embedding=0.8)  # graph 0
+    one_signal = scored("tool:csv", "Paste CSV data", "tool", 0.9, text=1.0, embedding=0.3, graph=0.5)
+    answer = compose(TurnContext(query="batch jobs", kgs=("tiny",), nodes=(top, backed, words_only, one_signal)))
+    assert "- Also matching the question: **Batch discount** [Source: tiny:benefit:discount]" in answer
+    assert "error_rate" not in answer and "tool:csv" not in answer
