@@ -205,10 +205,10 @@ def _restates(query: str, node: Any) -> bool:
 
 
 def _not_covered(ctx: Any) -> str:
-    """A plain "the KG does not say", citing nothing, naming the nearest node as a pointer only."""
-    near = f" The nearest thing it holds is \u201c{inert(ctx.nodes[0].name)}\u201d, which does not answer it." if ctx.nodes else ""
+    """A plain "the KG does not say", citing nothing. (Naming the nearest node read as nonsense on the
+    off-topic set: "How many moons does Jupiter have?" -> "Diversification".)"""
     return (f"The knowledge graph ({', '.join(ctx.kgs)}) has nothing on \u201c{ctx.query}\u201d, so I will not "
-            f"guess.{near} Try naming the feature, tool or goal you have in mind.")
+            "guess. Try naming the feature, tool or goal you have in mind.")
 
 
 def off_topic(ctx: Any) -> bool:
