@@ -334,3 +334,14 @@ def test_an_embedder_that_cannot_run_leaves_the_import_standing(tmp_path, monkey
     result = _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)))
     assert "Imported, but not embedded" in result.stderr
     assert kgos.Workspace(tmp_path / "home").kg("t").node_count() == 30
+
+
+def test_build_fast_package_fails_unless_the_rebuild_is_the_pinned_file(monkeypatch, capsys):
+    """`python -m kgos.embed build-fast --package` exits 1 when the rebuilt file's sha256 is not the pinned
+    one (the real rebuild, 91 s, is the slow test above; here the build step returns a given hash)."""
+    from kgos.embed import static
+    from kgos.embed.__main__ import main
+    for sha, code in ((static.FAST_STATIC_SHA256, 0), ("f" * 64, 1)):
+        monkeypatch.setattr(static, "build_packaged_fast", lambda sha=sha: (static.PACKAGED_FAST, sha))
+        assert main(["build-fast", "--package"]) == code
+        assert ("byte for byte" in capsys.readouterr().out) == (code == 0)
