@@ -252,6 +252,7 @@ def test_a_server_start_builds_a_missing_fast_tier_in_the_background(home, tmp_p
         pytest.skip("the onnx extra is not installed")
     monkeypatch.delenv("KGOS_EMBEDDER")
     monkeypatch.setenv("KGOS_HOME", str(tmp_path / "models-home"))
+    monkeypatch.setattr(static, "PACKAGED_FAST", tmp_path / "stripped")  # an install without the prebuilt one
     built = []
     monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite, progress=None: built.append(out) or
                         (out.mkdir(parents=True), (out / "model.safetensors").write_bytes(b"")))
@@ -274,6 +275,7 @@ def test_a_shutdown_stops_the_fast_tier_distillation_between_two_batches(home, t
         pytest.skip("the onnx extra is not installed")
     monkeypatch.delenv("KGOS_EMBEDDER")
     monkeypatch.setenv("KGOS_HOME", str(tmp_path / "models-home"))
+    monkeypatch.setattr(static, "PACKAGED_FAST", tmp_path / "stripped")  # an install without the prebuilt one
     entered, batches = threading.Event(), []
 
     def endless_distill(out: Any, overwrite: bool, progress: Callable[[int, int], None]) -> None:

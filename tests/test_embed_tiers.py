@@ -171,9 +171,10 @@ def test_distill_onnx_writes_a_static_model_the_static_embedder_reads(tmp_path, 
 
     monkeypatch.setattr(static, "_token_vectors", fake_token_vectors)
     out = static.distill_onnx(tmp_path / "fast", pca_dims=8)
-    emb = static.read_safetensors(out / "model.safetensors")["embeddings"]
+    tensors = static.read_safetensors(out / "model.safetensors")
+    emb, scales = tensors["embeddings"], tensors["scales"]
     vocab = (Path(static.__file__).parent / "assets" / "minilm-vocab.txt").read_text().split("\n")[:-1]
-    assert emb.shape == (len(vocab), 8) and emb.dtype == np.float16
+    assert emb.shape == (len(vocab), 8) and emb.dtype == np.int8 and scales.shape == (len(vocab),)
     unused = np.array([t.startswith("[unused") for t in vocab])
     assert not emb[unused].any() and emb[~unused].any(1).all()  # [unusedN] tokens have no vector
     e = static.StaticEmbedder(out)
@@ -223,12 +224,84 @@ def test_a_distillation_stopped_by_its_progress_writes_nothing_and_the_next_one_
 
 @pytest.mark.slow
 def test_distill_onnx_from_the_real_default_model(tmp_path):
+    """The real build (91 s): the packaged model's vectors (on the machine that built it, the same
+    bytes: `python -m kgos.embed build-fast --package` checks that)."""
     pytest.importorskip("onnxruntime")
-    from kgos.embed.static import StaticEmbedder, distill_onnx
+    from kgos.embed.static import PACKAGED_FAST, StaticEmbedder, distill_onnx
 
     e = StaticEmbedder(distill_onnx(tmp_path / "fast"))
     dog, puppy, invoice = e.embed(["dog", "puppy", "invoice"])
     assert e.dims == 256 and float(dog @ puppy) > float(dog @ invoice)
+    shipped = StaticEmbedder(PACKAGED_FAST).embed(WORDS)
+    assert np.min(np.sum(shipped * e.embed(WORDS), axis=1)) > 0.999
+
+
+# -- the packaged fast tier -----------------------------------------------------------------------------------
+
+
+def test_the_packaged_fast_tier_is_used_without_a_build(tmp_path, monkeypatch):
+    """A fresh home: the fast embedder loads the model shipped in kgos/embed/assets (sha256 checked),
+    with no distillation and no lock file in the home."""
+    from kgos.embed import static
+    from kgos.kg.embedding import fast_tier_unbuilt
+    monkeypatch.setenv("KGOS_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(static, "distill_onnx", lambda *a, **k: pytest.fail("the fast tier was distilled"))
+    assert static.ensure_fast_static() == static.PACKAGED_FAST and static.fast_static_folder() == static.PACKAGED_FAST
+    e = static.fast_static_embedder()
+    assert (e.name, e.spec, e.dims) == ("minilm-int8-static-256", "fast", 256) and not fast_tier_unbuilt("default")
+    dog, puppy, invoice = e.embed(["dog", "puppy", "invoice"])
+    assert float(dog @ puppy) > float(dog @ invoice)
+    assert not (tmp_path / "home").exists()  # nothing built, no lock taken
+    assert "Apache License" in (static.PACKAGED_FAST / "LICENSE").read_text()  # the source model's, beside it
+
+
+def test_a_packaged_model_that_is_not_the_pinned_file_is_refused(tmp_path, monkeypatch):
+    import shutil
+
+    from kgos.embed import static
+    from kgos.errors import InvalidArgument
+    copy = shutil.copytree(static.PACKAGED_FAST, tmp_path / "shipped")
+    raw = bytearray((copy / "model.safetensors").read_bytes())
+    raw[-1] ^= 1  # one bit of one vector
+    (copy / "model.safetensors").write_bytes(bytes(raw))
+    monkeypatch.setattr(static, "PACKAGED_FAST", copy)
+    with pytest.raises(InvalidArgument, match="sha256 .* expected 6557533d.*not the packaged fast tier"):
+        static.fast_static_embedder()
+
+
+def test_an_install_without_the_packaged_model_distills_it_into_the_home(tmp_path, monkeypatch):
+    """A stripped install (no assets folder) falls back to the build of issue 30, once per home."""
+    from kgos.embed import static
+    monkeypatch.setenv("KGOS_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(static, "PACKAGED_FAST", tmp_path / "stripped")
+    monkeypatch.setattr(static, "_token_vectors", lambda onnx, vocab, keep, batch, progress=None:
+                        np.random.default_rng(0).normal(size=(int(keep.sum()), 24)).astype(np.float32))
+    real = static.distill_onnx
+    monkeypatch.setattr(static, "distill_onnx", lambda out, overwrite=False, progress=None: real(out, pca_dims=8,
+                                                                                                  overwrite=overwrite))
+    assert static.fast_static_folder() is None
+    built = static.ensure_fast_static()
+    assert built == static.fast_static_path() and static.fast_static_folder() == built
+    assert static.fast_static_embedder().dims == 8
+
+
+def test_int8_rows_with_scales_embed_like_the_floats_they_came_from(tmp_path):
+    from kgos.embed import static
+    from kgos.errors import InvalidArgument
+    vocab = (Path(static.__file__).parent / "assets" / "minilm-vocab.txt").read_text().split("\n")[:-1]
+    floats = np.random.default_rng(1).normal(size=(len(vocab), 16)).astype(np.float16)
+    floats[5] = 0  # a zero row keeps scale 1
+    rows, scales = static.quantise_rows(floats)
+    assert rows.dtype == np.int8 and np.abs(rows).max() == 127 and scales[5] == 1.0
+    for name, tensors in (("f16", {"embeddings": floats}), ("i8", {"embeddings": rows, "scales": scales}),
+                          ("bad", {"embeddings": rows})):
+        (tmp_path / name).mkdir()
+        static._write_safetensors(tmp_path / name / "model.safetensors", tensors)
+        (tmp_path / name / "tokenizer.json").write_text(json.dumps(static._tokenizer_json(vocab)))
+    a, b = (static.StaticEmbedder(tmp_path / n).embed(WORDS) for n in ("f16", "i8"))
+    assert np.min(np.sum(a * b, axis=1)) > 0.999
+    with pytest.raises(InvalidArgument, match="'scales' tensor"):
+        static.StaticEmbedder(tmp_path / "bad")
 
 
 def test_fill_in_chunks_leave_the_version_alone_until_the_switch(ws, tmp_path, tiers, monkeypatch):
@@ -261,3 +334,14 @@ def test_an_embedder_that_cannot_run_leaves_the_import_standing(tmp_path, monkey
     result = _cli(tmp_path / "home", "kg", "import", "t", str(_graph(tmp_path)))
     assert "Imported, but not embedded" in result.stderr
     assert kgos.Workspace(tmp_path / "home").kg("t").node_count() == 30
+
+
+def test_build_fast_package_fails_unless_the_rebuild_is_the_pinned_file(monkeypatch, capsys):
+    """`python -m kgos.embed build-fast --package` exits 1 when the rebuilt file's sha256 is not the pinned
+    one (the real rebuild, 91 s, is the slow test above; here the build step returns a given hash)."""
+    from kgos.embed import static
+    from kgos.embed.__main__ import main
+    for sha, code in ((static.FAST_STATIC_SHA256, 0), ("f" * 64, 1)):
+        monkeypatch.setattr(static, "build_packaged_fast", lambda sha=sha: (static.PACKAGED_FAST, sha))
+        assert main(["build-fast", "--package"]) == code
+        assert ("byte for byte" in capsys.readouterr().out) == (code == 0)

@@ -44,3 +44,16 @@ def test_unknown_name_is_an_attribute_error() -> None:
         assert "NoSuchThing" in str(exc)
     else:
         raise AssertionError("kgos.NoSuchThing resolved")
+
+
+SDKS = ("openai", "anthropic", "httpx_sse", "google.genai")
+
+
+def test_the_providers_sdks_load_on_first_use_only() -> None:
+    """openai (1.6 s) and anthropic (3.4 s) import on a provider's first request, not with kgos.llm nor
+    when a provider object is built."""
+    loaded = loaded_after("import kgos.llm\nfrom kgos.llm import get_provider\nget_provider('offline')\n"
+                          "get_provider('openai:gpt-4o-mini', api_key='k')\n"
+                          "get_provider('anthropic:claude-haiku-4-5', api_key='k')\n"
+                          "get_provider('gemini:gemini-2.5-flash', api_key='k')")
+    assert not {m for m in SDKS if m in loaded}

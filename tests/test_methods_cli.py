@@ -4,6 +4,7 @@ clean errors for bad node references and arguments."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -61,6 +62,7 @@ def test_want_to_and_can_it(run):
     assert d["status"] == "yes_with_limitations" and d["limitations"][0]["node"]["id"] == "limitation:text_only_io"
     text = run("can-it", "demo", "can it edit binary files?").stdout
     assert "yes_with_limitations" in text and "workaround:base64_roundtrip" in text
+    assert re.search(r"limitation .*limitation:text_only_io\s+-> workaround:base64_roundtrip", text)
     assert run("can-it", "demo", "can it edit binary files?", "--plain").stdout.startswith("yes_with_limitations\t")
 
 
@@ -79,6 +81,8 @@ def test_similar_alternatives_why_not(run):
     assert "feature:batch_api" in run("alternatives", "demo", "feature:streaming").stdout
     d = as_json(run("why-not", "demo", "feature:zero_data_retention", "--json"))
     assert d["status"] == "no" and d["conflicts"][0]["id"] == "feature:files_api"
+    text = run("why-not", "demo", "feature:zero_data_retention").stdout
+    assert re.search(r"^\s+conflicts with feature:files_api$", text, re.M), text
 
 
 def test_impact(run):

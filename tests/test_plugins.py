@@ -5,6 +5,7 @@ plugin is reported without breaking the built-ins."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,3 +164,36 @@ def test_a_plugins_extractor_reads_its_files_at_ingest(toy: str, ws: kgos.Worksp
     kg = ws.kg("cfg")
     assert [n.type for n in kg.find_nodes("metadata")] == ["config_section"]
     assert kg.get_node("section:repo/setup.cfg:options") is not None
+
+
+def test_the_builtin_catalogue_is_what_the_registries_register() -> None:
+    """`kgos plugins` lists the built-ins from kgos/plugins_builtin.json; it must match the registries
+    (after adding a backend: kgos plugins --write-catalogue)."""
+    load_builtins()
+    stored = json.loads(plugins.CATALOGUE.read_text(encoding="utf-8"))
+    assert stored == plugins.builtin_catalogue(), "stale catalogue: run kgos plugins --write-catalogue"
+
+
+def test_kgos_plugins_lists_the_same_rows_without_importing_the_registries(toy: str) -> None:
+    """The lazy listing equals the one after importing every registry (plugins included); in a fresh
+    process it imports neither numpy nor the query layer."""
+    lazy = CliRunner().invoke(cli, ["plugins", "--json"])
+    loaded = CliRunner().invoke(cli, ["plugins", "--load", "--json"])
+    assert lazy.exit_code == loaded.exit_code == 0 and json.loads(lazy.stdout) == json.loads(loaded.stdout)
+    assert "toyletters" in lazy.stdout
+    code = ("import sys; from click.testing import CliRunner; from kgos.cli import cli; "
+            "r = CliRunner().invoke(cli, ['plugins', '--json']); assert r.exit_code == 0, r.output; "
+            "print(sorted(m for m in ('numpy', 'pydantic', 'kgos.kg.facade', 'kgos.linkpred', 'kgos.embed.registry')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_plugin_taking_a_builtin_name_is_reported_by_the_lazy_listing_too() -> None:
+    name = plugins.register(Clash(), name="clash")
+    try:
+        rows = json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).stdout)
+        hashes = [r for r in rows["families"]["embedders"] if r["name"] == "hash"]
+        assert [r["source"] for r in hashes] == ["built-in"] and "embedders:hash" in rows["errors"]
+    finally:
+        plugins.unregister(name)

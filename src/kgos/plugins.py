@@ -24,17 +24,24 @@ earlier plugin, is reported by :func:`errors` (and ``kgos plugins``) and never b
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pluggy
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "FAMILIES", "Entry", "Installed", "add_builtin", "entries", "errors",
-           "hookimpl", "hookspec", "installed", "manager", "register", "reload", "unregister"]
+__all__ = ["BUILTIN", "CATALOGUE", "ENTRY_POINT_GROUP", "FAMILIES", "Entry", "Installed", "add_builtin",
+           "builtin_catalogue", "entries", "errors", "hookimpl", "hookspec", "installed", "listing", "manager",
+           "register", "reload", "unregister"]
 
 PROJECT = "kgos"
+#: KG-OS's own backends, ``{family: {name: "module:qualname"}}``: what ``kgos plugins`` lists without
+#: importing the registries (linkpred's and ingest's pull in the whole query layer, 5-9 s of a listing);
+#: written by ``kgos plugins --write-catalogue``, checked against the registries by tests/test_plugins.py
+CATALOGUE = Path(__file__).with_name("plugins_builtin.json")
 ENTRY_POINT_GROUP = "kgos"
 BUILTIN = "built-in"
 
@@ -218,3 +225,36 @@ def _describe(value: Any) -> str:
         return target
     module, name = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
     return f"{module}:{name}" if module and name else type(value).__name__
+
+
+@dataclass(frozen=True)
+class _Catalogued:
+    """A built-in backend known by its catalogue line only (its module is not imported)."""
+
+    target: str
+
+
+def builtin_catalogue() -> dict[str, dict[str, str]]:
+    """The built-ins registered in this process, as :data:`CATALOGUE` stores them (``kgos plugins
+    --write-catalogue`` imports every registry first)."""
+    return {f: {e.name: _describe(e.value) for e in entries(f) if e.source == BUILTIN} for f in FAMILIES}
+
+
+def listing() -> Installed:
+    """What :func:`installed` returns once every registry is imported, without importing them: the
+    built-ins from :data:`CATALOGUE`, then the plugins' backends from their hooks (a name a built-in
+    has is reported, as :func:`entries` does)."""
+    catalogue = json.loads(CATALOGUE.read_text(encoding="utf-8"))
+    found: list[Entry] = []
+    for family in FAMILIES:
+        own = catalogue.get(family, {})
+        found += [Entry(family, name, _Catalogued(target), BUILTIN) for name, target in own.items()]
+        for e in entries(family):
+            if e.source == BUILTIN:
+                continue
+            if e.name in own:
+                with _lock:
+                    _errors[f"{family}:{e.name}"] = f"{e.source} registers {e.name!r} again; {BUILTIN}'s is used"
+                continue
+            found.append(e)
+    return Installed(tuple(found), errors())

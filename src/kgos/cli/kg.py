@@ -96,8 +96,8 @@ def import_(ctx: click.Context, db_id: str, path: Path, fmt: str | None, merge: 
 
 
 def _build_fast_tier(o: Any, embedder: str) -> None:
-    """The fast tier is distilled once per KGOS_HOME (tens of CPU seconds): with a bar and an ETA,
-    rather than inside a silent first embedding."""
+    """An install without the shipped fast tier distills it once per KGOS_HOME (about 91 s): with a bar
+    and an ETA, rather than inside a silent first embedding."""
     from ..kg.embedding import build_fast_tier, fast_tier_unbuilt
     if not fast_tier_unbuilt(embedder):
         return

@@ -44,6 +44,23 @@ def _notes(c: Console, notes: Any) -> None:
         c.print(f"[dim]note: {escape(note)}[/]")
 
 
+def _marked(c: Console, *groups: tuple[str, str, Any, Callable[[Any], str]]) -> None:
+    """One indented line ``label text`` per item, for each ``(style, label, items, text)`` group in order:
+    how every method lists its limitations, prerequisites, conflicts and alternatives."""
+    for style, label, items, text in groups:
+        for item in items:
+            c.print(f"  [{style}]{label}[/] {text(item)}")
+
+
+def _fixes(lim: Any, none: str, otherwise: str) -> str:
+    """A limitation's workaround ids, else ``none`` in red when it blocks, else ``otherwise``."""
+    return ", ".join(w.id for w in lim.workarounds) or (f"[red]{none}[/]" if lim.blocking else otherwise)
+
+
+def _id(ref: Any) -> str:
+    return escape(ref.id)
+
+
 def _arrow(edge_type: str | None, direction: str | None) -> str:
     """``--enables-->`` or ``<--enables--`` (an edge pointing back along the path)."""
     return f"--{edge_type}-->" if direction == "forward" else f"<--{edge_type}--"
@@ -159,13 +176,9 @@ def _can_it(c: Console, r: Any) -> None:
     c.print(f"[{style} bold]{r.status}[/]  {escape(r.explanation)}")
     if r.node is not None:
         c.print(f"capability: {_name(r.node)} [dim](match {r.match_score:.2f})[/]")
-    for lim in r.limitations:
-        fixes = ", ".join(w.id for w in lim.workarounds) or ("[red]none[/]" if lim.blocking else "see workarounds")
-        c.print(f"  [yellow]limitation[/] {_name(lim.node)}  -> {fixes}")
-    for w in r.workarounds:
-        c.print(f"  [green]workaround[/] {_name(w)}")
-    for p in r.prerequisites:
-        c.print(f"  [blue]requires[/]   {_name(p)}")
+    _marked(c, ("yellow", "limitation", r.limitations,
+                lambda lim: f"{_name(lim.node)}  -> {_fixes(lim, 'none', 'see workarounds')}"),
+            ("green", "workaround", r.workarounds, _name), ("blue", "requires  ", r.prerequisites, _name))
     for cand in r.candidates:
         c.print(f"  [dim]also matched {escape(cand.node.id)} ({cand.status})[/]")
 
@@ -189,12 +202,11 @@ def _compose(c: Console, r: Any) -> None:
         if link is not None:
             mark = f"[green]feeds_into via {', '.join(link.via)}[/]" if link.status == "via" else LINK_MARKS[link.status]
             c.print(f"     | {mark}")
-    for p in r.prerequisites:
-        c.print(f"  [blue]prerequisite[/] {_name(p.node)} [dim](for {', '.join(p.needed_by)})[/]")
-    for a in r.alternatives:
-        c.print(f"  [green]alternative[/] {_name(a.node)} [dim]instead of {escape(a.for_step)}[/]")
-    for w in r.warnings:
-        c.print(f"  [yellow]warning[/] {escape(w)}")
+    _marked(c, ("blue", "prerequisite", r.prerequisites,
+                lambda p: f"{_name(p.node)} [dim](for {', '.join(p.needed_by)})[/]"),
+            ("green", "alternative", r.alternatives,
+             lambda a: f"{_name(a.node)} [dim]instead of {escape(a.for_step)}[/]"),
+            ("yellow", "warning", r.warnings, escape))
 
 
 def _similar(c: Console, r: Any) -> None:
@@ -210,23 +222,17 @@ def _alternatives(c: Console, r: Any) -> None:
         c.print(f"  [green]{a.edge_type}[/] {_name(a.node)}")
     for x in r.structural:
         c.print(f"  [dim]similar {x.score:.2f}[/] {_name(x.node)}")
-    for x in r.conflicts:
-        c.print(f"  [red]conflicts with[/] {_name(x)}")
+    _marked(c, ("red", "conflicts with", r.conflicts, _name))
 
 
 def _why_not(c: Console, r: Any) -> None:
     c.print(f"{_name(r.node)}  [{STATUS_STYLE.get(r.status, 'white')}]{r.status}[/]")
     for reason in r.reasons:
         c.print(f"  - {escape(reason)}")
-    for lim in r.limitations:
-        fixes = ", ".join(w.id for w in lim.workarounds) or ("[red]no workaround[/]" if lim.blocking else "node-level workarounds")
-        c.print(f"  [yellow]limitation[/] {escape(lim.node.id)} -> {fixes}")
-    for p in r.prerequisites:
-        c.print(f"  [blue]requires[/] {escape(p.node.id)} [dim](depth {p.depth})[/]")
-    for x in r.conflicts:
-        c.print(f"  [red]conflicts with[/] {escape(x.id)}")
-    for x in r.alternatives:
-        c.print(f"  [green]alternative[/] {escape(x.id)}")
+    _marked(c, ("yellow", "limitation", r.limitations,
+                lambda lim: f"{_id(lim.node)} -> {_fixes(lim, 'no workaround', 'node-level workarounds')}"),
+            ("blue", "requires", r.prerequisites, lambda p: f"{_id(p.node)} [dim](depth {p.depth})[/]"),
+            ("red", "conflicts with", r.conflicts, _id), ("green", "alternative", r.alternatives, _id))
 
 
 def _impact(c: Console, r: Any) -> None:

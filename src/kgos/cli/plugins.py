@@ -3,6 +3,7 @@ strategies, formats, ingest extractors, pipeline modules), each with its source:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -25,15 +26,22 @@ def load_builtins() -> None:
 
 @cli.command("plugins")
 @click.option("--family", type=click.Choice(FAMILIES), help="List one family only.")
+@click.option("--load", is_flag=True, help="Import every family's registry and list what it registers "
+              "(slower; the built-ins are otherwise read from their catalogue).")
+@click.option("--write-catalogue", is_flag=True, hidden=True, help="Rewrite kgos/plugins_builtin.json.")
 @output_options
 @click.pass_context
-def plugins(ctx: click.Context, family: str | None, json_: bool, plain_: bool) -> None:
+def plugins(ctx: click.Context, family: str | None, load: bool, write_catalogue: bool, json_: bool,
+            plain_: bool) -> None:
     """List the installed backends of every family, each with its source (built-in, or the package that
     adds it through the `kgos` entry points; docs/plugins.md)."""
     from .. import plugins as registry
 
-    load_builtins()
-    found = registry.installed()
+    if load or write_catalogue:
+        load_builtins()
+    if write_catalogue:
+        registry.CATALOGUE.write_text(json.dumps(registry.builtin_catalogue(), indent=1) + "\n", encoding="utf-8")
+    found = registry.installed() if load else registry.listing()
     rows = [(e.family, e.name, e.source) for e in found.entries if family in (None, e.family)]
     data = found.to_dict()
     if family:

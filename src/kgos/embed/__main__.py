@@ -3,6 +3,7 @@
 python -m kgos.embed list [--json]
 python -m kgos.embed build-static [OUT_DIR] [--pca-dims 256] [--source DIR] [--overwrite]
 python -m kgos.embed build-fast [OUT_DIR] [--overwrite]   # the fast tier, from the default model, no torch
+python -m kgos.embed build-fast --package                # rebuild the packaged fast tier, check its sha256
 python -m kgos.embed build-q8 [OUT_DIR] [--overwrite]     # minilm-q8: the default model with int8 products
 python -m kgos.embed embed SPEC TEXT...          # prints one JSON vector per line
 """
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     p_fast = sub.add_parser("build-fast", help="distill the fast tier from the default ONNX model (core packages)")
     p_fast.add_argument("out_dir", nargs="?", default=None)
     p_fast.add_argument("--overwrite", action="store_true")
+    p_fast.add_argument("--package", action="store_true", help="rebuild the copy shipped in kgos/embed/assets")
     p_q8 = sub.add_parser("build-q8", help="build minilm-q8 from the default ONNX model (core packages, ~4 s)")
     p_q8.add_argument("out_dir", nargs="?", default=None)
     p_q8.add_argument("--overwrite", action="store_true")
@@ -58,10 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"static model written to {out}")
         elif args.cmd == "build-fast":
-            from .static import distill_onnx, ensure_fast_static
-
-            out = distill_onnx(args.out_dir, overwrite=True) if args.overwrite else ensure_fast_static(args.out_dir)
-            print(f"fast static model at {out}")
+            return _build_fast(args.out_dir, args.overwrite, args.package)
         elif args.cmd == "build-q8":
             from .quantised import build_quantised, ensure_quantised
 
@@ -77,6 +76,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _build_fast(out_dir: str | None, overwrite: bool, package: bool) -> int:
+    """build-fast: into OUT_DIR (default this KGOS_HOME), or the packaged copy (exit 1 when its sha256
+    differs from the pinned one: the build did not reproduce the shipped file)."""
+    from .static import FAST_STATIC_SHA256, build_packaged_fast, distill_onnx, ensure_fast_static
+
+    if not package:
+        out = distill_onnx(out_dir, overwrite=True) if overwrite else ensure_fast_static(out_dir)
+        print(f"fast static model at {out}")
+        return 0
+    out, sha = build_packaged_fast()
+    same = sha == FAST_STATIC_SHA256
+    print(f"packaged fast tier rebuilt at {out}\nsha256 {sha}: "
+          + ("the pinned file, byte for byte" if same else f"differs from the pinned {FAST_STATIC_SHA256}"))
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

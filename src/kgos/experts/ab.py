@@ -43,6 +43,7 @@ from ..errors import ABTestConflict, ABTestNotFound, InvalidArgument, InvalidCon
 from ..store.migrations import now_iso
 from ..store.postgres_workspace import write_transaction
 from .config import Expert, ExpertConfig, merge_patch
+from .turnlog import json_object
 
 if TYPE_CHECKING:
     from ..kg import Workspace
@@ -244,7 +245,7 @@ def decide(stats: Sequence[VariantStats], min_votes: int) -> tuple[str | None, f
 
 
 def _stats(name: str, rows: list[tuple[Any, ...]]) -> VariantStats:
-    metas = [_json(r[2]) for r in rows]
+    metas = [json_object(r[2]) for r in rows]
     up = sum(1 for r in rows if r[3] == 1)
     down = sum(1 for r in rows if r[3] == -1)
     votes = up + down
@@ -307,14 +308,6 @@ def _test(row: tuple[Any, ...]) -> ABTest:
     variants = tuple(Variant(v["name"], v.get("overrides") or {}, float(v.get("weight", 1.0)))
                      for v in json.loads(row[2]))
     return ABTest(row[0], row[1], variants, row[3], int(row[4]), row[5], row[6])
-
-
-def _json(text: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _r(value: float | None) -> float | None:

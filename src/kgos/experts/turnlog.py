@@ -51,7 +51,7 @@ def turns(ws: Workspace, db_id: str | None = None, since: str | None = None,
         "LEFT JOIN feedback f ON f.turn_id = a.turn_id "
         "WHERE a.role = 'assistant' AND a.turn_id IS NOT NULL AND a.created_at >= ? ORDER BY a.id DESC LIMIT ?",
         (since or "", limit))
-    out = [LoggedTurn(tid, expert, conv, redact_secrets(query), answer, _json(meta), rating, comment or "", at)
+    out = [LoggedTurn(tid, expert, conv, redact_secrets(query), answer, json_object(meta), rating, comment or "", at)
            for tid, expert, conv, query, answer, meta, rating, comment, at in rows]
     return [t for t in out if db_id is None or t.covers(db_id)]
 
@@ -68,7 +68,9 @@ def expert_configs(ws: Workspace) -> dict[str, ExpertConfig]:
     return out
 
 
-def _json(text: str | None) -> dict[str, Any]:
+def json_object(text: str | None) -> dict[str, Any]:
+    """A stored JSON object column read leniently: ``{}`` for NULL, bad JSON or a non-object (a turn's
+    metadata is advisory; one bad row must not hide the others)."""
     try:
         value = json.loads(text or "{}")
     except ValueError:

@@ -131,16 +131,17 @@ def pending_fill_ins(ws: Workspace) -> list[str]:
 
 def fast_tier_unbuilt(model: str = "default") -> bool:
     """Whether the first embedding here would distill the fast tier first: ``model``'s fast tier is
-    the distilled one, its packages are installed, and this KGOS_HOME holds no build of it yet."""
+    the distilled one, its packages are installed, the install does not ship it prebuilt and this
+    KGOS_HOME holds no build of it yet."""
     if fast_spec(model) != "fast" or BACKENDS["fast"].missing():
         return False
-    from ..embed.static import fast_static_path
-    return not (fast_static_path() / "model.safetensors").is_file()
+    from ..embed.static import fast_static_folder
+    return fast_static_folder() is None
 
 
 def build_fast_tier(progress: Callable[[int, int], None] | None = None) -> str:
-    """Distill the fast tier into this KGOS_HOME now, if it is not there (about 33 CPU s, once);
-    returns its folder. ``progress(tokens done, total)`` per batch; what it raises stops the build with
-    nothing written."""
+    """The fast tier's folder: the packaged one, else distilled into this KGOS_HOME now if not there
+    yet (about 91 s, once). ``progress(tokens done, total)`` per batch; what it raises stops the build
+    with nothing written."""
     from ..embed.static import ensure_fast_static
     return str(ensure_fast_static(progress=progress))
