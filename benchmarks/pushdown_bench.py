@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # the throwaway cluster of the t
 
 import numpy as np
 
-MODEL_SPEC, DIMS = "hash:64", 64
+MODEL_SPEC = "hash:64"  # --embedder: e.g. fast (a real model's vectors: 256 dims, ~4x the HNSW build)
 TYPES = ("feature", "benefit", "goal", "limitation", "tool", "concept", "service", "library")
 EDGE_TYPES = ("enables", "requires", "achieves", "relates_to", "part_of", "depends_on")
 SYLLABLES = ("ka", "lo", "mi", "ter", "van", "sol", "pri", "dex", "nor", "qua", "bel", "tis", "ram", "fen",
@@ -67,7 +67,7 @@ def node_text(rng: np.random.Generator, vocab: list[str], count: int) -> tuple[l
 
 
 # -- build -----------------------------------------------------------------------------------------
-def build(url: str, nodes: int, seed: int = 11) -> dict[str, float]:
+def build(url: str, nodes: int, seed: int = 11, spec: str = MODEL_SPEC, hnsw: str = "") -> dict[str, float]:
     """Create KG 'big' and COPY nodes, edges, vectors and the pushdown tables straight into it."""
     import kgos
     from kgos.embed import get_embedder
@@ -78,11 +78,11 @@ def build(url: str, nodes: int, seed: int = 11) -> dict[str, float]:
     ws = kgos.Workspace(Path(tempfile.mkdtemp()) / "home", database_url=url)
     ws.create("big")
     store = PostgresStore(url, "big")
-    store.set_meta(pushdown="on", embedder=MODEL_SPEC)
+    store.set_meta(pushdown="on", embedder=spec, pushdown_hnsw=hnsw)
     pd = Pushdown(store)
     pd.prepare()  # the (empty) pushdown tables; their triggers are off during the bulk load
     s = store.s
-    embedder = get_embedder(MODEL_SPEC)
+    embedder = get_embedder(spec)
     rng = np.random.default_rng(seed)
     vocab = vocabulary()
     with store.db.connection() as conn:
@@ -152,7 +152,7 @@ def _copy_nodes(conn, s, n, rng, vocab, embedder, model, vector_text) -> float:
                 copy.write_row((rid, f"n:{rid}", names[i], names[i], TYPES[types[i]], descs[i], "2026-01-01", "2026-01-01"))
         with conn.cursor().copy(f"COPY {s}.node_embeddings (node, model, dims, content_hash, vector) FROM STDIN") as copy:
             for i in range(count):
-                copy.write_row((start + i + 1, model, DIMS, "bench", vectors[i].tobytes()))
+                copy.write_row((start + i + 1, model, vectors.shape[1], "bench", vectors[i].tobytes()))
         with conn.cursor().copy(f"COPY {s}.pd_vectors (node, model, embedding) FROM STDIN") as copy:
             for i in range(count):
                 copy.write_row((start + i + 1, model, vector_text(vectors[i])))
@@ -277,6 +277,8 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--probes", type=int, default=50)
     ap.add_argument("--cap-mb", type=int, default=1024)
+    ap.add_argument("--embedder", default=MODEL_SPEC, help="the node vectors' embedder (built KGs keep theirs)")
+    ap.add_argument("--hnsw", default="", help="the KG's pushdown_hnsw setting, e.g. m=24,ef_construction=128")
     ap.add_argument("--ef", type=int, default=200, help="hnsw.ef_search (KGOS_PUSHDOWN_EF) of search and recall")
     ap.add_argument("--warm", type=int, default=200, help="untimed searches + impacts first (steady state)")
     ap.add_argument("--url", help="an existing database holding KG 'big' (skip the build)")
@@ -294,7 +296,7 @@ def main() -> None:
         url = cluster.new_database()
     if not _has_big(url):
         print(f"building {args.nodes:,} nodes / ~{10 * args.nodes:,} edges ...", flush=True)
-        built = build(url, args.nodes)
+        built = build(url, args.nodes, spec=args.embedder, hnsw=args.hnsw)
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "KGOS_PUSHDOWN": "on",
            "KGOS_PUSHDOWN_EF": str(args.ef)}
     proc = subprocess.run([sys.executable, __file__, "--child", "--url", url, "--nodes", str(args.nodes),
@@ -308,7 +310,8 @@ def main() -> None:
 
 def report(args, built: dict[str, float], m: dict[str, object]) -> None:
     print(f"\npushdown, {args.nodes:,} nodes / ~{10 * args.nodes:,} edges; server capped at {args.cap_mb} MB "
-          f"(RLIMIT_AS), engine {m['engine']}, hnsw.ef_search {args.ef}")
+          f"(RLIMIT_AS), engine {m['engine']}, hnsw.ef_search {args.ef}, embedder {args.embedder}, "
+          f"HNSW {args.hnsw or 'pgvector defaults (m=16,ef_construction=64)'}; load average {os.getloadavg()[0]:.1f}")
     for k, v in built.items():
         print(f"  build: {k:<26} {v:,.1f}")
 

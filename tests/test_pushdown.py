@@ -16,6 +16,7 @@ from kgos.errors import InvalidArgument, KGNotFound, QueryTooBroad
 from kgos.methods import pushdown, structure
 from kgos.retrieval.engine import SearchEngine
 from kgos.retrieval.pushdown import PushdownEngine
+from kgos.store.postgres_pushdown import HNSW_DEFAULT, hnsw_settings
 
 WORDS = ("cache", "prompt", "token", "batch", "latency", "cost", "stream", "model", "vector", "graph",
          "index", "query", "shard", "replica", "quokka", "lemur")
@@ -141,6 +142,28 @@ def test_the_deepest_level_ranked_in_the_database_is_the_python_ranking(graph):
             assert result.critical_path[-1].id == ids[best]
             checked += 1
     assert checked >= 10
+
+
+def test_hnsw_build_settings_are_a_kg_option(graph):
+    _, g = graph
+    pd = g.engine.pd
+    assert hnsw_settings(None) == hnsw_settings("") == HNSW_DEFAULT
+    assert hnsw_settings(" m=24, ef_construction=128 ") == (24, 128)
+    for bad in ("m=1", "m=24,ef_construction=20", "ef=3", "m=x"):
+        with pytest.raises(InvalidArgument, match="pushdown_hnsw"):
+            hnsw_settings(bad)
+    model = g.engine._vector_model()
+    g.store.set_meta(pushdown_hnsw="m=24,ef_construction=128")
+    try:
+        pd.rebuild_vector_index(model)
+        with pd.session() as conn:
+            defs = [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND "
+                                               "indexname LIKE 'pd_hnsw_%%'", (g.store.schema,))]
+        assert len(defs) == 1 and "m='24'" in defs[0] and "ef_construction='128'" in defs[0]
+        assert g.search("quokka cache latency", k=3, mode="embedding").results  # served by the new index
+    finally:
+        g.store.set_meta(pushdown_hnsw="")
+        pd.rebuild_vector_index(model)
 
 
 def test_how_the_mode_is_chosen(url, tmp_path, monkeypatch):

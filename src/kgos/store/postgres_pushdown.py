@@ -44,6 +44,8 @@ DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges):
 MODES = ("on", "off", "auto")
 TEXT_MATCH_BOUND = 2_000  # text matches ranked at most (a bounded answer past it, with a note)
 TEXT_CONFIG = "simple"
+HNSW_KEY = "pushdown_hnsw"  # kg_meta: the KG's HNSW build settings, "m=24,ef_construction=128"
+HNSW_DEFAULT = (16, 64)  # pgvector's own defaults (docs/postgres.md "HNSW build settings": measured)
 # The text a node is found by, stored (a generated column: ranking reads it instead of re-parsing the text)
 TSV = f"to_tsvector('{TEXT_CONFIG}'::regconfig, name || ' ' || type || ' ' || description)"
 
@@ -285,9 +287,23 @@ class Pushdown:
         if conn.execute("SELECT to_regclass(%s)", (f"{self.store.s}.{name}",)).fetchone()[0] is not None:
             return
         cast, ops = self._cast(dims)
+        m, efc = hnsw_settings(self.store.meta().get(HNSW_KEY))
         literal = "'" + model.replace("'", "''") + "'"  # a model name from the KG's own settings, quoted
         conn.execute(self._sql(f"CREATE INDEX IF NOT EXISTS {name} ON {{s}}.pd_vectors USING hnsw "
-                               f"((embedding::{cast}) {ops}) WHERE model = {literal}"))
+                               f"((embedding::{cast}) {ops}) WITH (m = {m}, ef_construction = {efc}) "
+                               f"WHERE model = {literal}"))
+
+    def rebuild_vector_index(self, model: str) -> None:
+        """Drop and build ``model``'s HNSW index again with the KG's current ``pushdown_hnsw`` settings:
+        maintenance, not a query (the KG's vector searches wait for it; 26 min at 1M vectors on 2
+        loaded cores with pgvector's defaults)."""
+        self.sync(None)
+        with self.store._conn() as conn, conn.transaction():
+            dims = self.dims(conn, model)
+            if dims is None:
+                return
+            conn.execute(self._sql(f"DROP INDEX IF EXISTS {{s}}.{self._index_name(model, dims)}"))
+            self._ensure_index(conn, model)
 
     # -- search candidates --------------------------------------------------------------------------
     def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
@@ -491,6 +507,25 @@ class Pushdown:
         if row is not None and row[0] >= 0:
             return int(row[0])
         return int(self.store.node_count())  # never analysed: a young KG, cheap to count
+
+
+def hnsw_settings(text: str | None) -> tuple[int, int]:
+    """(m, ef_construction) of a KG's ``pushdown_hnsw`` setting ("m=24,ef_construction=128"; either may
+    be left out), else ``HNSW_DEFAULT``. They apply when the index is built (a new model, or after
+    ``rebuild_vector_index``): more is slower to build and nearer exact (docs/postgres.md)."""
+    m, efc = HNSW_DEFAULT
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        key, _, value = part.partition("=")
+        key = key.strip().lower()
+        if key not in ("m", "ef_construction") or not value.strip().isdigit():
+            raise InvalidArgument(f"setting {HNSW_KEY}={text!r}: write m=N,ef_construction=N (e.g. m=24,ef_construction=128)")
+        if key == "m":
+            m = int(value)
+        else:
+            efc = int(value)
+    if not (2 <= m <= 100 and 2 * m <= efc <= 1000):  # pgvector's own limits
+        raise InvalidArgument(f"setting {HNSW_KEY}={text!r}: m is 2-100 and ef_construction 2 x m-1000")
+    return m, efc
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
