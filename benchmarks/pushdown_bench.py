@@ -183,7 +183,7 @@ def _copy_edges(conn, s, n, rng) -> float:
 
 
 # -- measure (the capped child) ---------------------------------------------------------------------
-def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5) -> dict[str, object]:
+def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5, names: bool = False) -> dict[str, object]:
     import kgos
     from kgos.store.postgres_pushdown import vector_text  # noqa: F401
     ws = kgos.Workspace(Path(tempfile.mkdtemp()) / "home", database_url=url)
@@ -194,6 +194,8 @@ def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5) -> 
     model = kg.engine._vector_model()
     out: dict[str, object] = {"engine": type(kg.engine).__name__}
     queries = [" ".join(rng.sample(vocab[:600], 2)) for _ in range(probes)]
+    if names:  # --queries names: other nodes' names (near some node's text, as a lookup by name is)
+        queries = [r[2] for r in pd.node_rows([rng.randint(1, nodes) for _ in range(probes)])]
     kg.search(queries[0])  # warm: the pool, the embedder, the first sync
     for i in range(warm):  # steady state: the database's buffers hold the hot indexes, as in service
         kg.search(" ".join(rng.sample(vocab[:600], 2)) + f" w{i}")
@@ -276,6 +278,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--probes", type=int, default=50)
+    ap.add_argument("--queries", choices=("words", "names"), default="words",
+                    help="two common words (far from every node's vector), or other nodes' names")
     ap.add_argument("--cap-mb", type=int, default=1024)
     ap.add_argument("--embedder", default=MODEL_SPEC, help="the node vectors' embedder (built KGs keep theirs)")
     ap.add_argument("--hnsw", default="", help="the KG's pushdown_hnsw setting, e.g. m=24,ef_construction=128")
@@ -285,7 +289,7 @@ def main() -> None:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(measure(args.url, args.nodes, args.probes, args.warm)))
+        print(json.dumps(measure(args.url, args.nodes, args.probes, args.warm, names=args.queries == "names")))
         return
     url, built = args.url, {}
     if url is None:
@@ -300,7 +304,8 @@ def main() -> None:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "KGOS_PUSHDOWN": "on",
            "KGOS_PUSHDOWN_EF": str(args.ef)}
     proc = subprocess.run([sys.executable, __file__, "--child", "--url", url, "--nodes", str(args.nodes),
-                           "--probes", str(args.probes), "--warm", str(args.warm)], capture_output=True, text=True, env=env,
+                           "--probes", str(args.probes), "--warm", str(args.warm),
+                           "--queries", args.queries], capture_output=True, text=True, env=env,
                           preexec_fn=_capped(args.cap_mb), timeout=3600, check=False)
     if proc.returncode != 0:
         sys.exit(f"the capped server failed:\n{proc.stderr[-3000:]}")
@@ -311,7 +316,8 @@ def main() -> None:
 def report(args, built: dict[str, float], m: dict[str, object]) -> None:
     print(f"\npushdown, {args.nodes:,} nodes / ~{10 * args.nodes:,} edges; server capped at {args.cap_mb} MB "
           f"(RLIMIT_AS), engine {m['engine']}, hnsw.ef_search {args.ef}, embedder {args.embedder}, "
-          f"HNSW {args.hnsw or 'pgvector defaults (m=16,ef_construction=64)'}; load average {os.getloadavg()[0]:.1f}")
+          f"HNSW {args.hnsw or 'pgvector defaults (m=16,ef_construction=64)'}, queries {args.queries}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     for k, v in built.items():
         print(f"  build: {k:<26} {v:,.1f}")
 

@@ -153,13 +153,13 @@ def test_hnsw_build_settings_are_a_kg_option(graph):
         with pytest.raises(InvalidArgument, match="pushdown_hnsw"):
             hnsw_settings(bad)
     model = g.engine._vector_model()
-    g.store.set_meta(pushdown_hnsw="m=24,ef_construction=128")
+    g.store.set_meta(pushdown_hnsw="m=20,ef_construction=100")  # not the default
     try:
         pd.rebuild_vector_index(model)
         with pd.session() as conn:
             defs = [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND "
                                                "indexname LIKE 'pd_hnsw_%%'", (g.store.schema,))]
-        assert len(defs) == 1 and "m='24'" in defs[0] and "ef_construction='128'" in defs[0]
+        assert len(defs) == 1 and "m='20'" in defs[0] and "ef_construction='100'" in defs[0]
         assert g.search("quokka cache latency", k=3, mode="embedding").results  # served by the new index
     finally:
         g.store.set_meta(pushdown_hnsw="")
