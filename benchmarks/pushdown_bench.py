@@ -19,7 +19,11 @@ Budgets, each beside its same-run anchor:
   round trip.
 
 Node vectors: the hash:64 embedder over each node's text (64 dims keeps the HNSW build of 1M
-vectors within minutes on 2 cores; the index's cost grows with dims, the query's barely).
+vectors within minutes on 2 cores; the index's cost grows with dims, the query's barely); queries far
+from every node, the hard case for HNSW. ``--embedder fast`` embeds the same texts with a real model
+(256 dims), ``--queries names`` probes with other nodes' names, ``--hnsw m=N,ef_construction=N`` sets
+the KG's HNSW build (default: ``postgres_pushdown.HNSW_DEFAULT``). Prints the load average: on a
+shared machine every figure scales with it.
 """
 
 from __future__ import annotations
