@@ -13,7 +13,7 @@ KG would need about 2.5 KB/node (2.5 GB at 1M), so the cap proves the server hol
 Budgets, each beside its same-run anchor:
 
 - search p50 (kgos search, hybrid, k=10) <= 150 ms; anchor: one exact (sequential) vector scan;
-- recall@10 of the vector channel (HNSW, ``--ef`` = hnsw.ef_search, default 200; also printed for
+- recall@10 of the vector channel (HNSW, ``--ef`` = hnsw.ef_search, default 400; also printed for
   200, 400 and 800) against the exact scan >= 0.95 (tie-aware: a hit as near as the exact 10th counts);
 - trace (depth 3) and impact (depth 3, both directions) p50 <= 100 ms; anchor: one indexed lookup
   round trip.
@@ -241,7 +241,7 @@ def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5, nam
 
 
 def pd_ef() -> int:
-    return int(os.environ.get("KGOS_PUSHDOWN_EF", "200"))
+    return int(os.environ.get("KGOS_PUSHDOWN_EF", "400"))
 
 
 def _walk(pd, start: str, hops: int, rng: random.Random) -> str:
@@ -287,7 +287,7 @@ def main() -> None:
     ap.add_argument("--cap-mb", type=int, default=1024)
     ap.add_argument("--embedder", default=MODEL_SPEC, help="the node vectors' embedder (built KGs keep theirs)")
     ap.add_argument("--hnsw", default="", help="the KG's pushdown_hnsw setting, e.g. m=24,ef_construction=128")
-    ap.add_argument("--ef", type=int, default=200, help="hnsw.ef_search (KGOS_PUSHDOWN_EF) of search and recall")
+    ap.add_argument("--ef", type=int, default=400, help="hnsw.ef_search (KGOS_PUSHDOWN_EF) of search and recall")
     ap.add_argument("--warm", type=int, default=200, help="untimed searches + impacts first (steady state)")
     ap.add_argument("--url", help="an existing database holding KG 'big' (skip the build)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -320,7 +320,7 @@ def main() -> None:
 def report(args, built: dict[str, float], m: dict[str, object]) -> None:
     print(f"\npushdown, {args.nodes:,} nodes / ~{10 * args.nodes:,} edges; server capped at {args.cap_mb} MB "
           f"(RLIMIT_AS), engine {m['engine']}, hnsw.ef_search {args.ef}, embedder {args.embedder}, "
-          f"HNSW {args.hnsw or 'pgvector defaults (m=16,ef_construction=64)'}, queries {args.queries}; "
+          f"HNSW {args.hnsw or 'the default (postgres_pushdown.HNSW_DEFAULT)'}, queries {args.queries}; "
           f"load average {os.getloadavg()[0]:.1f}")
     for k, v in built.items():
         print(f"  build: {k:<26} {v:,.1f}")

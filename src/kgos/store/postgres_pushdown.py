@@ -310,7 +310,7 @@ class Pushdown:
     # -- search candidates --------------------------------------------------------------------------
     def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
         """(node rowid, cosine similarity) of the ``limit`` nearest vectors by the HNSW index, which
-        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 200) candidates: more is slower, nearer exact."""
+        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 400) candidates: more is slower, nearer exact."""
         ef = ef or current().pushdown_ef
         with self._tx() as conn:
             dims = self.dims(conn, model)
