@@ -13,9 +13,10 @@ from postgres_cluster import running_vector_cluster
 
 import kgos
 from kgos.errors import InvalidArgument, KGNotFound, QueryTooBroad
-from kgos.methods import structure
+from kgos.methods import pushdown, structure
 from kgos.retrieval.engine import SearchEngine
 from kgos.retrieval.pushdown import PushdownEngine
+from kgos.store.postgres_pushdown import HNSW_DEFAULT, hnsw_settings
 
 WORDS = ("cache", "prompt", "token", "batch", "latency", "cost", "stream", "model", "vector", "graph",
          "index", "query", "shard", "replica", "quokka", "lemur")
@@ -109,13 +110,60 @@ def test_a_walk_past_the_bound_is_refused_before_it_runs(graph, monkeypatch):
 def test_a_statement_past_the_timeout_is_a_clear_error(graph, monkeypatch):
     _, g = graph
     pd = g.engine.pd
-    monkeypatch.setattr(pd, "timeout_ms", 1)
-    monkeypatch.setattr(pd, "max_rows", 10**9)
-    with pytest.raises(QueryTooBroad, match="statement timeout"):
-        for _ in range(20):  # a 6-hop walk of ~3^6 paths per start: well past 1 ms
-            pd.reach(pd.rowids_of(["n:1"])["n:1"], "both", 6)
+    monkeypatch.setattr(pd, "timeout_ms", 50)
+    with pytest.raises(QueryTooBroad, match="statement timeout"), pd.session() as conn:
+        conn.execute("SELECT pg_sleep(1)")  # a statement past the bound, whatever it is
     monkeypatch.setattr(pd, "timeout_ms", 5000)
     assert g.impact_analysis("n:1", max_depth=2).total_impacted >= 1  # the next query is served
+
+
+def test_the_deepest_level_ranked_in_the_database_is_the_python_ranking(graph):
+    """Impact ranks its deepest level in SQL (most reached nodes are there); one level deeper, the
+    same level comes back whole and is ranked in Python: the same counts, nodes, risks and path."""
+    _, g = graph
+    pd = g.engine.pd
+    checked = 0
+    for i in (0, 17, 123, 250):
+        nid = f"n:{i}"
+        root = pd.rowids_of([nid])[nid]
+        for direction in ("both", "forward", "backward"):
+            result = g.impact_analysis(nid, direction=direction, max_depth=2, per_depth=4)
+            with pd.session():
+                levels, _ = pushdown._walk(pd, root, direction, 3, 4, pd.top_degree())
+            if len(levels) < 3:  # nothing at depth 2 that way (an in-edge-less root)
+                assert 2 not in result.counts_by_depth
+                continue
+            ids = {r[0]: r[1] for r in pd.node_rows([r[0] for lv in levels for r in lv])}
+            deepest = sorted(levels[2], key=lambda r: (-r[6], r[0]))[:4]
+            assert result.counts_by_depth[2] == len(levels[2]) > 0
+            assert [(h.node.id, h.risk, h.weight) for h in result.risk_by_depth[2]] == [
+                (ids[r[0]], r[6], r[3]) for r in deepest]
+            _, _, best = min((-r[7], d, r[0]) for d, lv in enumerate(levels[:3]) for r in lv)
+            assert result.critical_path[-1].id == ids[best]
+            checked += 1
+    assert checked >= 10
+
+
+def test_hnsw_build_settings_are_a_kg_option(graph):
+    _, g = graph
+    pd = g.engine.pd
+    assert hnsw_settings(None) == hnsw_settings("") == HNSW_DEFAULT
+    assert hnsw_settings(" m=24, ef_construction=128 ") == (24, 128)
+    for bad in ("m=1", "m=24,ef_construction=20", "ef=3", "m=x"):
+        with pytest.raises(InvalidArgument, match="pushdown_hnsw"):
+            hnsw_settings(bad)
+    model = g.engine._vector_model()
+    g.store.set_meta(pushdown_hnsw="m=20,ef_construction=100")  # not the default
+    try:
+        pd.rebuild_vector_index(model)
+        with pd.session() as conn:
+            defs = [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND "
+                                               "indexname LIKE 'pd_hnsw_%%'", (g.store.schema,))]
+        assert len(defs) == 1 and "m='20'" in defs[0] and "ef_construction='100'" in defs[0]
+        assert g.search("quokka cache latency", k=3, mode="embedding").results  # served by the new index
+    finally:
+        g.store.set_meta(pushdown_hnsw="")
+        pd.rebuild_vector_index(model)
 
 
 def test_how_the_mode_is_chosen(url, tmp_path, monkeypatch):

@@ -1,19 +1,17 @@
 """Impact analysis and path tracing of a PostgreSQL KG in pushdown mode (docs/postgres.md "Pushdown"):
-impact is one recursive CTE, path tracing a bidirectional BFS of indexed hops; both return the
+impact a BFS of one indexed query per level, path tracing a bidirectional BFS of indexed hops; both return the
 in-memory methods' result types. Search in the database is ``retrieval.pushdown``."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
 
-from ..index.graph import BFSTree
 from ..retrieval.pushdown import PushdownEngine
-from ..store.postgres_pushdown import Pushdown
+from ..store.postgres_pushdown import LastLevel, Pushdown
 from .results import ImpactedNode, ImpactResult, NodeRef, PathResult, PathStep
-from .structure import critical_path
-
 
 # -- the graph methods ---------------------------------------------------------------------------------
 _DIRECTION = {"forward": "forward", "backward": "backward", "both": "both",
@@ -22,53 +20,84 @@ _DIRECTION = {"forward": "forward", "backward": "backward", "both": "both",
 
 def impact(pd: Pushdown, ref: NodeRef, direction: str, max_depth: int, per_depth: int,
            notes: tuple[str, ...] = ()) -> ImpactResult:
-    """Method 6 in the database: the BFS tree by one recursive CTE; risk = 1/depth x weight x
-    criticality (edge count / the KG's largest), ranked and cut per depth as in memory."""
+    """Method 6 in the database: a BFS of one indexed query per level (duplicates dropped there), the
+    deepest level ranked there too; risk = 1/depth x weight x criticality (edge count / the KG's
+    largest), ranked and cut per depth, and the critical path, as in memory."""
     with pd.session():
         return _impact(pd, ref, direction, max_depth, per_depth, notes)
 
 
+_NOTE = "pushdown: {} indexed queries in PostgreSQL (one per level, the deepest ranked there)"
+# a reached node: node, parent, edge type, weight, forward, degree, risk, cumulative risk (rowids)
+Reached = tuple[int, int, str, float, bool, int, float, float]
+
+
 def _impact(pd: Pushdown, ref: NodeRef, direction: str, max_depth: int, per_depth: int,
             notes: tuple[str, ...]) -> ImpactResult:
-    root = pd.rowids_of([ref.id])[ref.id]
-    rows = pd.reach(root, _DIRECTION.get(direction, direction), max_depth)
-    rows.sort(key=lambda r: (r[1], r[0]))  # level by level, ascending node: the in-memory tree's order
-    nodes = [r[0] for r in rows]
     top = pd.top_degree()
-    types = sorted({r[3] for r in rows[1:]})
-    pos = {n: i for i, n in enumerate(nodes)}
-    tree = BFSTree(node=np.arange(len(rows), dtype=np.int64), depth=np.array([r[1] for r in rows], np.int32),
-                   parent=np.array([pos.get(r[2], -1) for r in rows], np.int64),
-                   edge_type=np.array([types.index(r[3]) if i else -1 for i, r in enumerate(rows)], np.int32),
-                   edge=np.full(len(rows), -1, np.int64), weight=np.array([r[4] for r in rows], np.float32),
-                   forward=np.array([r[5] for r in rows]))
-    crit = np.array([r[6] / top if top else 0.0 for r in rows])
-    risk = np.zeros(len(rows))
-    risk[1:] = tree.weight[1:] * crit[1:] / np.maximum(tree.depth[1:], 1)
-    counts, listed = {}, {}
-    for d in range(1, int(tree.depth.max()) + 1 if len(rows) else 1):
-        idx = np.flatnonzero(tree.depth == d)
-        counts[d] = int(idx.size)
-        listed[d] = idx[np.lexsort((tree.node[idx], -risk[idx]))][:per_depth]
-    path = critical_path(tree, risk)
-    # node rows only for what the result names (thousands of nodes are reached at depth 3)
-    named = [nodes[i] for i in path] + [nodes[i] for idx in listed.values() for i in idx]
-    refs = _refs(pd, named + [rows[i][2] for idx in listed.values() for i in idx])
-    by_depth = {}
-    for d, idx in listed.items():
-        by_depth[d] = tuple(ImpactedNode(
-            node=refs[nodes[i]], depth=d, risk=float(risk[i]), parent=refs[rows[i][2]].id, edge_type=rows[i][3],
-            direction="forward" if rows[i][5] else "backward", weight=float(rows[i][4]), criticality=float(crit[i]))
-            for i in idx)
-    traversed: dict[str, int] = {}
-    for r in rows[1:]:
-        traversed[r[3]] = traversed.get(r[3], 0) + 1
-    truncated = any(n > per_depth for n in counts.values())
-    return ImpactResult(node=ref, direction=direction, max_depth=max_depth, total_impacted=len(rows) - 1,
-                        counts_by_depth=counts, risk_by_depth=by_depth,
-                        critical_path=tuple(refs[nodes[i]] for i in path),
+    levels, last = _walk(pd, pd.rowids_of([ref.id])[ref.id], _DIRECTION.get(direction, direction), max_depth,
+                         per_depth, top)
+    counts = {d: len(lv) for d, lv in enumerate(levels) if d}
+    listed: dict[int, list[Any]] = {d: sorted(lv, key=lambda r: (-r[6], r[0]))[:per_depth]
+                                    for d, lv in enumerate(levels) if d}
+    traversed = Counter(r[2] for lv in levels[1:] for r in lv)
+    if last is not None and last.count:
+        counts[len(levels)], listed[len(levels)] = last.count, last.top
+        traversed.update(last.types)
+    path = _critical_path(levels, last)
+    refs = _refs(pd, path + [r[i] for rows in listed.values() for r in rows for i in (0, 1)])
+    by_depth = {d: tuple(ImpactedNode(
+        node=refs[r[0]], depth=d, risk=r[6], parent=refs[r[1]].id, edge_type=r[2],
+        direction="forward" if r[4] else "backward", weight=r[3], criticality=r[5] / top if top else 0.0)
+        for r in rows) for d, rows in listed.items()}
+    return ImpactResult(node=ref, direction=direction, max_depth=max_depth, total_impacted=sum(counts.values()),
+                        counts_by_depth=counts, risk_by_depth=by_depth, critical_path=tuple(refs[n] for n in path),
                         edge_types_traversed=dict(sorted(traversed.items(), key=lambda kv: (-kv[1], kv[0]))),
-                        truncated=truncated, notes=notes + ("pushdown: one recursive query in PostgreSQL",))
+                        truncated=any(n > per_depth for n in counts.values()),
+                        notes=notes + (_NOTE.format(len(counts)),))
+
+
+def _walk(pd: Pushdown, root: int, way: str, max_depth: int, per_depth: int,
+          top: int) -> tuple[list[list[Reached]], LastLevel | None]:
+    """The BFS levels above the deepest (every node, in node order) and the deepest as the database
+    summarises it (None when the walk ended before it). Each level is refused before it runs when its
+    frontier's edges pass the bound."""
+    levels: list[list[Reached]] = [[(root, -1, "", 1.0, True, pd.degree_of(root), 0.0, 0.0)]]
+    seen = [root]
+    for d in range(1, max_depth + 1):
+        front = levels[-1]
+        pd.check_hop(sum(r[5] for r in front), d, max_depth)
+        ids = [r[0] for r in front]
+        if d == max_depth:  # most reached nodes are here: ranked in SQL, never sent
+            return levels, pd.last_level(ids, [r[7] for r in front], seen, way, d, top, per_depth)
+        rows = pd.level(ids, seen, way)
+        if not rows:
+            break
+        cum = {r[0]: r[7] for r in front}
+        levels.append([(n, p, t, w, f, g, risk, risk + cum[p]) for n, p, t, w, f, g in rows
+                       for risk in (_risk(w, g, top, d),)])
+        seen += [r[0] for r in rows]
+    return levels, None
+
+
+def _risk(weight: float, degree: int, top: int, depth: int) -> float:
+    """The in-memory formula on the same floats: the weight as float32 (the graph's arrays hold it so;
+    ``last_level`` casts it the same way), criticality = degree / the largest degree."""
+    return float(np.float32(weight)) * (degree / top if top else 0.0) / depth
+
+
+def _critical_path(levels: list[list[Reached]], last: LastLevel | None) -> list[int]:
+    """Root to the node of the highest cumulative risk (ties: the shallower, then the lower node), as
+    ``structure.critical_path`` chooses it."""
+    cum, _, node = min((-r[7], d, r[0]) for d, lv in enumerate(levels) for r in lv)
+    parent = {r[0]: r[1] for lv in levels for r in lv}
+    tail: list[int] = []
+    if last is not None and last.best is not None and last.best[6] > -cum:
+        tail, node = [last.best[0]], last.best[1]
+    path = [node]
+    while parent[path[-1]] >= 0:
+        path.append(parent[path[-1]])
+    return path[::-1] + tail
 
 
 def trace(pd: Pushdown, a: NodeRef, b: NodeRef, max_depth: int, notes: tuple[str, ...] = ()) -> PathResult:

@@ -5,9 +5,10 @@ vectors by pgvector's HNSW index, exact names, and the edges around the best of 
 hundred nodes become a small in-memory KG (``SubgraphStore``), and the usual scorer
 (``hybrid.search``) ranks it: same signals, weights, fusion and explanations
 (``score == sum(weights * components) + sum(bonuses)``), with text statistics (BM25's document
-frequencies) and graph signals over the candidates instead of the whole KG. Impact analysis is one
-recursive CTE, path tracing a bidirectional BFS of indexed hops; both return the in-memory methods'
-records. Nothing of the whole KG is held in the server's memory.
+frequencies) and graph signals over the candidates instead of the whole KG. Impact analysis is a BFS
+of one indexed query per level (the deepest ranked in SQL), path tracing a bidirectional BFS of
+indexed hops; both return the in-memory methods' records. Nothing of the whole KG is held in the
+server's memory.
 """
 
 from __future__ import annotations

@@ -44,6 +44,10 @@ DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges):
 MODES = ("on", "off", "auto")
 TEXT_MATCH_BOUND = 2_000  # text matches ranked at most (a bounded answer past it, with a note)
 TEXT_CONFIG = "simple"
+HNSW_KEY = "pushdown_hnsw"  # kg_meta: the KG's HNSW build settings, "m=24,ef_construction=128"
+# (m, ef_construction): at 100K vectors recall@10 +0.07 (hash:64, ef_search 200) and +0.00-0.03 (the fast
+# model) over pgvector's (16, 64), for 1.9-2.1x the build time and +20% index (docs/postgres.md, measured)
+HNSW_DEFAULT = (24, 128)
 # The text a node is found by, stored (a generated column: ranking reads it instead of re-parsing the text)
 TSV = f"to_tsvector('{TEXT_CONFIG}'::regconfig, name || ' ' || type || ' ' || description)"
 
@@ -128,6 +132,25 @@ class Edge4:
     weight: float
 
 
+Ranked = tuple[int, int, str, float, bool, int, float]  # node, parent, edge type, weight, forward, degree, risk
+
+
+@dataclass(frozen=True)
+class LastLevel:
+    """The deepest level of an impact walk as the database summarises it: how many nodes it reached
+    (and by which edge types), its riskiest nodes (risk order, then node) and the node of its highest
+    cumulative risk (the last field then holds that sum), or None when it reached nothing."""
+
+    count: int
+    types: dict[str, int]
+    top: list[Ranked]
+    best: Ranked | None
+
+
+def _ranked(r: tuple[Any, ...]) -> Ranked:
+    return (int(r[1]), int(r[2]), r[3], float(r[4]), bool(r[5]), int(r[6]), float(r[7]))
+
+
 class Pushdown:
     """The pushed-down queries of one ``PostgresStore``."""
 
@@ -163,6 +186,9 @@ class Pushdown:
             try:
                 with conn.transaction():
                     conn.execute(f"SET LOCAL statement_timeout = {int(self.timeout_ms)}")
+                    # small indexed reads: parallel workers cost more than they save on a busy server
+                    # (impact's deepest level at 100K nodes: 72 ms without, 80 ms with 2; load average 10)
+                    conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
                     self._local.conn = conn
                     try:
                         yield conn
@@ -263,14 +289,28 @@ class Pushdown:
         if conn.execute("SELECT to_regclass(%s)", (f"{self.store.s}.{name}",)).fetchone()[0] is not None:
             return
         cast, ops = self._cast(dims)
+        m, efc = hnsw_settings(self.store.meta().get(HNSW_KEY))
         literal = "'" + model.replace("'", "''") + "'"  # a model name from the KG's own settings, quoted
         conn.execute(self._sql(f"CREATE INDEX IF NOT EXISTS {name} ON {{s}}.pd_vectors USING hnsw "
-                               f"((embedding::{cast}) {ops}) WHERE model = {literal}"))
+                               f"((embedding::{cast}) {ops}) WITH (m = {m}, ef_construction = {efc}) "
+                               f"WHERE model = {literal}"))
+
+    def rebuild_vector_index(self, model: str) -> None:
+        """Drop and build ``model``'s HNSW index again with the KG's current ``pushdown_hnsw`` settings:
+        maintenance, not a query (the KG's vector searches wait for it; 26 min at 1M vectors on 2
+        loaded cores with pgvector's defaults)."""
+        self.sync(None)
+        with self.store._conn() as conn, conn.transaction():
+            dims = self.dims(conn, model)
+            if dims is None:
+                return
+            conn.execute(self._sql(f"DROP INDEX IF EXISTS {{s}}.{self._index_name(model, dims)}"))
+            self._ensure_index(conn, model)
 
     # -- search candidates --------------------------------------------------------------------------
     def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
         """(node rowid, cosine similarity) of the ``limit`` nearest vectors by the HNSW index, which
-        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 200) candidates: more is slower, nearer exact."""
+        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 400) candidates: more is slower, nearer exact."""
         ef = ef or current().pushdown_ef
         with self._tx() as conn:
             dims = self.dims(conn, model)
@@ -377,47 +417,64 @@ class Pushdown:
         return [Edge4(int(a), int(b), t, float(w)) for a, b, t, w in rows]
 
     # -- graph methods ------------------------------------------------------------------------------
-    def reach(self, root: int, direction: str, depth: int) -> list[tuple[int, int, int, str, float, bool, int]]:
-        """The BFS tree of ``root`` up to ``depth`` hops, one recursive CTE: (node, depth, parent,
-        edge type, weight, forward, degree) per reached node, its shallowest arrival (an out-edge first, then
-        the lowest parent rowid and edge rowid: the in-memory BFS's choice). Bounded by ``max_rows``
-        (an estimate past it: ``QueryTooBroad``)."""
-        steps = []  # one recursive reference: both directions in a LATERAL union (indexed each way)
+    def _arrivals(self, direction: str) -> str:
+        """The nodes first reached from ``%(f)s`` (not in ``%(seen)s``), one row each: (n, parent, type,
+        weight, f), the arrival the in-memory BFS keeps (an out-edge first, then the lowest parent
+        rowid and edge rowid). One indexed probe per frontier node, duplicates dropped in SQL."""
+        steps = []
         if direction in ("forward", "both"):
-            steps.append("SELECT target n, type, weight, true f, rowid FROM {s}.edges WHERE source = r.node")
+            steps.append("SELECT target n, source parent, type, weight, true f, rowid FROM {s}.edges "
+                         "WHERE source = ANY(%(f)s)")
         if direction in ("backward", "both"):
-            steps.append("SELECT source n, type, weight, false f, rowid FROM {s}.edges WHERE target = r.node")
-        walk = " UNION ALL ".join(steps)
-        sql = ("WITH RECURSIVE r(node, d, parent, type, weight, fwd, edge) AS ("
-               "SELECT %(root)s::bigint, 0, NULL::bigint, NULL::text, 1.0::float8, true, 0::bigint "
-               f"UNION ALL SELECT e.n, r.d + 1, r.node, e.type, e.weight, e.f, e.rowid FROM r "
-               f"CROSS JOIN LATERAL ({walk}) e "
-               "WHERE r.d < %(depth)s) "
-               "SELECT t.*, coalesce(g.degree, 0) FROM (SELECT DISTINCT ON (node) node, d, parent, type, weight, fwd "
-               "FROM (SELECT * FROM r LIMIT %(bound)s) x ORDER BY node, d, fwd DESC, parent, edge) t "
-               "LEFT JOIN {s}.pd_degree g ON g.node = t.node")
-        args = {"root": root, "depth": depth, "bound": self.max_rows + 1}
-        with self._tx() as conn:
-            self._bound_walk(conn, root, direction, depth)
-            rows = conn.execute(self._sql(sql), args).fetchall()
-        return [(n, d, -1 if p is None else p, t or "", w, f, g) for n, d, p, t, w, f, g in rows]
+            steps.append("SELECT source n, target parent, type, weight, false f, rowid FROM {s}.edges "
+                         "WHERE target = ANY(%(f)s)")
+        return ("SELECT DISTINCT ON (x.n) x.n, x.parent, x.type, x.weight, x.f FROM ("
+                + " UNION ALL ".join(steps) + ") x LEFT JOIN unnest(%(seen)s::bigint[]) s(id) ON s.id = x.n "
+                "WHERE s.id IS NULL ORDER BY x.n, x.f DESC, x.parent, x.rowid")
 
-    def _bound_walk(self, conn: Any, root: int, direction: str, depth: int) -> None:
-        """Estimate the walk from the root's degree and the KG's mean degree (the planner cannot
-        estimate a recursive CTE): past ``max_rows`` rows, refused before it runs."""
-        row = conn.execute(self._sql("SELECT (SELECT degree FROM {s}.pd_degree WHERE node = %s), "
-                                     "(SELECT reltuples FROM pg_class WHERE oid = %s::regclass), "
-                                     "(SELECT reltuples FROM pg_class WHERE oid = %s::regclass)"),
-                           (root, f"{self.store.s}.edges", f"{self.store.s}.nodes")).fetchone()
-        first, edges, nodes = float(row[0] or 0), float(row[1] or -1), float(row[2] or -1)
-        if edges > 0 and nodes > 0:
-            mean = 2 * edges / nodes if direction == "both" else edges / nodes
-        else:  # never analysed (reltuples -1): the root's own degree stands for the mean
-            mean = first
-        walk = first * sum(max(mean, 1.0) ** i for i in range(depth))
-        if walk > self.max_rows:
-            raise QueryTooBroad(f"KG '{self.store.db_id}': {depth} hops from this node would walk about "
-                                f"{int(walk):,} edges (bound {self.max_rows:,}, {MAX_ROWS_ENV}): ask fewer hops")
+    def level(self, frontier: list[int], seen: list[int], direction: str) -> list[tuple[int, int, str, float, bool, int]]:
+        """One BFS level: (node, parent, edge type, weight, forward, degree) of each node first reached
+        from ``frontier``, in node order (see ``_arrivals``)."""
+        sql = ("SELECT a.*, coalesce(g.degree, 0) FROM (" + self._arrivals(direction) + ") a "
+               "LEFT JOIN {s}.pd_degree g ON g.node = a.n ORDER BY a.n")
+        with self._tx() as conn:
+            rows = conn.execute(self._sql(sql), {"f": frontier, "seen": seen}).fetchall()
+        return [(int(n), int(p), t, float(w), bool(f), int(g)) for n, p, t, w, f, g in rows]
+
+    def last_level(self, frontier: list[int], cum: list[float], seen: list[int], direction: str, depth: int,
+                   top: int, per_depth: int) -> LastLevel:
+        """The deepest level of an impact walk, ranked in the database (most of the reached nodes are
+        there: only its ``per_depth`` riskiest nodes, its best cumulative risk and its counts travel).
+        risk = weight (as float32, as the in-memory graph holds it) x degree / ``top`` / ``depth``;
+        cumulative risk = risk + the parent's (``cum``, aligned with ``frontier``)."""
+        sql = ("WITH a AS (" + self._arrivals(direction) + "), "
+               "r AS (SELECT a.*, coalesce(g.degree, 0) deg, a.weight::real::float8 * coalesce(coalesce(g.degree, 0)"
+               "::float8 / nullif(%(top)s::float8, 0), 0) / %(d)s risk FROM a "
+               "LEFT JOIN {s}.pd_degree g ON g.node = a.n), "
+               "c AS (SELECT r.*, r.risk + p.cum cum FROM r JOIN unnest(%(f)s::bigint[], %(cum)s::float8[]) "
+               "p(id, cum) ON p.id = r.parent) "
+               "(SELECT 0, n, parent, type, weight, f, deg, risk, 0::bigint FROM c ORDER BY risk DESC, n LIMIT %(k)s) "
+               "UNION ALL (SELECT 1, n, parent, type, weight, f, deg, cum, 0 FROM c ORDER BY cum DESC, n LIMIT 1) "
+               "UNION ALL SELECT 2, NULL, NULL, type, NULL, NULL, NULL, NULL, count(*) FROM c GROUP BY type")
+        args = {"f": frontier, "cum": cum, "seen": seen, "top": top, "d": depth, "k": per_depth}
+        with self._tx() as conn:
+            rows = conn.execute(self._sql(sql), args).fetchall()
+        ranked = sorted((_ranked(r) for r in rows if r[0] == 0), key=lambda r: (-r[6], r[0]))
+        best = next((_ranked(r) for r in rows if r[0] == 1), None)
+        types = {r[3]: int(r[8]) for r in rows if r[0] == 2}
+        return LastLevel(sum(types.values()), types, ranked, best)
+
+    def check_hop(self, edges: int, hop: int, depth: int) -> None:
+        """Refuse a BFS level before it runs when its frontier's edges (the sum of their degrees, known
+        from the level before) pass ``max_rows``."""
+        if edges > self.max_rows:
+            raise QueryTooBroad(f"KG '{self.store.db_id}': hop {hop} of {depth} from this node would walk about "
+                                f"{edges:,} edges (bound {self.max_rows:,}, {MAX_ROWS_ENV}): ask fewer hops")
+
+    def degree_of(self, rowid: int) -> int:
+        with self._tx() as conn:
+            row = conn.execute(self._sql("SELECT degree FROM {s}.pd_degree WHERE node = %s"), (rowid,)).fetchone()
+        return int(row[0]) if row else 0
 
     def top_degree(self) -> int:
         """The KG's largest edge count (criticality = degree / it), once per version."""
@@ -452,6 +509,25 @@ class Pushdown:
         if row is not None and row[0] >= 0:
             return int(row[0])
         return int(self.store.node_count())  # never analysed: a young KG, cheap to count
+
+
+def hnsw_settings(text: str | None) -> tuple[int, int]:
+    """(m, ef_construction) of a KG's ``pushdown_hnsw`` setting ("m=24,ef_construction=128"; either may
+    be left out), else ``HNSW_DEFAULT``. They apply when the index is built (a new model, or after
+    ``rebuild_vector_index``): more is slower to build and nearer exact (docs/postgres.md)."""
+    m, efc = HNSW_DEFAULT
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        key, _, value = part.partition("=")
+        key = key.strip().lower()
+        if key not in ("m", "ef_construction") or not value.strip().isdigit():
+            raise InvalidArgument(f"setting {HNSW_KEY}={text!r}: write m=N,ef_construction=N (e.g. m=24,ef_construction=128)")
+        if key == "m":
+            m = int(value)
+        else:
+            efc = int(value)
+    if not (2 <= m <= 100 and 2 * m <= efc <= 1000):  # pgvector's own limits
+        raise InvalidArgument(f"setting {HNSW_KEY}={text!r}: m is 2-100 and ef_construction 2 x m-1000")
+    return m, efc
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
