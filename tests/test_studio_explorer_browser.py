@@ -14,10 +14,7 @@ import urllib.request
 
 import pytest
 from conftest import write_nodelink
-from studio_browser import chromium, missing, open_view, serving
-
-import kgos
-from kgos.data import load_demo
+from studio_browser import missing, open_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
@@ -27,11 +24,7 @@ RTL = "שלום עולם مرحبا بالعالم"
 EMOJI = "🚀 Launch 🔥 rocket 🧪"
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("explorer")
-    ws = kgos.Workspace(folder / "ws")
-    load_demo(ws, None)
+def populate(ws, folder):
     nodes = [{"id": "hub", "name": "Hub", "type": "thing"}, {"id": "evil", "name": EVIL, "type": "<b>t</b>"},
              {"id": "huge", "name": HUGE, "type": "thing"}, {"id": "rtl", "name": RTL, "type": "thing"},
              {"id": "emoji", "name": EMOJI, "type": "thing"}]
@@ -40,8 +33,6 @@ def workspace(tmp_path_factory):
     lonely = [{"id": f"n{i}", "name": f"Lonely node {i}", "type": "thing"} for i in range(12)]
     ws.import_file("noedges", write_nodelink(folder / "noedges.json", lonely, [], name="No edges"))
     ws.import_file("big", write_nodelink(folder / "big.json", *clustered(30, 200), name="Big"))
-    ws.close()
-    return folder / "ws"
 
 
 def clustered(groups: int, size: int) -> tuple[list[dict], list[dict]]:
@@ -51,28 +42,6 @@ def clustered(groups: int, size: int) -> tuple[list[dict], list[dict]]:
              for g in range(groups) for i in range(size) for step in (1, 7)]
     edges += [{"source": f"g{g}n0", "target": f"g{(g + 1) % groups}n0", "type": "bridge"} for g in range(groups)]
     return nodes, edges
-
-
-@pytest.fixture(scope="module")
-def server(workspace):
-    with serving(workspace) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def context():
-    with chromium(1400, 900) as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(context):
-    page = context.new_page()
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    yield page
-    page.close()
 
 
 def api(server, path):
