@@ -3,7 +3,7 @@
 // "Expand" to add its neighbours; type colours + legend, type filters, search-to-focus, path
 // highlighting (POST .../trace), impact by depth (POST .../impact) and layouts.
 import { get, post } from "../api.js";
-import { append, bar, clear, field, fmt, h, message, select, table } from "../dom.js";
+import { append, bar, clear, field, fmt, h, message, script, select, table } from "../dom.js";
 import { showError } from "../app.js";
 import { LABEL_PX, overlaps, placeLabels } from "../labels.js";
 import { createEdge, createNode, deleteEdge, deleteNode, nodeForm, undoBar } from "../editor.js";
@@ -15,7 +15,16 @@ const LAYOUTS = [["force", "force (fcose)"], ["rings", "rings by depth"], ["brea
 const MAX_LABEL = 40;
 const OVERVIEW_AT = 5000;
 const FORCE_MAX = 1500;  // nodes drawn with the force layout by default  // a KG with more nodes opens on its community overview unless a node is named
+// The force layout's scripts (fcose needs cose-base, which needs layout-base), loaded when a force
+// layout is first drawn: a big neighbourhood (rings) never parses their 320 KB.
+const FCOSE = ["layout-base-2.0.1.js", "cose-base-2.2.0.js", "cytoscape-fcose-2.2.0.js"].map((f) => `studio/vendor/${f}`);
 let state = null;
+
+/** fcose registered with Cytoscape (the three scripts run in this order, each once). */
+async function forceLib() {
+  await Promise.all(FCOSE.map((src) => script(src)));
+  if (window.cytoscapeFcose && !cytoscape.kgosFcose) { cytoscape.use(window.cytoscapeFcose); cytoscape.kgosFcose = true; }
+}
 
 export function colourOf(type) {
   if (!state.colours.has(type)) state.colours.set(type, PALETTE[state.colours.size % PALETTE.length]);
@@ -45,7 +54,7 @@ export async function render(root, route) {
     const id = node.value.trim();
     if (state.cy && id && state.cy.getElementById(id).nonempty()) focusNode(id, panel);
   });
-  layout.addEventListener("change", () => runLayout(layout.value));
+  layout.addEventListener("change", async () => { if (layout.value === "force") await forceLib(); runLayout(layout.value); });
   const info = h("div", { id: "graph-info" });
   const panel = h("div", { id: "node-panel", class: "card" }, message("Click a node to see its properties, dimensions and edges."));
   const tools = h("div", { id: "graph-tools" });
@@ -54,6 +63,8 @@ export async function render(root, route) {
       field("depth", depth), field("max nodes", maxNodes), field("layout", layout), h("button", { class: "primary" }, "Show")),
     undoBar(() => { clear(root); return render(root, route); }), info, h("div", { class: "grid2" }, h("div", {}, h("div", { id: "graph" }), zoomBar(), h("div", { id: "legend", class: "legend card" }), tools), panel));
   const info0 = kgs.find((k) => k.db_id === dbId);
+  // A KG that small always gets the force layout: its scripts load while the neighbourhood is fetched.
+  const force = [undefined, "force"].includes(p.get("layout") ?? undefined) && info0.nodes <= FORCE_MAX ? forceLib() : null;
   // A large KG opened without a centre or a size opens on its overview (a link asks for it anywhere).
   const bare = !p.get("node") && !p.get("overview") && !p.get("max_nodes") && !p.get("depth");
   if (p.get("overview") === "communities" || (bare && info0.nodes > OVERVIEW_AT)) {
@@ -74,6 +85,7 @@ export async function render(root, route) {
   // time (fCoSE took 1.6 s for 2,000 nodes under load; the overview is the readable view of a big KG).
   const chosen = p.get("layout") || (data.nodes.length > FORCE_MAX ? "rings" : "force");
   layout.value = chosen;
+  if (chosen === "force") await (force || forceLib());
   draw(data, panel, chosen);
   const t2 = performance.now();
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));  // painted
@@ -126,6 +138,7 @@ async function overview(dbId, info, panel, kgInfo) {
   };
   const t1 = performance.now();
   state.overview = true;
+  await forceLib();
   draw(data, panel, "force");
   state.cy.off("tap", "node").off("dbltap", "node");
   const hubs = new Map(data.nodes.map((n) => [n.id, n.hub]));
@@ -234,7 +247,6 @@ function draw(data, panel, layoutName) {
   const els = elements(data);
   const rings = ringPositions(els.filter((e) => e.group === "nodes").map((e) => e.data));
   for (const e of els) if (e.group === "nodes") e.position = rings[e.data.id];
-  if (window.cytoscapeFcose && !cytoscape.kgosFcose) { cytoscape.use(window.cytoscapeFcose); cytoscape.kgosFcose = true; }
   const container = document.getElementById("graph");
   // Rings: the default view (the focus filling the graph) is computed from the positions, so
   // Cytoscape never takes the bounding box of every element before the first paint (a fit over
