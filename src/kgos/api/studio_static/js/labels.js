@@ -145,8 +145,10 @@ function places(p, r, must, centre) {
   if (!centre || Math.hypot(dx, dy) <= r) return all;
   const facing = ([v, hz]) => ((hz === "right" ? 1 : hz === "left" ? -1 : 0) * dx + (v === "bottom" ? 1 : v === "top" ? -1 : 0) * dy)
     / Math.hypot(hz === "center" ? 0 : 1, v === "center" ? 0 : 1);
-  const rank = new Map(all.map((pl) => [pl, facing(pl)]));
-  return all.slice().sort((a, b) => a[2] - b[2] || rank.get(b) - rank.get(a));
+  // Places facing the centre are left out: a name there sits over the edges inside the ring, far
+  // from its dot when the dot's neighbours on the ring took the places outside.
+  const d = Math.hypot(dx, dy), rank = new Map(all.map((pl) => [pl, facing(pl) / d]));
+  return all.filter((pl) => rank.get(pl) > -0.3).sort((a, b) => a[2] - b[2] || rank.get(b) - rank.get(a));
 }
 
 function bestPlace(item, text, hgt, labels, dots, width, height) {

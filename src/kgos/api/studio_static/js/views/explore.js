@@ -400,17 +400,33 @@ function hover(node) {
   window.kgosExplorer.hover = state.hovered;
 }
 
-/** Concentric rings by BFS depth (the API's ``depth``), each ring sorted by type. */
+const DISC_AT = 120;  // neighbours past which the first ring becomes a disc
+
+/** Concentric rings by BFS depth (the API's ``depth``), each ring sorted by type. The centre's
+ * neighbours, when more than DISC_AT, fill a disc instead (a sunflower: golden-angle steps, the
+ * best-connected first, so the names placed by importance spread over it): on a ring 420 of them
+ * stood 4 px apart and a name could only sit outside the ring or over the edges inside it, far
+ * from its dot. */
 function ringPositions(nodes) {
   const byDepth = new Map();
   for (const n of nodes) { const d = n.depth ?? 0; if (!byDepth.has(d)) byDepth.set(d, []); byDepth.get(d).push(n); }
   const positions = {};
   for (const [d, ring] of byDepth) {
-    ring.sort((a, b) => a.type.localeCompare(b.type));
     const r = d === 0 ? 0 : 60 + d * Math.max(80, ring.length * 3.2);
+    if (d === 1 && ring.length > DISC_AT) { disc(ring, r, positions); continue; }
+    ring.sort((a, b) => a.type.localeCompare(b.type));
     ring.forEach((n, i) => { const a = (2 * Math.PI * i) / ring.length; positions[n.id] = { x: r * Math.cos(a), y: r * Math.sin(a) }; });
   }
   return positions;
+}
+
+function disc(nodes, r, positions) {
+  nodes.sort((a, b) => (b.degree || 0) - (a.degree || 0) || (a.id < b.id ? -1 : 1));
+  const inner = 0.25 * r;  // room around the centre for its name
+  nodes.forEach((n, i) => {
+    const rad = Math.sqrt(inner * inner + ((i + 0.5) / nodes.length) * (r * r - inner * inner)), a = i * 2.399963;
+    positions[n.id] = { x: rad * Math.cos(a), y: rad * Math.sin(a) };
+  });
 }
 
 /** fcose's options: spectral start + force refinement; "draft" (spectral only) past 1,500 nodes. */
