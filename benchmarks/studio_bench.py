@@ -156,7 +156,7 @@ def print_table(r: dict) -> None:
     print("| what | figure | anchor (bare JSON fetch) | ratio |\n|---|---:|---:|---:|")
     if "api_go_2000_ms" in r:
         print(f"| API neighbourhood, go, 2,000 nodes (p50) | {r['api_go_2000_ms']:.1f} ms | {r['api_anchor_ms']:.1f} ms | {r['api_go_2000_ms'] / r['api_anchor_ms']:.1f}x |")
-    for key, label in (("go_2000", "go, 2,000-node neighbourhood, force layout"), ("go_2000_rings", "go, 2,000-node neighbourhood, rings (no layout)"),
+    for key, label in (("go_2000", "go, 2,000-node neighbourhood, default (rings past 1,500 nodes)"), ("go_2000_rings", "go, 2,000-node neighbourhood, rings (no layout)"),
                        ("synthetic_5000", "synthetic, 5,000 nodes"), ("synthetic_20000", "synthetic, 20,000 elements")):
         if key in r:
             t = r[key]
