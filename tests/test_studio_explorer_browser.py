@@ -33,6 +33,8 @@ def populate(ws, folder):
     lonely = [{"id": f"n{i}", "name": f"Lonely node {i}", "type": "thing"} for i in range(12)]
     ws.import_file("noedges", write_nodelink(folder / "noedges.json", lonely, [], name="No edges"))
     ws.import_file("big", write_nodelink(folder / "big.json", *clustered(30, 200), name="Big"))
+    star = [{"id": "sun", "name": "Sun", "type": "star"}] + [{"id": f"p{i}", "name": f"Planet {i}", "type": f"kind{i % 3}"} for i in range(300)]
+    ws.import_file("star", write_nodelink(folder / "star.json", star, [{"source": "sun", "target": f"p{i}", "type": "orbits"} for i in range(300)], name="Star"))
 
 
 def clustered(groups: int, size: int) -> tuple[list[dict], list[dict]]:
@@ -154,4 +156,32 @@ def test_a_large_kg_opens_on_its_communities_and_a_click_drills_in(server, page)
     expected = api(server, f"kg/big/neighborhood?node={hub}&depth=2&max_nodes=300")
     assert inside["overview"] is False and inside["center"]["id"] == hub and inside["nodes"] == len(expected["nodes"])
     assert_legible(inside)
+    assert page.errors == []
+
+
+def test_a_big_neighbourhood_paints_its_view_first_then_every_node_it_was_sent(server, page):
+    open_view(page, server.url, "/explore/big?node=g0n0&depth=10&max_nodes=2000&layout=rings", timeout=120_000)
+    state, sent = drawn(page), api(server, "kg/big/neighborhood?node=g0n0&depth=10&max_nodes=2000")
+    assert state["layout"] == "rings"
+    assert state["nodes"] == len(sent["nodes"]) and state["edges"] == len(sent["edges"])
+    assert state["nodes"] + state["edges"] > 3000  # a big view (1,099 nodes + 1,972 edges)
+    timing = state["timing"]
+    assert timing["first_elements"] < (state["nodes"] + state["edges"]) / 4  # only what the default view shows
+    assert timing["complete_ms"] > timing["since_navigation_ms"] and timing["max_block_ms"] > 0  # the rest came in chunks
+    assert_legible(state)
+    assert state["focus_unnamed"] == [] and page.errors == []
+
+
+def test_many_neighbours_of_the_centre_fill_a_disc_with_names_next_to_their_dots(server, page):
+    open_view(page, server.url, "/explore/star?node=sun&depth=1&max_nodes=400&layout=rings")
+    state = drawn(page)
+    centre, points = state["center"], state["points"]
+    radii = sorted(((x - centre["x"]) ** 2 + (y - centre["y"]) ** 2) ** 0.5 for node, (x, y) in points.items() if node != "sun")
+    assert len(radii) == 300 and radii[-1] > 2 * radii[0]  # a disc, not one ring
+    assert_legible(state)
+    assert len(state["labels"]) >= 40
+    for label in state["labels"]:  # each name within 60 px of its own dot (a far place for a focus node)
+        x, y = points[label["id"]]
+        dx, dy = max(label["x1"] - x, 0, x - label["x2"]), max(label["y1"] - y, 0, y - label["y2"])
+        assert (dx * dx + dy * dy) ** 0.5 <= 60, label["text"]
     assert page.errors == []
