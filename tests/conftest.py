@@ -82,3 +82,49 @@ def workspace_copy(home: Path, folder: Path) -> kgos.Workspace:
     import shutil
     shutil.copytree(home, folder, ignore=shutil.ignore_patterns("cache"))
     return kgos.Workspace(folder)
+
+
+# The studio's browser tests (tests/test_studio_*_browser.py) share one Chromium per session and one
+# demo workspace built once; each module serves its own copy of it, plus what the module's
+# ``populate(ws, folder)`` adds. A module may set VIEWPORT, DIALOGS and CONSOLE_IGNORED (see
+# ``studio_browser.new_page``).
+
+@pytest.fixture(scope="session")
+def studio_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return demo_home(tmp_path_factory.mktemp("studio-demo") / "ws", None)
+
+
+@pytest.fixture(scope="module")
+def workspace(request: pytest.FixtureRequest, studio_demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    ws = workspace_copy(studio_demo, folder / "ws")
+    try:
+        populate = getattr(request.module, "populate", None)
+        if populate is not None:
+            populate(ws, folder)
+    finally:
+        ws.close()
+    return folder / "ws"
+
+
+@pytest.fixture(scope="module")
+def server(workspace: Path):
+    from studio_browser import serving
+    with serving(workspace) as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def context():
+    from studio_browser import chromium
+    with chromium(1400, 900) as ctx:
+        yield ctx
+
+
+@pytest.fixture
+def page(request: pytest.FixtureRequest, context):
+    from studio_browser import new_page
+    module = request.module
+    p = new_page(context, getattr(module, "VIEWPORT", None), getattr(module, "DIALOGS", "confirm"), getattr(module, "CONSOLE_IGNORED", ()))
+    yield p
+    p.close()

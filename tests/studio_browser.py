@@ -119,3 +119,25 @@ def open_view(page: Any, base: str, hash_: str, timeout: float = 30_000) -> None
     page.goto("about:blank")  # a full load: a hash-only change would keep the last view's marker
     page.goto(f"{base}/#{hash_}")
     page.wait_for_selector("#view[data-ready]", timeout=timeout)
+
+
+def new_page(context: Any, viewport: dict[str, int] | None = None, dialogs: str = "confirm", ignored: tuple[str, ...] = ()) -> Any:
+    """A page of ``context`` whose console errors, uncaught exceptions and unexpected dialogs land in
+    ``page.errors`` (a test asserts it stays empty). ``dialogs``: ``"confirm"`` accepts confirm() and
+    records any other dialog (an alert() a hostile name ran); ``"record"`` records and dismisses every
+    one. Console errors containing one of ``ignored`` (a refusal the test provokes) are left out."""
+    page = context.new_page()
+    if viewport:
+        page.set_viewport_size(viewport)
+    page.errors = []
+
+    def dialog(d: Any) -> None:
+        if dialogs == "confirm" and d.type == "confirm":
+            d.accept()
+        else:
+            page.errors.append(f"dialog: {d.message}")
+            d.dismiss()
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" and not any(x in m.text for x in ignored) else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("dialog", dialog)
+    return page

@@ -7,10 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from studio_browser import chromium, missing, open_view, serving
-
-import kgos
-from kgos.data import load_demo
+from studio_browser import missing, open_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
@@ -18,22 +15,6 @@ AXE = (Path(__file__).parent / "vendor" / "axe-core-4.14.1.min.js").read_text(en
 VIEWS = ["/workspace", "/workspace/demo", "/explore/demo", "/search?q=reduce%20costs&kgs=demo", "/methods/demo",
          "/experts", "/experts/demo", "/experts/demo/edit", "/review/demo?status=all", "/learning/demo", "/learning/demo/drift",
          "/learning/demo/ab?expert=demo", "/learning/demo/links", "/memory", "/eval/demo", "/research", "/embeddings/demo"]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("a11y") / "ws"
-    ws = kgos.Workspace(folder)
-    load_demo(ws, None)
-    ws.close()
-    with serving(folder) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def context():
-    with chromium(1400, 900) as ctx:
-        yield ctx
 
 
 def critical(page) -> list[str]:

@@ -14,51 +14,21 @@ import urllib.request
 import pytest
 from api_helpers import MEMORY_DDL
 from conftest import write_nodelink
-from studio_browser import Server, chromium, missing, open_view, serving
-
-import kgos
-from kgos.data import load_demo
+from studio_browser import Server, missing, open_view, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
 EVIL = "<img src=x onerror=alert(1)>"
 LONG = "A very long node name " + "that goes on and on " * 40
+VIEWPORT = {"width": 1400, "height": 1000}
+DIALOGS = "record"  # every dialog is an error here, confirm() included
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("studio")
-    ws = kgos.Workspace(folder / "ws")
-    load_demo(ws, None)
+def populate(ws, folder):
     nodes = [{"id": "evil", "name": EVIL, "type": "<b>type</b>", "description": "<script>alert(2)</script>"},
              {"id": "long", "name": LONG, "type": "thing"}, {"id": "plain", "name": "Plain node", "type": "thing"}]
     edges = [{"source": "evil", "target": "plain", "type": "relates_to"}, {"source": "long", "target": "plain", "type": "relates_to"}]
     ws.import_file("hostile", write_nodelink(folder / "hostile.json", nodes, edges, name="Hostile"))
-    ws.close()
-    return folder / "ws"
-
-
-@pytest.fixture(scope="module")
-def server(workspace):
-    with serving(workspace) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def context():
-    with chromium() as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(context):
-    page = context.new_page()
-    page.errors = []  # console errors and uncaught exceptions
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
-    yield page
-    page.close()
 
 
 def api(server, path):

@@ -12,41 +12,12 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from studio_browser import chromium, missing, open_view, serving
-
-import kgos
-from kgos.data import load_demo
+from studio_browser import missing, open_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
 NODE = "feature:prompt_caching"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("editor") / "ws"
-    ws = kgos.Workspace(folder)
-    load_demo(ws, None)
-    ws.close()
-    with serving(folder) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def context():
-    with chromium(1400, 900) as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(context):
-    page = context.new_page()
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" and "409" not in m.text and "422" not in m.text else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("dialog", lambda d: d.accept())
-    yield page
-    page.close()
+CONSOLE_IGNORED = ("409", "422")  # the conflicts and refusals the tests provoke
 
 
 def call(server, method, path, body=None):

@@ -9,10 +9,7 @@ import json
 import urllib.request
 
 import pytest
-from studio_browser import chromium, missing, open_view, serving
-
-import kgos
-from kgos.data import load_demo
+from studio_browser import missing, open_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
@@ -20,22 +17,9 @@ SPECS = ["hash:128", "hash:256"]
 MODELS = ["hash-128", "hash-256"]  # the names the vectors are stored under
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("embeddings") / "ws"
-    ws = kgos.Workspace(folder)
-    load_demo(ws, None)
+def populate(ws, folder):
     for spec in SPECS:
         ws.kg("demo").embed_side(spec)
-    ws.close()
-    with serving(folder) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def context():
-    with chromium(1400, 900) as ctx:
-        yield ctx
 
 
 def call(server, method, path, body=None):

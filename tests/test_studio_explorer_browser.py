@@ -14,10 +14,7 @@ import urllib.request
 
 import pytest
 from conftest import write_nodelink
-from studio_browser import chromium, missing, open_view, serving
-
-import kgos
-from kgos.data import load_demo
+from studio_browser import missing, open_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
@@ -27,11 +24,7 @@ RTL = "שלום עולם مرحبا بالعالم"
 EMOJI = "🚀 Launch 🔥 rocket 🧪"
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("explorer")
-    ws = kgos.Workspace(folder / "ws")
-    load_demo(ws, None)
+def populate(ws, folder):
     nodes = [{"id": "hub", "name": "Hub", "type": "thing"}, {"id": "evil", "name": EVIL, "type": "<b>t</b>"},
              {"id": "huge", "name": HUGE, "type": "thing"}, {"id": "rtl", "name": RTL, "type": "thing"},
              {"id": "emoji", "name": EMOJI, "type": "thing"}]
@@ -40,8 +33,8 @@ def workspace(tmp_path_factory):
     lonely = [{"id": f"n{i}", "name": f"Lonely node {i}", "type": "thing"} for i in range(12)]
     ws.import_file("noedges", write_nodelink(folder / "noedges.json", lonely, [], name="No edges"))
     ws.import_file("big", write_nodelink(folder / "big.json", *clustered(30, 200), name="Big"))
-    ws.close()
-    return folder / "ws"
+    star = [{"id": "sun", "name": "Sun", "type": "star"}] + [{"id": f"p{i}", "name": f"Planet {i}", "type": f"kind{i % 3}"} for i in range(300)]
+    ws.import_file("star", write_nodelink(folder / "star.json", star, [{"source": "sun", "target": f"p{i}", "type": "orbits"} for i in range(300)], name="Star"))
 
 
 def clustered(groups: int, size: int) -> tuple[list[dict], list[dict]]:
@@ -51,28 +44,6 @@ def clustered(groups: int, size: int) -> tuple[list[dict], list[dict]]:
              for g in range(groups) for i in range(size) for step in (1, 7)]
     edges += [{"source": f"g{g}n0", "target": f"g{(g + 1) % groups}n0", "type": "bridge"} for g in range(groups)]
     return nodes, edges
-
-
-@pytest.fixture(scope="module")
-def server(workspace):
-    with serving(workspace) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def context():
-    with chromium(1400, 900) as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(context):
-    page = context.new_page()
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    yield page
-    page.close()
 
 
 def api(server, path):
@@ -185,4 +156,32 @@ def test_a_large_kg_opens_on_its_communities_and_a_click_drills_in(server, page)
     expected = api(server, f"kg/big/neighborhood?node={hub}&depth=2&max_nodes=300")
     assert inside["overview"] is False and inside["center"]["id"] == hub and inside["nodes"] == len(expected["nodes"])
     assert_legible(inside)
+    assert page.errors == []
+
+
+def test_a_big_neighbourhood_paints_its_view_first_then_every_node_it_was_sent(server, page):
+    open_view(page, server.url, "/explore/big?node=g0n0&depth=10&max_nodes=2000&layout=rings", timeout=120_000)
+    state, sent = drawn(page), api(server, "kg/big/neighborhood?node=g0n0&depth=10&max_nodes=2000")
+    assert state["layout"] == "rings"
+    assert state["nodes"] == len(sent["nodes"]) and state["edges"] == len(sent["edges"])
+    assert state["nodes"] + state["edges"] > 3000  # a big view (1,099 nodes + 1,972 edges)
+    timing = state["timing"]
+    assert timing["first_elements"] < (state["nodes"] + state["edges"]) / 4  # only what the default view shows
+    assert timing["complete_ms"] > timing["since_navigation_ms"] and timing["max_block_ms"] > 0  # the rest came in chunks
+    assert_legible(state)
+    assert state["focus_unnamed"] == [] and page.errors == []
+
+
+def test_many_neighbours_of_the_centre_fill_a_disc_with_names_next_to_their_dots(server, page):
+    open_view(page, server.url, "/explore/star?node=sun&depth=1&max_nodes=400&layout=rings")
+    state = drawn(page)
+    centre, points = state["center"], state["points"]
+    radii = sorted(((x - centre["x"]) ** 2 + (y - centre["y"]) ** 2) ** 0.5 for node, (x, y) in points.items() if node != "sun")
+    assert len(radii) == 300 and radii[-1] > 2 * radii[0]  # a disc, not one ring
+    assert_legible(state)
+    assert len(state["labels"]) >= 40
+    for label in state["labels"]:  # each name within 60 px of its own dot (a far place for a focus node)
+        x, y = points[label["id"]]
+        dx, dy = max(label["x1"] - x, 0, x - label["x2"]), max(label["y1"] - y, 0, y - label["y2"])
+        assert (dx * dx + dy * dy) ** 0.5 <= 60, label["text"]
     assert page.errors == []

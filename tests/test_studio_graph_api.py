@@ -54,7 +54,10 @@ def test_vendored_layout_files_carry_version_and_licence():
         assert (vendor / f"{name}.js").stat().st_size > 10_000
         assert "Permission is hereby granted" in (vendor / f"{name}.LICENSE").read_text()
         assert name in (vendor / "README.md").read_text()
+    # load order: Cytoscape with the page, before the studio's modules; the explorer loads the fcose
+    # bundle after cose-base, which needs layout-base (scripts inserted together run in that order)
     index = (STUDIO / "index.html").read_text()
-    # load order: the fcose bundle needs cose-base, which needs layout-base, all after Cytoscape
-    order = [index.index(f"vendor/{n}") for n in ("cytoscape-3.34.4", "layout-base-2.0.1", "cose-base-2.2.0", "cytoscape-fcose-2.2.0")]
-    assert order == sorted(order)
+    assert index.index("vendor/cytoscape-3.34.4") < index.index("js/app.js")
+    explore = (STUDIO / "js" / "views" / "explore.js").read_text()
+    order = [explore.index(f"{n}.js") for n in ("layout-base-2.0.1", "cose-base-2.2.0", "cytoscape-fcose-2.2.0")]
+    assert order == sorted(order) and "el.async = false" in (STUDIO / "js" / "dom.js").read_text()

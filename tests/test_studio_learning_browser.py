@@ -11,11 +11,9 @@ import urllib.request
 
 import pytest
 from conftest import write_nodelink
-from studio_browser import chromium, missing, open_view, serving
+from studio_browser import missing, open_view
 
-import kgos
 from kgos.api.turns import ask
-from kgos.data import load_demo
 from kgos.experts.feedback import FeedbackService
 from kgos.llm import get_provider
 
@@ -23,13 +21,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason
 
 EVIL = "<img src=x onerror=alert(1)>"
 BREAD = "How do I bake sourdough bread?"
+VIEWPORT = {"width": 1400, "height": 1000}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("learning")
-    ws = kgos.Workspace(folder / "ws")
-    load_demo(ws, None)
+def populate(ws, folder):
     nodes = [{"id": "evil", "name": EVIL, "type": "thing"}, {"id": "plain", "name": "Plain node", "type": "thing"}]
     ws.import_file("hostile", write_nodelink(folder / "hostile.json", nodes, [{"source": "evil", "target": "plain",
                                                                                "type": "relates_to"}], name="Hostile"))
@@ -38,33 +33,6 @@ def server(tmp_path_factory):
     FeedbackService(ws).give(bread.turn_id, "down", f"nothing on bread {EVIL}")
     ask(ws, provider, "demo", "The Batch API is real-time now.")
     FeedbackService(ws).give(ask(ws, provider, "demo", "How do I reduce my API costs?").turn_id, "up")
-    ws.close()
-    with serving(folder / "ws") as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def context():
-    with chromium() as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(context):
-    page = context.new_page()
-    page.errors = []  # console errors, uncaught exceptions and any alert() (a hostile name that ran)
-
-    def dialog(d):
-        if d.type == "confirm":
-            d.accept()
-        else:
-            page.errors.append(f"dialog: {d.message}")
-            d.dismiss()
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("dialog", dialog)
-    yield page
-    page.close()
 
 
 def api(server, path):

@@ -10,38 +10,9 @@ import json
 import urllib.request
 
 import pytest
-from studio_browser import chromium, missing, open_view, serving
-
-import kgos
-from kgos.data import load_demo
+from studio_browser import missing, open_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("research") / "ws"
-    ws = kgos.Workspace(folder)
-    load_demo(ws, None)
-    ws.close()
-    with serving(folder) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def context():
-    with chromium(1400, 900) as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(context):
-    page = context.new_page()
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    yield page
-    page.close()
 
 
 def call(server, method, path, body=None):

@@ -67,3 +67,18 @@ export function select(options, value) {
     return h("option", { value: v, selected: v === value ? true : null }, label);
   }));
 }
+
+const scripts = new Map();
+/** Load a vendored classic script (a UMD library) once, when a view first needs it: index.html
+ * then parses only what every page needs before the first view is drawn. */
+export function script(src) {
+  if (!scripts.has(src)) scripts.set(src, new Promise((done, fail) => {
+    const el = document.createElement("script");
+    el.src = src;
+    el.async = false;  // scripts inserted together run in insertion order (a UMD plugin after its base)
+    el.onload = done;
+    el.onerror = () => { scripts.delete(src); fail(new Error(`could not load ${src}`)); };
+    document.head.append(el);
+  }));
+  return scripts.get(src);
+}

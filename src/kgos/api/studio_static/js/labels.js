@@ -1,7 +1,8 @@
 // Label placement for the explorer: Cytoscape draws every label it is given, overlapping or not,
 // so the explorer picks which nodes are named. Nodes are taken by importance (the selection,
-// then BFS depth, then degree); each gets the first of four places around its dot (below, right,
-// above, left) whose box meets no label already placed and no other dot, else none. Labels keep
+// then BFS depth, then degree); each gets the first of eight places around its dot (below, right,
+// above, left, the corners; on rings those facing outward first) whose box meets no label already
+// placed and no other dot, else none. Labels keep
 // one screen size (LABEL_PX) at every zoom, so zooming in makes room and more nodes are named.
 
 export const LABEL_PX = 12;
@@ -84,47 +85,79 @@ class Grid {
 
 /**
  * Choose the labelled nodes of ``cy`` for the current viewport.
- * ``order`` is the nodes by importance; ``focus(node)`` says which must be named if at all possible.
- * Returns [{node, place: [valign, halign, extra gap px], box}] in rendered pixels.
+ * ``order`` is the nodes by importance; ``focus(node)`` says which must be named if at all possible;
+ * with ``centre`` (rendered {x, y}: rings) a node's label goes first on the side facing away from
+ * it, so names sit outside a ring, not over the edges inside it.
+ * Returns [{node, place: [valign, halign, extra gap px], box, text}] in rendered pixels.
  */
-export function placeLabels(cy, order, focus = () => false) {
+export function placeLabels(cy, order, focus = () => false, centre = null) {
   const width = cy.width(), height = cy.height();
-  const dots = new Grid(), labels = new Grid();
-  const visible = [];
-  for (const n of order) {
+  const dots = new Grid();
+  const items = [];
+  for (const n of order) {  // positions and sizes read once: a relabel makes up to five passes
     if (!n.visible()) continue;
     const p = n.renderedPosition(), r = n.renderedWidth() / 2;
     if (p.x < -r || p.y < -r || p.x > width + r || p.y > height + r) continue;
-    visible.push([n, p, r]);
+    const must = focus(n);
+    items.push({ node: n, id: n.id(), x: p.x, y: p.y, r, text: n.data("label"), bold: n.data("depth") === 0, must, places: places(p, r, must, centre) });
     dots.add({ x1: p.x - r, x2: p.x + r, y1: p.y - r, y2: p.y + r, owner: n.id() });
   }
-  const placed = [];
+  let placed = pass(items, dots, width, height);
+  for (let round = 0; round < 4; round++) {  // the focus nodes left unnamed go first next round
+    const named = new Set(placed.map((x) => x.item));
+    const missed = items.filter((i) => i.must && !named.has(i));
+    if (!missed.length) break;
+    const first = new Set(missed);
+    const next = pass([...missed, ...items.filter((i) => !first.has(i))], dots, width, height);
+    if (mustCount(next) <= mustCount(placed)) break;  // no gain: another round would repeat this one
+    placed = next;
+  }
+  return placed.map(({ item, place, box, text }) => ({ node: item.node, place, box, text }));
+}
+
+function mustCount(placed) {
+  return placed.reduce((k, x) => k + (x.item.must ? 1 : 0), 0);
+}
+
+function pass(items, dots, width, height) {
+  const labels = new Grid(), placed = [];
   const hgt = LABEL_PX * 1.25;
-  for (const [n, p, r] of visible) {
+  for (const item of items) {
     if (placed.length >= MAX_LABELS) break;
-    const text = n.data("label");
-    if (!text) continue;
-    const must = focus(n);
+    if (!item.text) continue;
     // A node in focus with no room for its name gets a shortened one rather than none.
-    const texts = must && text.length > SHORT ? [text, `${text.slice(0, SHORT - 1)}…`] : [text];
+    const texts = item.must && item.text.length > SHORT ? [item.text, `${item.text.slice(0, SHORT - 1)}…`] : [item.text];
     for (const t of texts) {
-      const best = bestPlace(n, p, r, t, hgt, must, labels, dots, width, height);
+      const best = bestPlace(item, t, hgt, labels, dots, width, height);
       if (!best) continue;
       labels.add(best[1]);
-      placed.push({ node: n, place: best[0], box: best[1], text: t });
+      placed.push({ item, place: best[0], box: best[1], text: t });
       break;
     }
   }
   return placed;
 }
 
-function bestPlace(n, p, r, text, hgt, must, labels, dots, width, height) {
-  const w = textWidth(text, n.data("depth") === 0);
+/** The candidate places of a node, nearest first; with a centre, those facing away from it first. */
+function places(p, r, must, centre) {
+  const all = must ? [...PLACES, ...FAR] : PLACES;
+  const dx = centre ? p.x - centre.x : 0, dy = centre ? p.y - centre.y : 0;
+  if (!centre || Math.hypot(dx, dy) <= r) return all;
+  const facing = ([v, hz]) => ((hz === "right" ? 1 : hz === "left" ? -1 : 0) * dx + (v === "bottom" ? 1 : v === "top" ? -1 : 0) * dy)
+    / Math.hypot(hz === "center" ? 0 : 1, v === "center" ? 0 : 1);
+  // Places facing the centre are left out: a name there sits over the edges inside the ring, far
+  // from its dot when the dot's neighbours on the ring took the places outside.
+  const d = Math.hypot(dx, dy), rank = new Map(all.map((pl) => [pl, facing(pl) / d]));
+  return all.filter((pl) => rank.get(pl) > -0.3).sort((a, b) => a[2] - b[2] || rank.get(b) - rank.get(a));
+}
+
+function bestPlace(item, text, hgt, labels, dots, width, height) {
+  const w = textWidth(text, item.bold);
   let best = null;
-  for (const place of must ? [...PLACES, ...FAR] : PLACES) {  // first a place clear of labels and dots, then of labels only
-    const b = boxAt(place, p.x, p.y, r, w, hgt);
+  for (const place of item.places) {  // first a place clear of labels and dots, then of labels only
+    const b = boxAt(place, item.x, item.y, item.r, w, hgt);
     if (b.x1 < 0 || b.y1 < 0 || b.x2 > width || b.y2 > height || labels.hits(b)) continue;
-    if (!dots.hits(b, n.id())) return [place, b];
+    if (!dots.hits(b, item.id)) return [place, b];
     if (place[2] && best) break;  // a far place only when no near one is free
     best = best || [place, b];
   }

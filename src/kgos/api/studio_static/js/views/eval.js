@@ -2,7 +2,7 @@
 // progress), chart R@1/5/10, MRR@10 and nDCG@10 per configuration and per level (Chart.js), list
 // the failing probes (each opens its search); and the KG's stats as charts (types, degrees).
 import { get, post } from "../api.js";
-import { append, clear, field, fmt, h, message, select, table } from "../dom.js";
+import { append, clear, field, fmt, h, message, script, select, table } from "../dom.js";
 import { showError } from "../app.js";
 
 const METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"];
@@ -10,6 +10,7 @@ const COLOURS = ["#2f6fdb", "#12b76a", "#f79009", "#7a5af8", "#ee46bc"];
 const charts = [];
 
 export async function render(root, route) {
+  await script("studio/vendor/chart-4.6.1.umd.min.js");  // Chart.js, for this view only
   charts.splice(0).forEach((c) => c.destroy());
   const kgs = await get("kg");
   const dbId = route.args[0] || kgs[0]?.db_id;
