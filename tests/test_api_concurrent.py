@@ -25,7 +25,9 @@ from kgos.api.runtime import ServerSettings
 from kgos.errors import InvalidArgument, KGNotFound
 from kgos.store.native import NativeStore
 
-WAIT = 30.0  # seconds a test waits for what should take milliseconds (a first write may load the embedder on a loaded machine): a hang fails, never blocks CI
+# seconds a test waits for what should take milliseconds (a first write may load the embedder on a
+# loaded machine): a hang fails, never blocks CI
+WAIT = 30.0
 
 
 def seed(ws: Workspace, db_id: str, n: int = 30) -> None:
