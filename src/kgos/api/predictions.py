@@ -5,8 +5,9 @@ undo, LLM validation and evaluation. Plus the three routes of spec/003's explore
 ``POST /api/explore/predictions/save``, ``POST /api/explore/predictions/review`` and
 ``GET /api/explore/predictions``. Each route makes one library call under the runtime's lock, except
 the ones that train: ``run`` (training and staging) and ``eval`` run in a capped worker process
-(``api/worker.py``); ``discover`` answers under the lock only with a trained predictor and otherwise
-trains in a worker, whose fitted predictor the server keeps. No lock is held across a training.
+(``api/worker.py``); ``discover`` answers in the request only with a trained predictor (under that KG's
+link predictor's own lock, not the workspace's) and otherwise trains in a worker, whose fitted
+predictor the server keeps. No lock is held across a training.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from pydantic import AfterValidator, Field
 from ..errors import InvalidArgument
 from ..kg import KG, Workspace, check_db_id
 from ..linkpred import Predict, link_predictor
+from ..linkpred.predict import Trained
 from ..linkpred.protocol import RankMetrics
 from ..linkpred.results import PredictionList, RunReport, Verdict
 from ..store.proposals import MAX_BATCH, STATUSES, Proposal, ProposeReport
 from .errors import RESPONSES
-from .kg import on_kg
+from .kg import on_kg, read_kg
 from .models import MAX_INT64, Strict
 from .runtime import Runtime, runtime
 from .schemas import api_model, list_of, response_model
@@ -158,23 +160,30 @@ def discover(db_id: DbId, body: Discover, rt: Rt) -> Any:
     predictor answers here (tens of ms); an untrained one is trained in a capped worker process, which
     answers, and the server keeps what it trained for the next query (a 503 when every slot is busy).
     The workspace lock is never held across the training."""
-    answer = on_kg(rt, db_id, lambda kg: _discover_if_trained(kg, body))
+    answer = read_kg(rt, db_id, lambda kg: _discover_if_trained(kg, body))
     if answer is not None:
         return answer
     ws = rt.workspace
     done = run_in_worker(discover_job, (ws.home, ws.database_url, db_id, body.model_dump()), _quiet, wait=False)
-    on_kg(rt, db_id, lambda kg: link_predictor(kg).adopt(done["trained"]))
+    read_kg(rt, db_id, lambda kg: _adopt(link_predictor(kg), done["trained"]))
     return done["answer"]
+
+
+def _adopt(lp: Predict, trained: Trained) -> bool:
+    with lp.lock:
+        return lp.adopt(trained)
 
 
 def _discover_if_trained(kg: KG, body: Discover) -> dict[str, Any] | None:
     """The answer when the predictor is trained on the KG's current version, else None (checked
-    first: a bad request or an unknown node is a 4xx without a worker's start)."""
+    first: a bad request or an unknown node is a 4xx without a worker's start). Under the KG's link
+    predictor's own lock, not the workspace's: tens of ms, no training."""
     if body.side != "both" and (not body.relations or len(body.relations) != 1):
         raise InvalidArgument("side out/in needs exactly one relation in 'relations'")
     kg.resolve(body.node)
     lp = link_predictor(kg)
-    return _discovered(lp, body).to_dict() if lp.is_trained(body.predictor, **body.params) else None
+    with lp.lock:
+        return _discovered(lp, body).to_dict() if lp.is_trained(body.predictor, **body.params) else None
 
 
 def _discovered(lp: Predict, body: Discover) -> PredictionList:

@@ -10,6 +10,7 @@ at that end of the relation) and rejected proposals; what is left is cut by rank
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -65,6 +66,9 @@ class Trained:
 class Predict:
     def __init__(self, kg: KG) -> None:
         self.kg = kg
+        # held by a thread that queries or adopts (the fitted models, the graph are shared state);
+        # never across a training in the server (the HTTP routes train in worker processes)
+        self.lock = threading.RLock()
         self._version: str | None = None
         self._graph: LinkGraph | None = None
         self._ranker: Ranker | None = None
