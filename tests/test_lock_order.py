@@ -172,3 +172,81 @@ def test_a_kg_changed_after_training_trains_again() -> None:
         kg.add_edge("g0", "c0a", "parent")
         assert not lp.is_trained("ensemble", **PARAMS["params"])
         assert not lp.adopt(trained), "fitted on the version before the write"
+
+
+# -- research: what a run may hold in memory is bounded ------------------------------------------------------
+def test_a_corpus_over_its_bound_is_a_413_before_any_file_is_read(ws: kgos.Workspace, corpus: Path,  # noqa: F811
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: 50,000 files of 2 MB were allowed (100 GB of text held by the run). Now the files' total
+    is checked by a stat per file when the run starts: 413 InputTooLarge naming the bound."""
+    from api_helpers import client, error
+
+    from kgos.errors import InputTooLarge
+    from kgos.research import corpus as corpus_mod
+    total = sum(f.stat().st_size for f in corpus.iterdir() if f.is_file())
+    monkeypatch.setattr(corpus_mod, "MAX_CORPUS_BYTES", total - 1)
+    monkeypatch.setattr(corpus_mod, "_build", lambda *a, **k: pytest.fail("a file was read"))
+    with pytest.raises(InputTooLarge, match="MAX_CORPUS_BYTES"):
+        corpus_mod.files_of(corpus)
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", str(corpus.parent))
+    body = error(client(ws).post("/api/research/runs", json={"question": "What is zip?", "corpus": str(corpus)}),
+                 413, "InputTooLarge")
+    assert f"{total - 1:,} bytes" in body["detail"]
+    monkeypatch.setattr(corpus_mod, "MAX_CORPUS_BYTES", total)
+    assert len(corpus_mod.files_of(corpus)) == 4, "at the bound it passes"
+
+
+def test_research_runs_at_once_are_bounded(ws: kgos.Workspace, corpus: Path,  # noqa: F811
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run may hold a corpus at its bound in the server's memory: beyond MAX_RUNNING a new run is a
+    503 with Retry-After, and the slot is free again when a run ends."""
+    from api_helpers import client, error
+
+    from kgos.research import corpus as corpus_mod
+    from kgos.research import live
+    monkeypatch.setattr(live, "MAX_RUNNING", 1)
+    release, real = threading.Event(), corpus_mod._build
+    monkeypatch.setattr(corpus_mod, "_build", lambda *a, **k: (release.wait(60), real(*a, **k))[1])
+    monkeypatch.setenv("KGOS_INGEST_ROOTS", str(corpus.parent))
+    c = client(ws)
+    body = {"question": "What is zip?", "corpus": str(corpus), "max_iterations": 1, "embedder": "hash"}
+    first = c.post("/api/research/runs", json=body)
+    assert first.status_code == 202, first.text
+    busy = error(c.post("/api/research/runs", json=body), 503, "ServerBusy")
+    assert "at most 1 at once" in busy["detail"]
+    release.set()
+    deadline = time.monotonic() + 60
+    while c.get(f"/api/research/runs/{first.json()['run_id']}").json()["status"] == "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(0.2)  # the run's thread ends just after its manifest says so
+    assert c.post("/api/research/runs", json={**body, "wait": True}).status_code == 200
+
+
+MEASURE = """
+import resource, sys
+from kgos.research.corpus import open_corpus
+c = open_corpus(sys.argv[1], None, "hash")
+print(len(c), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+@pytest.mark.slow  # 64 MB of prose indexed and embedded (hash): about 2 minutes on 2 busy cores
+def test_a_corpus_at_its_bound_is_indexed_within_a_gigabyte(tmp_path: Path) -> None:
+    """docs/limits.md's figure: the process indexing a corpus at MAX_CORPUS_BYTES peaks under 1.2 GB
+    (931 MB measured), which bounds what one research run holds."""
+    import random
+    import subprocess
+    import sys
+
+    from kgos.research.corpus import MAX_CORPUS_BYTES
+    rnd = random.Random(0)
+    words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(3, 9))) for _ in range(20000)]
+    for i in range(32):
+        with open(tmp_path / f"doc{i}.txt", "w") as f:
+            while f.tell() < MAX_CORPUS_BYTES // 32 - 10_000:
+                f.write(" ".join(" ".join(rnd.choice(words) for _ in range(14)).capitalize() + "." for _ in range(4))
+                        + "\n\n")
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(tmp_path)], capture_output=True, text=True, timeout=900)
+    chunks, peak = map(int, done.stdout.split())
+    assert chunks > 50_000 and peak < 1200, (chunks, peak)
