@@ -247,6 +247,7 @@ def test_a_corpus_at_its_bound_is_indexed_within_a_gigabyte(tmp_path: Path) -> N
             while f.tell() < MAX_CORPUS_BYTES // 32 - 10_000:
                 f.write(" ".join(" ".join(rnd.choice(words) for _ in range(14)).capitalize() + "." for _ in range(4))
                         + "\n\n")
-    done = subprocess.run([sys.executable, "-c", MEASURE, str(tmp_path)], capture_output=True, text=True, timeout=900)
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(tmp_path)], capture_output=True, text=True, timeout=900,
+                          check=True)
     chunks, peak = map(int, done.stdout.split())
     assert chunks > 50_000 and peak < 1200, (chunks, peak)

@@ -27,9 +27,9 @@ from .calibration import Calibration, calibrate
 from .ensemble import Ensemble
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
 from .ranking import Candidate, Ranker, relation_blind
+from .relations import RelationModel
 from .results import Prediction, PredictionList, RunReport, Verdict
 from .triage import merge_near_duplicates, priority, symmetric_relations
-from .relations import RelationModel
 from .triples import LinkGraph, Triples, read_split
 
 if TYPE_CHECKING:
