@@ -255,6 +255,91 @@ def _predictions(n: int) -> Callable[[httpx.Client, Path], str]:
     return run
 
 
+BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "bench"  # overridden by --bench
+
+
+def _go(c: httpx.Client, embed: str = "none") -> str | None:
+    """Upload the bench's go KG (43k nodes); None when it imported, else what went wrong."""
+    path = Path(os.environ.get("KGOS_BENCH", BENCH)) / "go" / "kg.json.gz"
+    if not path.exists():
+        return f"no bench data at {path} (--bench)"
+    with open(path, "rb") as f:
+        r = c.post("/api/kg/go/import", files={"file": ("kg.json.gz", f)}, params={"embed": embed}, headers=HEADERS)
+    return None if r.status_code == 200 else "import: " + _said(r)
+
+
+def _discover_go(c: httpx.Client, tmp: Path) -> str:
+    """The first discovery of a node trains in a worker; the next ones answer in the request."""
+    failed = _go(c)
+    if failed:
+        return failed
+    body = {"node": "GO:0006915", "k": 10}
+    t0 = time.monotonic()
+    first = c.post("/api/kg/go/predictions/discover", json=body, headers=HEADERS)
+    took = time.monotonic() - t0
+    again = []
+    for _ in range(11):
+        t1 = time.monotonic()
+        ok = c.post("/api/kg/go/predictions/discover", json=body, headers=HEADERS).status_code == 200
+        again.append(time.monotonic() - t1 if ok else float("inf"))
+    return (f"{_said(first)[:4]} first (trains in a worker) {took:.1f} s; then p50 "
+            f"{sorted(again)[5] * 1000:.0f} ms, max {max(again) * 1000:.0f} ms in the request (11 calls)")
+
+
+def _eval_go(c: httpx.Client, tmp: Path) -> str:
+    failed = _go(c)
+    if failed:
+        return failed
+    t0 = time.monotonic()
+    r = c.post("/api/kg/go/predictions/eval", json={"holdout": 0.02, "max_test": 500}, headers=HEADERS)
+    took = time.monotonic() - t0
+    m = r.json() if r.status_code == 200 else {}
+    return f"{_said(r)[:4] if not m else 200} MRR {m.get('mrr', float('nan')):.3f} on {m.get('n')} edges in {took:.1f} s"
+
+
+def _embed_go(c: httpx.Client, tmp: Path) -> str:
+    """Upload go with embedding on: the fast tier, then the default model's fill-in, as a background
+    job of the server; watched for up to 240 s."""
+    failed = _go(c, embed="fast")
+    if failed:
+        return failed
+    deadline, job = time.monotonic() + 240, {}
+    while time.monotonic() < deadline:
+        job = (c.get("/api/kg/go/embedding").json().get("job") or {})
+        if job.get("status") in ("complete", "failed", "cancelled"):
+            break
+        time.sleep(2)
+    p = job.get("progress") or {}
+    return f"embedding job {job.get('status')}: {job.get('phase') or p.get('phase')} {p.get('done')}/{p.get('total')}"[:140]
+
+
+def _research_corpus(c: httpx.Client, tmp: Path) -> str:
+    """A research run over a corpus at its bound (64 MB of prose in 32 files), embedded with hash."""
+    from kgos.research.corpus import MAX_CORPUS_BYTES
+    folder = tmp / "roots" / "corpus"
+    folder.mkdir(parents=True)
+    rnd = random.Random(0)
+    words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(3, 9))) for _ in range(20000)]
+    per = MAX_CORPUS_BYTES // 32 - 10_000
+    for i in range(32):
+        with open(folder / f"doc{i}.txt", "w") as f:
+            while f.tell() < per:
+                f.write(" ".join(" ".join(rnd.choice(words) for _ in range(14)).capitalize() + "." for _ in range(4)) + "\n\n")
+    r = c.post("/api/research/runs", json={"question": "what is x?", "corpus": str(folder), "max_iterations": 1,
+                                           "embedder": "hash"}, headers=HEADERS)
+    if r.status_code != 202:
+        return _said(r)
+    run_id, t0 = r.json()["run_id"], time.monotonic()
+    while time.monotonic() - t0 < 280:
+        status = c.get(f"/api/research/runs/{run_id}").json().get("status")
+        if status != "running":
+            break
+        time.sleep(1)
+    (folder / "one-more.txt").write_text("x" * 1_500_000)
+    over = c.post("/api/research/runs", json={"question": "what is x?", "corpus": str(folder)}, headers=HEADERS)
+    return f"run {status} in {time.monotonic() - t0:.0f} s; the corpus + 1.5 MB: {_said(over)[:60]}"
+
+
 def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], str], dict[str, str]]]:
     n = lambda x: max(int(x * scale), 1)  # noqa: E731
     return {
@@ -276,6 +361,10 @@ def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], st
         "8b": ("kgos serve on a busy port", _busy_port, {}),
         "10a": ("upload 7 MB (under the worker threshold)", _upload("m.json", lambda p: _described(p, n(14_000))), {}),
         "10b": ("predictions/run on 1,000 nodes", _predictions(n(1_000)), {}),
+        "10c": ("predictions/discover on go (43k nodes)", _discover_go, {}),
+        "10d": ("predictions/eval on go, holdout 2%", _eval_go, {}),
+        "10e": ("embedding job of go (upload, 240 s)", _embed_go, {}),
+        "10f": ("research run over a 64 MB corpus", _research_corpus, {}),
     }
 
 
@@ -329,9 +418,12 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--rows", default="")
     ap.add_argument("--src", default=None, help="serve this source tree (PYTHONPATH) instead of the installed one")
+    ap.add_argument("--bench", default=None, help="the bench data folder (default: ../shared/bench)")
     ap.add_argument("--cap-mb", type=int, default=4000, help="RLIMIT_DATA of the server (MB)")
     args = ap.parse_args()
     table = rows(args.scale)
+    if args.bench:
+        os.environ["KGOS_BENCH"] = args.bench
     SRC[:] = [args.src] if args.src else []
     wanted = [k for k in args.rows.split(",") if k] or list(table)
     print(f"abuse table, scale {args.scale}, server {'from ' + args.src if args.src else 'installed'}, "

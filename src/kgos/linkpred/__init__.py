@@ -5,6 +5,7 @@ are reused across calls). The review queue itself is ``kg.proposals`` (``kgos.st
 with every other proposal source.
 """
 
+import threading
 import weakref
 
 from ..kg.facade import KG
@@ -16,15 +17,17 @@ from .results import Prediction, PredictionList, RunReport, Verdict
 from .triples import LinkGraph, Split, Triples, read_split
 
 _PREDICTORS: "weakref.WeakKeyDictionary[KG, Predict]" = weakref.WeakKeyDictionary()
+_MADE = threading.Lock()  # two threads asking at once get the same Predict (and its fitted models)
 
 
 def link_predictor(kg: KG) -> Predict:
     """Link prediction on ``kg``: discover, run into the review queue, validate, evaluate. One per KG
     object (what it trained is kept per KG version), gone with the KG."""
-    found = _PREDICTORS.get(kg)
-    if found is None:
-        found = _PREDICTORS[kg] = Predict(kg)
-    return found
+    with _MADE:
+        found = _PREDICTORS.get(kg)
+        if found is None:
+            found = _PREDICTORS[kg] = Predict(kg)
+        return found
 
 __all__ = [
     "KnownEdges",

@@ -10,9 +10,10 @@ at that end of the relation) and rejected proposals; what is left is cut by rank
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,8 @@ from .base import Predictor, predictor
 from .calibration import Calibration, calibrate
 from .ensemble import Ensemble
 from .protocol import KnownEdges, RankMetrics, filtered_ranks, metrics
-from .ranking import Candidate, Ranker
+from .ranking import Candidate, Ranker, relation_blind
+from .relations import RelationModel
 from .results import Prediction, PredictionList, RunReport, Verdict
 from .triage import merge_near_duplicates, priority, symmetric_relations
 from .triples import LinkGraph, Triples, read_split
@@ -45,9 +47,28 @@ def _check_k(k: Any, name: str = "k") -> int:
     return k
 
 
+def _model_key(name: str, params: Mapping[str, Any]) -> tuple[str, str]:
+    return name, json.dumps(params, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Trained:
+    """A predictor fitted on one version of a KG, with the ranker's relation model if one was needed:
+    what a worker process trained, for the server to keep (``Predict.adopt``). It crosses the process
+    boundary pickled by the worker's pipe."""
+
+    version: str
+    key: tuple[str, str]
+    model: Predictor
+    relation_model: RelationModel | None
+
+
 class Predict:
     def __init__(self, kg: KG) -> None:
         self.kg = kg
+        # held by a thread that queries or adopts (the fitted models, the graph are shared state);
+        # never across a training in the server (the HTTP routes train in worker processes)
+        self.lock = threading.RLock()
         self._version: str | None = None
         self._graph: LinkGraph | None = None
         self._ranker: Ranker | None = None
@@ -78,10 +99,36 @@ class Predict:
     def model(self, name: str = "ensemble", **params: Any) -> Predictor:
         """The predictor ``name`` fitted on the KG's current version (kept for the next call)."""
         graph = self.graph()
-        key = (name, json.dumps(params, sort_keys=True, default=str))
+        key = _model_key(name, params)
         if key not in self._models:
             self._models[key] = predictor(name, **params).fit(graph)
         return self._models[key]
+
+    def is_trained(self, name: str = "ensemble", **params: Any) -> bool:
+        """True when a query with predictor ``name`` on the KG's current version trains nothing: the
+        predictor is fitted, and so is the relation model a relation-blind one needs."""
+        self.graph()
+        m = self._models.get(_model_key(name, params))
+        return m is not None and (not relation_blind(m) or self.ranker().fitted_relation_model is not None)
+
+    def export(self, name: str = "ensemble", **params: Any) -> Trained:
+        """What ``model(name, **params)`` fitted (fitting it now if needed), to be adopted elsewhere."""
+        m = self.model(name, **params)
+        assert self._version is not None
+        return Trained(self._version, _model_key(name, params), m, self.ranker().fitted_relation_model)
+
+    def adopt(self, trained: Trained) -> bool:
+        """Keep a predictor fitted by another process, if it was fitted on this KG's current version
+        with the same rows (a snapshot patched by deltas may order them otherwise than a fresh one):
+        False, and nothing kept, when not."""
+        g = self.graph()
+        fitted = trained.model.graph
+        if trained.version != self._version or fitted is None or fitted.triples.entities != g.triples.entities \
+                or fitted.triples.relations != g.triples.relations:
+            return False
+        self._models.setdefault(trained.key, trained.model)
+        self.ranker().adopt_relation_model(trained.relation_model)
+        return True
 
     # -- queries --------------------------------------------------------------------------------------
     def tails(self, head: str, relation: str, k: int = 10, predictor: str = "ensemble",

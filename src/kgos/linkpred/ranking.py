@@ -80,6 +80,16 @@ class Ranker:
             self._relation_model = RelationModel.fit(self.graph)
         return self._relation_model
 
+    @property
+    def fitted_relation_model(self) -> RelationModel | None:
+        """The relation model if it was fitted already (it is trained: a query must not wait for it)."""
+        return self._relation_model
+
+    def adopt_relation_model(self, model: RelationModel | None) -> None:
+        """Use a relation model fitted elsewhere on the same graph (a worker process), if none is yet."""
+        if self._relation_model is None:
+            self._relation_model = model
+
     def pair_relations(self) -> dict[tuple[int, int], set[int]]:
         """Unordered node pair -> the relations of its existing edges."""
         if self._pair_rels is None:

@@ -23,14 +23,18 @@ from typing import Any
 import numpy as np
 
 from ..embed.registry import get_embedder
-from ..errors import InvalidArgument
+from ..errors import InputTooLarge, InvalidArgument
 from ..index.text import TextConfig, TextIndex
 from .extract import prose_only
 
-__all__ = ["MAX_FILE_BYTES", "Chunk", "Corpus", "chunk_text", "document_text", "open_corpus"]
+__all__ = ["MAX_CORPUS_BYTES", "MAX_FILE_BYTES", "Chunk", "Corpus", "LazyCorpus", "chunk_text", "document_text", "open_corpus"]
 
 MAX_FILE_BYTES = 2_000_000
 MAX_FILES = 50_000
+# the text a corpus may hold in all (its files up to MAX_FILE_BYTES each, summed): a run keeps its
+# chunks, their BM25 index and one vector per chunk in the server's memory (~6x the text, measured in
+# docs/limits.md), so 50,000 files of 2 MB would otherwise ask for hundreds of GB
+MAX_CORPUS_BYTES = 64_000_000
 MAX_OPEN = 8
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"}
 _lock = threading.Lock()
@@ -150,6 +154,7 @@ class Corpus:
         self.text_index, self.vectors, self.embedder_spec = text_index, vectors, embedder
         self.paths = np.array([c.path for c in chunks], dtype=object)
         self._masks: dict[tuple[str, str], np.ndarray] = {}
+        self.text_bytes = sum(len(c.text) for c in chunks)  # what the open-corpus cache counts
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -209,7 +214,22 @@ def files_of(root: Path) -> list[Path]:
         found.extend(Path(dirpath) / f for f in sorted(filenames) if not f.startswith("."))
         if len(found) > MAX_FILES:
             raise InvalidArgument(f"corpus {root} has more than {MAX_FILES} files: point at a smaller folder")
+    _check_total(root, found)
     return found
+
+
+def _check_total(root: Path, files: Sequence[Path]) -> None:
+    """Refuse a corpus whose readable files hold more than ``MAX_CORPUS_BYTES``, before any is read."""
+    total = 0
+    for f in files:
+        try:
+            size = f.stat().st_size
+        except OSError:
+            continue
+        total += size if size <= MAX_FILE_BYTES else 0  # a larger file is skipped unread
+        if total > MAX_CORPUS_BYTES:
+            raise InputTooLarge(f"corpus {root} holds more than {MAX_CORPUS_BYTES:,} bytes of files up to "
+                                f"{MAX_FILE_BYTES:,} bytes each (MAX_CORPUS_BYTES): point at a smaller folder")
 
 
 def fingerprint(root: Path, files: Sequence[Path]) -> str:
@@ -244,9 +264,41 @@ def open_corpus(root: str | Path, cache_dir: Path | None = None, embedder: str =
             _save(corpus, cache_dir / key)
     with _lock:
         _open[key] = corpus
-        while len(_open) > MAX_OPEN:  # a long-lived server keeps the few corpora it uses, not all
+        # a long-lived server keeps the few corpora it uses, not all: at most MAX_OPEN, and no more
+        # text than one corpus at its bound (the newest is always kept)
+        while len(_open) > MAX_OPEN or (len(_open) > 1 and sum(c.text_bytes for c in _open.values()) > MAX_CORPUS_BYTES):
             _open.pop(next(iter(_open)))
     return corpus
+
+
+class LazyCorpus:
+    """A run's corpus, opened (indexed and embedded: minutes for a large folder) at its first use, in
+    the run's own thread, rather than in the request that starts the run; its fingerprint, which
+    the run's manifest records at once, costs a walk and a hash of the files."""
+
+    def __init__(self, root: str | Path, cache_dir: Path | None = None, embedder: str = "default") -> None:
+        path = Path(root).expanduser()
+        if not path.is_dir():
+            raise InvalidArgument(f"corpus folder {root} does not exist or is not a folder")
+        self.fingerprint = fingerprint(path, files_of(path))
+        self._args = (path, cache_dir, embedder)
+        self._corpus: Corpus | None = None
+        self._lock = threading.Lock()
+
+    def opened(self) -> Corpus:
+        with self._lock:
+            if self._corpus is None:
+                self._corpus = open_corpus(*self._args)
+            return self._corpus
+
+    def __getattr__(self, name: str) -> Any:  # search_scored, routed, chunks...: the opened corpus's
+        return getattr(self.opened(), name)
+
+    def __len__(self) -> int:
+        return len(self.opened())
+
+    def __bool__(self) -> bool:  # ``if corpus`` must not open it
+        return True
 
 
 def _build(root: Path, files: Sequence[Path], fp: str, embedder: str, chunk_chars: int) -> Corpus:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunNotFound
+from ..errors import RunNotFound, ServerBusy
 from ..kg import Workspace
 from .runner import ResearchRequest, ResearchRunner
 from .service import prepare_resume
@@ -23,6 +23,9 @@ from .service import prepare_resume
 __all__ = ["LiveRuns"]
 
 KEEP = 50
+# runs executing at once (a run waiting for an answer counts): each may hold a corpus of up to
+# corpus.MAX_CORPUS_BYTES in memory (~0.8 GB at the bound, docs/limits.md), so their number is bounded
+MAX_RUNNING = 4
 ANSWER_WAIT = 600.0  # seconds a live run blocks for an answer; then it is saved as waiting (resumable)
 
 
@@ -61,6 +64,11 @@ class LiveRuns:
         return self._launch(make), number[0]
 
     def _launch(self, make: Callable[[Workspace], ResearchRunner]) -> ResearchRunner:
+        with self._lock:
+            alive = sum(t.is_alive() for t in self._threads.values())
+        if alive >= MAX_RUNNING:
+            raise ServerBusy(f"{alive} research runs are executing (at most {MAX_RUNNING} at once); "
+                             "retry when one ends, or stop one")
         ws = Workspace(self.home, database_url=self.database_url)
         try:
             runner = make(ws)

@@ -23,7 +23,7 @@ from ..pipeline import REGISTRY, ExternalResponses, ProcessContext, StageInput, 
 from . import answer as _answer  # noqa: F401  (registers output.answer)
 from . import reasoner as _reasoner  # noqa: F401  (registers the reasoners)
 from .control import Interrupted, RestartIteration, RunControl
-from .corpus import open_corpus
+from .corpus import LazyCorpus
 from .manifest import FORMAT, run_store
 from .merge import empty_knowledge
 
@@ -198,7 +198,8 @@ class ResearchRunner:
             self.ws.kg(db)  # KGNotFound now, not in the middle of the run
         corpus = None
         if self.request.corpus:
-            corpus = open_corpus(self.request.corpus, self.ws.cache_dir / "research-corpus", self.request.embedder)
+            # opened at its first search, in the run's thread: never in the request starting the run
+            corpus = LazyCorpus(self.request.corpus, self.ws.cache_dir / "research-corpus", self.request.embedder)
         return {"workspace": self.ws, "corpus": corpus, "provider": provider}
 
     def _sources(self) -> dict[str, Any]:
@@ -215,7 +216,8 @@ class ResearchRunner:
              "query": {"original": self.request.question, "intent": None},
              "sources": {"kgs": list(self.request.kgs), "corpus": self.request.corpus,
                          "corpus_fingerprint": corpus.fingerprint if corpus else None,
-                         "corpus_chunks": len(corpus) if corpus else 0, "target": self.request.into},
+                         # counted when the run opens it, in its own thread (``_open_corpus``)
+                         "corpus_chunks": None if corpus else 0, "target": self.request.into},
              "modules": {s: {"module": m.id, "version": m.version} for s, m in self.modules.items()},
              "iterations": [], "decisions": [], "answers": [], "final_state": None, "output": None,
              "output_sha256": None, "artifacts": {}}
@@ -226,8 +228,16 @@ class ResearchRunner:
     def run(self) -> ResearchResult:
         return asyncio.run(self.arun())
 
+    def _open_corpus(self) -> None:
+        """Index the corpus (the run's longest setup step) now, in the run's thread, and count its chunks."""
+        corpus, sources = self.services["corpus"], self.manifest["sources"]
+        if corpus is not None and sources.get("corpus_chunks") is None:
+            sources["corpus_chunks"] = len(corpus)
+            self.store.save_manifest(self.manifest)
+
     async def arun(self) -> ResearchResult:
         self.control.emit("run_started", {"run_id": self.run_id, "question": self.request.question})
+        self._open_corpus()
         stopped_by, status = None, "completed"
         try:
             stopped_by, status = await self._loop()
