@@ -268,6 +268,13 @@ def _go(c: httpx.Client, embed: str = "none") -> str | None:
     return None if r.status_code == 200 else "import: " + _said(r)
 
 
+def _upload_go(c: httpx.Client, tmp: Path) -> str:
+    """The go upload alone (2.2 MB of gzip, ~20 MB of JSON): the first step of rows 10c-10e."""
+    t0 = time.monotonic()
+    failed = _go(c)
+    return failed or f"200 imported in {time.monotonic() - t0:.1f} s"
+
+
 def _discover_go(c: httpx.Client, tmp: Path) -> str:
     """The first discovery of a node trains in a worker; the next ones answer in the request."""
     failed = _go(c)
@@ -361,6 +368,7 @@ def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], st
         "8b": ("kgos serve on a busy port", _busy_port, {}),
         "10a": ("upload 7 MB (under the worker threshold)", _upload("m.json", lambda p: _described(p, n(14_000))), {}),
         "10b": ("predictions/run on 1,000 nodes", _predictions(n(1_000)), {}),
+        "10g": ("upload go (2.2 MB gzip, 20 MB JSON)", _upload_go, {}),
         "10c": ("predictions/discover on go (43k nodes)", _discover_go, {}),
         "10d": ("predictions/eval on go, holdout 2%", _eval_go, {}),
         "10e": ("embedding job of go (upload, 240 s)", _embed_go, {}),

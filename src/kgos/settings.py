@@ -191,8 +191,8 @@ class Settings:
                             lenient=True, import_time=True)
     max_streams: int = _var("KGOS_MAX_STREAMS", "Event streams one server keeps open.", _positive_int, 64,
                             kind="int > 0", lenient=True)
-    import_worker_bytes: int = _var("KGOS_IMPORT_WORKER_BYTES", "Uploads at least this large are imported in a "
-                                    "worker process.", _digits, 8_000_000, kind="int >= 0", lenient=True)
+    import_worker_bytes: int = _var("KGOS_IMPORT_WORKER_BYTES", "Uploads at least this large (a gzip: expanded) "
+                                    "are imported in a worker process.", _digits, 8_000_000, kind="int >= 0", lenient=True)
     # federation
     federation_name: str | None = _var("KGOS_FEDERATION_NAME", "This instance's name among its peers.", _raw,
                                        kind="str", default_doc="kgos")
