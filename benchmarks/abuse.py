@@ -347,6 +347,121 @@ def _research_corpus(c: httpx.Client, tmp: Path) -> str:
     return f"run {status} in {time.monotonic() - t0:.0f} s; the corpus + 1.5 MB: {_said(over)[:60]}"
 
 
+TESTS = Path(__file__).resolve().parents[1] / "tests"  # rows 5-7 reuse the regression tests' inputs
+
+
+def _tests() -> None:
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+
+
+def _mcp(home: Path, calls: list[tuple[str, dict]], *flags: str) -> list[dict]:
+    """JSON-RPC over a ``kgos mcp`` process's stdio: initialize, then one tools/call per item; stdin stays
+    open until every answer came (at EOF the server stops), killed after 240 s."""
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "abuse", "version": "1"}}
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": n, "arguments": a}}
+              for i, (n, a) in enumerate(calls)]
+    env = {**os.environ, **({"PYTHONPATH": SRC[0]} if SRC else {})}
+    proc = subprocess.Popen([sys.executable, "-m", "kgos", "--home", str(home), "mcp", *flags], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    watchdog = threading.Timer(240, proc.kill)
+    watchdog.start()
+    said: list[dict] = []
+    try:
+        proc.stdin.write("".join(json.dumps(x) + "\n" for x in lines))
+        proc.stdin.flush()
+        while len([m for m in said if m.get("id")]) < len(calls) and (line := proc.stdout.readline()):
+            said.append(json.loads(line))
+    finally:
+        watchdog.cancel()
+        proc.kill()
+        proc.wait()
+    return sorted((m for m in said if m.get("id")), key=lambda m: m["id"])
+
+
+def _found(home: Path, needles: list[str]) -> tuple[list[str], int]:
+    """Which needles occur in any file of the home (every SQLite file, its WAL, the KG files), and how
+    many files were read; the shared models are not read."""
+    blobs = [p.read_bytes() for p in home.rglob("*") if p.is_file() and "models" not in p.relative_to(home).parts]
+    return [n for n in needles if any(n.encode() in b for b in blobs)], len(blobs)
+
+
+def _secrets_stored(c: httpx.Client, tmp: Path) -> str:
+    """20 secret shapes (one of each family of tests/test_secret_corpus.py) through MCP memory_add,
+    and 4 of them in expert chats over HTTP; then every file of the home is searched for them."""
+    _tests()
+    from test_secret_corpus import TEMPLATES, _secrets
+    rng = random.Random(33)
+    pairs = [(v, rng.choice(TEMPLATES).format(p) + f" (note {i} on Falcon)") for i, (v, p) in enumerate(_secrets(rng)[:20])]
+    said = _mcp(tmp / "home", [("memory_add", {"content": text}) for _, text in pairs], "--allow-writes")
+    added = sum(not m.get("result", {}).get("isError", True) for m in said)
+    chats = [c.post("/api/experts/demo/chat", json={"query": f"How do I cut API costs? {text}", "stream": False},
+                    headers=HEADERS).status_code for _, text in pairs[:4]]
+    leaked, files = _found(tmp / "home", [v for v, _ in pairs])
+    kept = bool(_found(tmp / "home", ["Falcon"])[0])
+    return (f"{len(leaked)} of {len(pairs)} secrets in {files} files of the home ({added} memory_add ok, chats "
+            f"{chats}, text kept: {kept}){': ' + ', '.join(x[:12] for x in leaked) if leaked else ''}")[:160]
+
+
+def _injected_corpus(c: httpx.Client, tmp: Path) -> str:
+    """tests/test_abuse.py's injected document beside the research tests' corpus; a research run
+    ``--into notes`` over HTTP (default store mode); then the notes KG and the answer are read."""
+    _tests()
+    from research_helpers import DOCS
+    from test_abuse import INJECTED
+    folder = tmp / "roots" / "corpus"
+    folder.mkdir(parents=True)
+    for name, text in {**DOCS, "zip-notes.txt": INJECTED}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    r = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": str(folder), "into": "notes",
+                                           "max_iterations": 1, "embedder": "hash", "wait": True}, headers=HEADERS)
+    if r.status_code not in (200, 202):
+        return _said(r)
+    answer = c.get(f"/api/research/runs/{r.json()['run_id']}").json().get("answer") or ""
+    answer = str(answer.get("answer", answer) if isinstance(answer, dict) else answer)
+    marks = ["IMPORTANT SYSTEM", "Ignore all previous", "sk-AbC123", "attacker@", "<script"]
+    import kgos
+    with kgos.Workspace(tmp / "home") as ws:
+        claims = [n for n in ws.kg("notes").store.iter_nodes() if n.type == "claim"] if ws.exists("notes") else []
+    bad = [n for n in claims if any(m in n.description for m in marks)]
+    unflagged = [n for n in bad if not n.properties.get("flags")]
+    lead = answer.strip().split(". ")[0]
+    return (f"{len(claims)} claims in notes, {len(bad)} with injected text ({len(unflagged)} unflagged); secret "
+            f"stored: {any('sk-AbC123' in n.description for n in claims)}; injected in answer: "
+            f"{sum(m in answer for m in marks)}; leads: {lead[:50]!r}")[:170]
+
+
+def _killed_ingest(c: httpx.Client, tmp: Path) -> str:
+    """tests/test_abuse.py's KILL_AT: ``ingest`` dies (as kill -9) at the dimension pass, after its main
+    commit; then the same ingest over HTTP must redo the pass."""
+    _tests()
+    from test_abuse import KILL_AT, _big_python
+    src = _big_python(tmp / "roots" / "src" / "mod.py", 200).parent
+    env = {**os.environ, **({"PYTHONPATH": SRC[0]} if SRC else {})}
+    died = subprocess.run([sys.executable, "-c", KILL_AT, str(tmp / "home"), str(src), "dimensions"], timeout=240,
+                          env=env, capture_output=True, check=False)
+    r = c.post("/api/kg/code/ingest", json={"paths": [str(src)], "embed": False}, headers=HEADERS, timeout=60)
+    if r.status_code != 202:
+        return f"killed (exit {died.returncode}); re-ingest: {_said(r)}"
+    job = _wait_job(c, r.json()["job_id"])
+    res = job.get("result") or {}
+    written = (res.get("dimensions") or {}).get("nodes_written")
+    return (f"killed at the dimension pass (exit {died.returncode}); the re-run: job {job['status']}, "
+            f"{res.get('changed')} files changed, dimensions written to {written} nodes")[:160]
+
+
+def _mcp_writes(c: httpx.Client, tmp: Path) -> str:
+    """``tools/call memory_add`` on a default ``kgos mcp`` (no --allow-writes, no KGOS_MCP_WRITES)."""
+    said = _mcp(tmp / "home", [("memory_add", {"content": "I use tea; zebra-quartz-77."})])
+    got = said[0].get("result") or said[0].get("error") if said else {}
+    refused = bool(got.get("isError")) or "error" in (said[0] if said else {})
+    stored = bool(_found(tmp / "home", ["zebra-quartz-77"])[0])
+    text = str((got.get("content") or [{}])[0].get("text", got.get("message", "")))
+    return f"memory_add refused: {refused} ({text[:60]!r}); stored in the home: {stored}"
+
+
 def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], str], dict[str, str]]]:
     n = lambda x: max(int(x * scale), 1)  # noqa: E731
     return {
@@ -364,6 +479,10 @@ def rows(scale: float) -> dict[str, tuple[str, Callable[[httpx.Client, Path], st
         "2b": ("ingest a 9.9 MB .py at the hard max", _ingest(min(n(9.9e6), 9_900_000), 10_000_000), {}),
         "3": ("names delete while the fast tier builds", _names_during_build, {"FRESH_MODELS": "1"}),
         "4": ("research budget_tokens=10**30", _budget, {}),
+        "5": ("secrets in memory_add (MCP) and expert chat", _secrets_stored, {"DEMO": "1"}),
+        "6": ("research --into notes over an injected doc", _injected_corpus, {}),
+        "7": ("ingest killed at the dimension pass, re-run", _killed_ingest, {}),
+        "9": ("MCP memory_add without --allow-writes", _mcp_writes, {}),
         "8a": ("1,000 idle connections", _idle_connections(n(1000)), {}),
         "8b": ("kgos serve on a busy port", _busy_port, {}),
         "10a": ("upload 7 MB (under the worker threshold)", _upload("m.json", lambda p: _described(p, n(14_000))), {}),
@@ -385,6 +504,8 @@ def run_row(key: str, what: str, fn: Callable[[httpx.Client, Path], str], extra:
         if extra.get("FRESH_MODELS"):
             _seed_fast_kg(home)
         else:
+            if extra.get("DEMO"):
+                _seed_demo(home)
             env["KGOS_FAST_EMBEDDER"] = "none"  # no fast-tier build at start: the row measures its abuse only
             _share_models(home)
         server = Server(home, src, cap_mb, env)
@@ -410,6 +531,14 @@ def _share_models(home: Path) -> None:
     if models.is_dir():
         home.mkdir(parents=True, exist_ok=True)
         os.symlink(models, home / "models")
+
+
+def _seed_demo(home: Path) -> None:
+    """The demo KG and expert (hash vectors: no model load), for the chat of row 5."""
+    import kgos
+    from kgos.data import load_demo
+    with kgos.Workspace(home) as ws:
+        load_demo(ws, embedder="hash")
 
 
 def _seed_fast_kg(home: Path) -> None:
