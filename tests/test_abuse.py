@@ -485,6 +485,32 @@ def test_the_abuse_bench_heavy_rows_keep_health_answering(tmp_path):
     assert "413" in rows["10f"], "a corpus over its bound is refused"
 
 
+WRITE_ROWS = {  # row -> what its result must say (rows 5-7 and 9 of issue 33, and go's upload alone)
+    "5": ("0 of 20 secrets", "20 memory_add ok", "text kept: True"),
+    "6": ("(0 unflagged)", "secret stored: False", "injected in answer: 0"),
+    "7": ("exit 9", "job complete, 0 files changed"),
+    "9": ("refused: True", "stored in the home: False"),
+    "10g": ("200 imported",),
+}
+
+
+@pytest.mark.slow  # five servers, an MCP process of 20 writes, a research run, go's upload: ~4 min
+def test_the_abuse_bench_write_rows_store_nothing_unvetted(tmp_path):
+    """benchmarks/abuse.py rows 5, 6, 7, 9 and 10g on real servers: no secret in any file of the home,
+    injected claims flagged and out of the answer, the killed ingest's dimensions redone, no MCP write
+    without --allow-writes, and go's gzip upload (20 MB of JSON) in a worker with no probe over 0.5 s."""
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "abuse.py"
+    done = subprocess.run([sys.executable, str(bench), "--rows", ",".join(WRITE_ROWS)], capture_output=True,
+                          text=True, timeout=1800)
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if " | " in line}
+    assert set(rows) == set(WRITE_ROWS), done.stdout + done.stderr
+    for key, said in WRITE_ROWS.items():
+        assert "| alive |" in rows[key] and " 0 failed)" in rows[key], rows[key]
+        assert all(s in rows[key] for s in said), rows[key]
+    assert "dimensions written to 0 " not in rows["7"] and "to None" not in rows["7"], rows["7"]
+    assert "(0/" in rows["10g"], "no health probe over 0.5 s while go imports"
+
+
 @pytest.mark.slow  # a real 1,000,000-record import: about 20 s
 def test_the_cli_stops_at_its_memory_ceiling_and_leaves_no_kg(tmp_path):
     """KGOS_MAX_MEMORY_MB caps a command: a small import fits under 600 MB, an import of 1,000,000
