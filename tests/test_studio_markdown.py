@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import write_nodelink
-from studio_browser import chromium, missing, open_view, serving
+from studio_browser import missing, open_view, serving
 
 import kgos
 from kgos.data import load_demo
@@ -43,21 +43,9 @@ def server(tmp_path_factory):
         yield s
 
 
-@pytest.fixture(scope="module")
-def context():
-    with chromium() as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(context):
-    page = context.new_page()
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
-    yield page
-    page.close()
+# the shared Chromium and page of conftest.py (one sync Playwright per session): record and dismiss
+# every dialog, since an alert() here would be hostile text running
+DIALOGS = "record"
 
 
 def ask(page, base: str, expert: str, question: str):
