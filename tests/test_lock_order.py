@@ -110,6 +110,9 @@ def test_a_research_run_building_its_corpus_holds_no_workspace_lock(ws: kgos.Wor
         release.wait(60)
         return real(*args, **kw)
     monkeypatch.setattr(corpus_mod, "_build", held)
+    # open corpora are cached by content, and the corpus fixture's files are the same in every test:
+    # another test of this process may have opened them, and then no build would run to hold
+    monkeypatch.setattr(corpus_mod, "_open", {})
     monkeypatch.setenv("KGOS_INGEST_ROOTS", str(corpus.parent))
     with live_server(create_app(ws), free_port()) as base, httpx.Client(base_url=base, timeout=30) as c:
         run = c.post("/api/research/runs", json={"question": "What is zip?", "corpus": str(corpus),
