@@ -106,18 +106,28 @@ BEFORE_STAR = "871b65a"  # the last composer that chose nodes by score (before k
 BEFORE_ANCHOR = "c966836"  # kgos.experts.answer with the top hit as the anchor and no "not covered" cut
 
 
-def before_provider(commit: str = BEFORE):
-    """The offline composer as it was at ``commit`` (read from git), or None without git."""
+def _module_at(commit: str, path: str):
+    """``src/kgos/<path>`` as it was at ``commit`` (read from git), as a module of its package; None
+    without git."""
     import subprocess
     import types
     try:
-        code = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{commit}:src/kgos/llm/offline.py"],
+        code = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{commit}:src/kgos/{path}"],
                               capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    module = types.ModuleType(f"kgos.llm._offline_{commit}")
-    module.__package__ = "kgos.llm"
-    exec(compile(code, "offline_before.py", "exec"), module.__dict__)  # noqa: S102 (our own file, our own commit)
+    package, name = path.rsplit("/", 1)
+    module = types.ModuleType(f"kgos.{package}._{name[:-3]}_{commit}")
+    module.__package__ = f"kgos.{package}"
+    exec(compile(code, f"{name[:-3]}_before.py", "exec"), module.__dict__)  # noqa: S102 (our own file, our own commit)
+    return module
+
+
+def before_provider(commit: str = BEFORE):
+    """The offline composer as it was at ``commit`` (read from git), or None without git."""
+    module = _module_at(commit, "llm/offline.py")
+    if module is None:
+        return None
     provider = module.OfflineProvider()
     provider.name = f"offline ({commit})"
     return provider
@@ -126,18 +136,10 @@ def before_provider(commit: str = BEFORE):
 def before_composer(commit: str = BEFORE_ANCHOR):
     """The offline provider writing with ``kgos/experts/answer.py`` as it was at ``commit`` (read from
     git), or None without git."""
-    import subprocess
-    import types
-
     from kgos.llm.offline import OfflineProvider
-    try:
-        code = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{commit}:src/kgos/experts/answer.py"],
-                              capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+    module = _module_at(commit, "experts/answer.py")
+    if module is None:
         return None
-    module = types.ModuleType(f"kgos.experts._answer_{commit}")
-    module.__package__ = "kgos.experts"
-    exec(compile(code, "answer_before.py", "exec"), module.__dict__)  # noqa: S102 (our own file, our own commit)
 
     class Before(OfflineProvider):
         name = f"offline ({commit})"
