@@ -51,6 +51,20 @@ def _assert_free(probes: list[tuple[float, bool]]) -> None:
     assert max(t for t, _ in probes) < SLOW, probes
 
 
+def _hold(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> tuple[threading.Event, threading.Event]:
+    """Patch ``module.name`` to wait, once called, until ``release`` is set (``started`` says it was
+    called), then run the real function: a long operation held open for as long as a test needs."""
+    started, release = threading.Event(), threading.Event()
+    real = getattr(module, name)
+
+    def held(*args: Any, **kw: Any) -> Any:
+        started.set()
+        release.wait(60)
+        return real(*args, **kw)
+    monkeypatch.setattr(module, name, held)
+    return started, release
+
+
 def _in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
     out: list[Any] = []
     t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
@@ -80,14 +94,7 @@ def test_an_embedding_job_holds_no_workspace_lock(ws: kgos.Workspace, monkeypatc
     from kgos.api import embedding
     kg = ws.create("t")
     kg.add_node("Alpha", id="a")
-    started, release = threading.Event(), threading.Event()
-    real = embedding.embed_tiers
-
-    def held(*args: Any, **kw: Any) -> Any:
-        started.set()
-        release.wait(60)
-        return real(*args, **kw)
-    monkeypatch.setattr(embedding, "embed_tiers", held)
+    started, release = _hold(monkeypatch, embedding, "embed_tiers")
     with live_server(create_app(ws), free_port()) as base, httpx.Client(base_url=base, timeout=30) as c:
         job = c.post("/api/kg/t/embedding", json={}, headers=HEADERS)
         assert job.status_code == 202, job.text
@@ -102,14 +109,7 @@ def test_a_research_run_building_its_corpus_holds_no_workspace_lock(ws: kgos.Wor
     """A run's long step (indexing and embedding its corpus) held open: health and the KG listing
     answer, the workspace lock free; the run completes when released."""
     from kgos.research import corpus as corpus_mod
-    started, release = threading.Event(), threading.Event()
-    real = corpus_mod._build
-
-    def held(*args: Any, **kw: Any) -> Any:
-        started.set()
-        release.wait(60)
-        return real(*args, **kw)
-    monkeypatch.setattr(corpus_mod, "_build", held)
+    started, release = _hold(monkeypatch, corpus_mod, "_build")
     # open corpora are cached by content, and the corpus fixture's files are the same in every test:
     # another test of this process may have opened them, and then no build would run to hold
     monkeypatch.setattr(corpus_mod, "_open", {})
