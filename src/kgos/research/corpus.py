@@ -40,9 +40,9 @@ __all__ = ["MAX_CORPUS_BYTES", "MAX_FILE_BYTES", "Chunk", "ChunkTable", "Corpus"
 
 MAX_FILE_BYTES = 2_000_000
 MAX_FILES = 50_000
-# the text a corpus may hold in all (its files up to MAX_FILE_BYTES each, summed): a run keeps its
-# chunks, their BM25 index and one vector per chunk in the server's memory (~6x the text, measured in
-# docs/limits.md), so 50,000 files of 2 MB would otherwise ask for hundreds of GB
+# the text a corpus may hold in all (its files up to MAX_FILE_BYTES each, summed): indexing takes ~22x
+# the text (1.4 GB at the bound, in a worker for the server's runs) and the index maps ~6x, so 50,000
+# files of 2 MB would otherwise ask for hundreds of GB
 MAX_CORPUS_BYTES = 64_000_000
 MAX_OPEN = 8
 NICE = 10  # the index worker's scheduling priority: below the server's
