@@ -7,6 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from research_helpers import DOCS, corpus  # noqa: F401  (the shared corpus fixture)
 
@@ -70,6 +71,26 @@ def test_corpus_chunks_spans_and_cache(ws: kgos.Workspace, corpus: Path) -> None
     assert open_corpus(corpus, ws.cache_dir / "rc", "hash") is c  # same content: the same index
     (corpus / "new.txt").write_text("rsync copies files")
     assert open_corpus(corpus, ws.cache_dir / "rc", "hash").fingerprint != c.fingerprint
+
+
+def test_a_saved_corpus_index_is_mapped_and_answers_as_the_built_one(ws: kgos.Workspace, corpus: Path,  # noqa: F811
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a worker saves, the server maps (np.load mmap_mode="r", no pickle, no JSON per chunk): the
+    same chunks, BM25 and vector answers and routing as the index built in memory."""
+    from kgos.research import corpus as corpus_mod
+    monkeypatch.setattr(corpus_mod, "_open", {})
+    built = open_corpus(corpus, ws.cache_dir / "rc", "hash")
+    monkeypatch.setattr(corpus_mod, "_open", {})
+    monkeypatch.setattr(corpus_mod, "_build", lambda *a, **k: pytest.fail("the saved index was built again"))
+    mapped = open_corpus(corpus, ws.cache_dir / "rc", "hash")
+    assert mapped is not built and isinstance(mapped.vectors, np.memmap)
+    assert list(mapped.chunks) == list(built.chunks) and mapped.text_bytes == built.text_bytes
+    for q in ("exclude files pattern", "compression level", "unknownword"):
+        for backend in ("bm25", "vector"):
+            assert mapped.search_scored(q, 5, backend) == built.search_scored(q, 5, backend)
+            assert mapped.count_matches(q, backend) == built.count_matches(q, backend)
+    routing = {"*.md": ["bm25"], "*.txt": ["vector"]}
+    assert mapped.routed("bm25", routing).tolist() == [c.path.endswith(".md") for c in built.chunks]
 
 
 def test_search_stage_backends_routing_and_recording(ws: kgos.Workspace, corpus: Path, tools: kgos.KG) -> None:

@@ -10,7 +10,9 @@ pipe; the job thread relays it, so cancelling the job terminates the process.
 
 ``run_in_worker(fn, args, progress)`` returns ``fn(*args, progress)`` or raises: the ``KGOSError``
 the work raised (same class and message), ``InputTooLarge`` when it ran out of its memory ceiling,
-``WorkerFailed`` when the process died (killed for memory, a crash).
+``WorkerFailed`` when the process died (killed for memory, a crash). ``check`` (optional) is called
+while the job waits for a slot and at every poll of the worker: what it raises (a stopped research
+run) terminates the worker and reaches the caller.
 """
 
 from __future__ import annotations
@@ -42,20 +44,34 @@ _SLOTS = threading.BoundedSemaphore(_max_workers())
 
 
 def run_in_worker(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: ProgressFn,
-                  memory_mb: int | None = None, wait: bool = True) -> dict[str, Any]:
+                  memory_mb: int | None = None, wait: bool = True,
+                  check: Callable[[], None] | None = None) -> dict[str, Any]:
     """``fn(*args, progress)`` in a spawned process capped at ``memory_mb`` (module-level ``fn``). At
     most ``KGOS_MAX_WORKERS`` (2) run at once: a job (``wait``) queues for a slot, a request that
     cannot wait gets ServerBusy (503)."""
-    if not _SLOTS.acquire(blocking=wait):
+    if not _acquire(wait, check or _nothing):
         raise ServerBusy(f"{_max_workers()} worker processes are busy (KGOS_MAX_WORKERS); retry in a few seconds")
     try:
-        return _run(fn, args, progress, memory_mb)
+        return _run(fn, args, progress, memory_mb, check or _nothing)
     finally:
         _SLOTS.release()
 
 
+def _nothing() -> None:
+    pass
+
+
+def _acquire(wait: bool, check: Callable[[], None]) -> bool:
+    """A slot; a waiting job polls ``check`` (a stopped run leaves the queue)."""
+    if not wait:
+        return _SLOTS.acquire(blocking=False)
+    while not _SLOTS.acquire(timeout=_POLL):
+        check()
+    return True
+
+
 def _run(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: ProgressFn,
-         memory_mb: int | None) -> dict[str, Any]:
+         memory_mb: int | None, check: Callable[[], None]) -> dict[str, Any]:
     limit = memory_mb or memory_ceiling_mb()
     ctx = multiprocessing.get_context("spawn")
     reader, writer = ctx.Pipe(duplex=False)
@@ -63,7 +79,7 @@ def _run(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: Pro
     proc.start()
     writer.close()
     try:
-        return _relay(proc, reader, progress, limit)
+        return _relay(proc, reader, progress, limit, check)
     finally:
         if proc.is_alive():  # cancelled (progress raised) or the pipe broke: the work stops here
             proc.terminate()
@@ -71,8 +87,9 @@ def _run(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: Pro
         reader.close()
 
 
-def _relay(proc: Any, reader: Any, progress: ProgressFn, limit: int) -> dict[str, Any]:
+def _relay(proc: Any, reader: Any, progress: ProgressFn, limit: int, check: Callable[[], None]) -> dict[str, Any]:
     while True:
+        check()
         if reader.poll(_POLL):
             try:
                 kind, *payload = reader.recv()

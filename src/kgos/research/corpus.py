@@ -6,6 +6,13 @@ characters; each chunk keeps its character span in the document's text so a clai
 BM25 side is the engine's own ``kgos.index.text.TextIndex``; the vector side is one float32 matrix of
 unit rows from a ``kgos.embed`` embedder. A built index is cached per (content fingerprint, chunking,
 embedder) in memory and under the workspace cache, so a second run over an unchanged folder reads it.
+
+A server's run indexes its corpus in a capped worker process (``api/worker.py``; ``open_corpus(...,
+check=...)``): the index build holds the GIL for up to 0.9 s per C call and takes ~22x the text in memory
+(1.4 GB at the bound), neither of which the server may pay (docs/limits.md, row 10f). The worker saves
+the index under the cache folder and the server maps it (``np.load(mmap_mode="r")``): chunks are rows
+of an int64 table over one UTF-8 blob, read when a hit is shown, so opening a corpus at its bound costs
+milliseconds of GIL and no private memory per chunk (before: a 1.5 s JSON parse and 160,000 strings).
 """
 
 from __future__ import annotations
@@ -14,28 +21,31 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..embed.registry import get_embedder
-from ..errors import InputTooLarge, InvalidArgument
+from ..errors import InputTooLarge, InvalidArgument, WorkerFailed
 from ..index.text import TextConfig, TextIndex
 from .extract import prose_only
 
-__all__ = ["MAX_CORPUS_BYTES", "MAX_FILE_BYTES", "Chunk", "Corpus", "LazyCorpus", "chunk_text", "document_text", "open_corpus"]
+__all__ = ["MAX_CORPUS_BYTES", "MAX_FILE_BYTES", "Chunk", "ChunkTable", "Corpus", "LazyCorpus", "chunk_text", "document_text",
+           "index_job", "open_corpus"]
 
 MAX_FILE_BYTES = 2_000_000
 MAX_FILES = 50_000
-# the text a corpus may hold in all (its files up to MAX_FILE_BYTES each, summed): a run keeps its
-# chunks, their BM25 index and one vector per chunk in the server's memory (~6x the text, measured in
-# docs/limits.md), so 50,000 files of 2 MB would otherwise ask for hundreds of GB
+# the text a corpus may hold in all (its files up to MAX_FILE_BYTES each, summed): indexing takes ~22x
+# the text (1.4 GB at the bound, in a worker for the server's runs) and the index maps ~6x, so 50,000
+# files of 2 MB would otherwise ask for hundreds of GB
 MAX_CORPUS_BYTES = 64_000_000
 MAX_OPEN = 8
+NICE = 10  # the index worker's scheduling priority: below the server's
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"}
 _lock = threading.Lock()
 _open: dict[str, Corpus] = {}
@@ -145,16 +155,55 @@ def _pieces(text: str, start: int, end: int, limit: int) -> Iterator[tuple[int, 
         yield start, end
 
 
+class ChunkTable(Sequence[Chunk]):
+    """The chunks of a corpus as one int64 table (file, number in the file, start, end, and the byte
+    span of the chunk's text in ``blob``, its UTF-8 concatenation), a ``Chunk`` made when asked for.
+    ``blob`` is ``bytes`` or a read-only map of the saved file: a corpus at its bound holds 160,000
+    chunks, which as objects took 1.5 s of one JSON parse to load and ~0.3 GB of the server's heap."""
+
+    def __init__(self, files: Sequence[str], titles: Sequence[str], rows: np.ndarray, blob: Any) -> None:
+        self.files, self.titles, self.rows, self.blob = list(files), list(titles), rows, blob
+
+    @classmethod
+    def of(cls, chunks: Sequence[Chunk]) -> ChunkTable:
+        """The table of chunks built in memory (ids ``path#number``, as ``_build`` makes them)."""
+        at: dict[str, int] = {}
+        titles: list[str] = []
+        rows = np.zeros((len(chunks), 6), np.int64)
+        parts, offset = [], 0
+        for i, c in enumerate(chunks):
+            if c.path not in at:
+                at[c.path] = len(at)
+                titles.append(c.title)
+            data = c.text.encode("utf-8")
+            rows[i] = (at[c.path], int(c.id.rsplit("#", 1)[1]), c.start, c.end, offset, offset + len(data))
+            parts.append(data)
+            offset += len(data)
+        return cls(list(at), titles, rows, b"".join(parts))
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    def __getitem__(self, i: int) -> Chunk:  # type: ignore[override]
+        f, number, start, end, lo, hi = (int(v) for v in self.rows[i])
+        path = self.files[f]
+        return Chunk(f"{path}#{number}", path, self.titles[f], start, end, bytes(self.blob[lo:hi]).decode("utf-8"))
+
+    @property
+    def file_of(self) -> np.ndarray:
+        """The file number of each chunk."""
+        return self.rows[:, 0] if len(self) else np.zeros(0, np.int64)
+
+
 class Corpus:
     """The chunks of a folder with their BM25 index and embedding matrix."""
 
-    def __init__(self, root: Path, fingerprint: str, chunks: list[Chunk], text_index: TextIndex,
+    def __init__(self, root: Path, fingerprint: str, chunks: ChunkTable, text_index: TextIndex,
                  vectors: np.ndarray, embedder: str) -> None:
         self.root, self.fingerprint, self.chunks = root, fingerprint, chunks
         self.text_index, self.vectors, self.embedder_spec = text_index, vectors, embedder
-        self.paths = np.array([c.path for c in chunks], dtype=object)
         self._masks: dict[tuple[str, str], np.ndarray] = {}
-        self.text_bytes = sum(len(c.text) for c in chunks)  # what the open-corpus cache counts
+        self.text_bytes = len(chunks.blob)  # what the open-corpus cache counts
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -192,8 +241,8 @@ class Corpus:
         key = (backend, json.dumps(routing, sort_keys=True))
         if key not in self._masks:
             from .fusion import routed_backends
-            keep = {p for p in set(self.paths.tolist()) if backend in routed_backends(p, routing)}
-            self._masks[key] = np.array([p in keep for p in self.paths.tolist()], dtype=bool)
+            keep = [i for i, p in enumerate(self.chunks.files) if backend in routed_backends(p, routing)]
+            self._masks[key] = np.isin(self.chunks.file_of, np.asarray(keep, np.int64))
         return self._masks[key]
 
 
@@ -245,19 +294,23 @@ def fingerprint(root: Path, files: Sequence[Path]) -> str:
 
 
 def open_corpus(root: str | Path, cache_dir: Path | None = None, embedder: str = "default",
-                chunk_chars: int = 700) -> Corpus:
-    """The indexed corpus of folder ``root`` (built, or read from the cache when unchanged)."""
+                chunk_chars: int = 700, check: Callable[[], None] | None = None) -> Corpus:
+    """The indexed corpus of folder ``root`` (built, or read from the cache when unchanged). With
+    ``check`` (a server's run) the build runs in a capped worker process, which ``check`` may stop by
+    raising; ``InputTooLarge`` when it runs out of its memory ceiling (``KGOS_JOB_MEMORY_MB``)."""
     path = Path(root).expanduser()
     if not path.is_dir():
         raise InvalidArgument(f"corpus folder {root} does not exist or is not a folder")
     files = files_of(path)
     spec = get_embedder(embedder).name
     fp = fingerprint(path, files)
-    key = hashlib.sha256(f"{fp}|{chunk_chars}|{spec}|{embedder}|prose1".encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{fp}|{chunk_chars}|{spec}|{embedder}|table1".encode()).hexdigest()[:24]
     with _lock:
         if key in _open:
             return _open[key]
     corpus = _load(path, fp, cache_dir / key, embedder) if cache_dir else None
+    if corpus is None and cache_dir and check is not None:
+        corpus = _built_in_worker(path, files, fp, embedder, chunk_chars, cache_dir / key, check)
     if corpus is None:
         corpus = _build(path, files, fp, embedder, chunk_chars)
         if cache_dir:
@@ -271,10 +324,44 @@ def open_corpus(root: str | Path, cache_dir: Path | None = None, embedder: str =
     return corpus
 
 
+def _built_in_worker(root: Path, files: Sequence[Path], fp: str, embedder: str, chunk_chars: int, folder: Path,
+                     check: Callable[[], None]) -> Corpus:
+    """Build and save the index in a capped worker process, then map what it saved."""
+    from ..api.worker import memory_ceiling_mb, run_in_worker
+    try:
+        run_in_worker(index_job, (str(root), [str(f) for f in files], fp, embedder, chunk_chars, str(folder)),
+                      lambda *_: check(), check=check)
+    except InputTooLarge as exc:  # the worker's message speaks of ingest's options: say what to do here
+        raise InputTooLarge(f"indexing corpus {root} ran out of its worker's memory ceiling of {memory_ceiling_mb():,} MB "
+                            "(KGOS_JOB_MEMORY_MB): point at a smaller folder or raise the ceiling") from exc
+    corpus = _load(root, fp, folder, embedder)
+    if corpus is None:
+        raise WorkerFailed(f"the corpus index of {root} was not readable after its worker built it ({folder})")
+    return corpus
+
+
+def index_job(root: str, files: list[str], fp: str, embedder: str, chunk_chars: int, folder: str,
+              progress: Callable[[str, int, int], None]) -> dict[str, Any]:
+    """The worker's side (module level, so a spawned process can import it): build, save, count."""
+    _lower_priority()
+    corpus = _build(Path(root), [Path(f) for f in files], fp, embedder, chunk_chars)
+    _save(corpus, Path(folder))
+    return {"chunks": len(corpus), "pid": os.getpid()}
+
+
+def _lower_priority() -> None:
+    """Nice 10, as the embedding thread: on 2 busy cores the server's routes win the CPU from a build."""
+    try:
+        os.nice(NICE)
+    except (AttributeError, OSError):  # not on this platform, or not allowed: full priority
+        pass
+
+
 class LazyCorpus:
     """A run's corpus, opened (indexed and embedded: minutes for a large folder) at its first use, in
     the run's own thread, rather than in the request that starts the run; its fingerprint, which
-    the run's manifest records at once, costs a walk and a hash of the files."""
+    the run's manifest records at once, costs a walk and a hash of the files. ``isolate(check)``: the
+    index is built in a capped worker process (a server's runs), ``check`` raising to stop it."""
 
     def __init__(self, root: str | Path, cache_dir: Path | None = None, embedder: str = "default") -> None:
         path = Path(root).expanduser()
@@ -282,13 +369,17 @@ class LazyCorpus:
             raise InvalidArgument(f"corpus folder {root} does not exist or is not a folder")
         self.fingerprint = fingerprint(path, files_of(path))
         self._args = (path, cache_dir, embedder)
+        self._check: Callable[[], None] | None = None
         self._corpus: Corpus | None = None
         self._lock = threading.Lock()
+
+    def isolate(self, check: Callable[[], None]) -> None:
+        self._check = check
 
     def opened(self) -> Corpus:
         with self._lock:
             if self._corpus is None:
-                self._corpus = open_corpus(*self._args)
+                self._corpus = open_corpus(*self._args, check=self._check)
             return self._corpus
 
     def __getattr__(self, name: str) -> Any:  # search_scored, routed, chunks...: the opened corpus's
@@ -315,16 +406,25 @@ def _build(root: Path, files: Sequence[Path], fp: str, embedder: str, chunk_char
     index = TextIndex.build([(c.title, c.path, "", c.text) for c in chunks], TextConfig())
     vectors = (get_embedder(embedder).embed([c.text for c in chunks]) if chunks
                else np.zeros((0, 1), np.float32))
-    return Corpus(root, fp, chunks, index, np.ascontiguousarray(vectors, np.float32), embedder)
+    return Corpus(root, fp, ChunkTable.of(chunks), index, np.ascontiguousarray(vectors, np.float32), embedder)
+
+
+# the saved index: flat arrays a reader maps (np.load mmap_mode="r"), no pickles, no JSON per chunk
+_BM25 = ("data", "indices", "indptr")
 
 
 def _save(corpus: Corpus, folder: Path) -> None:
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "chunks.json").write_text(json.dumps([c.to_dict() for c in corpus.chunks]), encoding="utf-8")
+    table = corpus.chunks
+    (tmp / "files.json").write_text(json.dumps({"files": table.files, "titles": table.titles}), encoding="utf-8")
+    np.save(tmp / "chunks.npy", np.ascontiguousarray(table.rows, np.int64))
+    (tmp / "text.bin").write_bytes(bytes(table.blob))
     np.save(tmp / "vectors.npy", corpus.vectors)
-    if corpus.chunks:
-        corpus.text_index.save(tmp)
+    m = corpus.text_index.matrix
+    for name in _BM25:
+        np.save(tmp / f"bm25_{name}.npy", getattr(m, name))
+    (tmp / "bm25_terms.txt").write_text("\n".join(corpus.text_index.terms), encoding="utf-8")
     try:
         tmp.rename(folder)
     except OSError:  # another process saved it first
@@ -333,9 +433,22 @@ def _save(corpus: Corpus, folder: Path) -> None:
 
 def _load(root: Path, fp: str, folder: Path, embedder: str) -> Corpus | None:
     try:
-        chunks = [Chunk(**c) for c in json.loads((folder / "chunks.json").read_text(encoding="utf-8"))]
-        vectors = np.load(folder / "vectors.npy")
-        index = TextIndex.load(folder, TextConfig()) if chunks else TextIndex.build([], TextConfig())
-    except (OSError, ValueError, TypeError):
+        meta = json.loads((folder / "files.json").read_text(encoding="utf-8"))
+        rows = np.load(folder / "chunks.npy", mmap_mode="r")
+        size = (folder / "text.bin").stat().st_size
+        blob = np.memmap(folder / "text.bin", np.uint8, "r") if size else b""  # an empty file cannot be mapped
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        index = _load_index(folder, rows.shape[0])
+    except (OSError, ValueError, TypeError, KeyError):
         return None
-    return Corpus(root, fp, chunks, index, vectors, embedder)
+    return Corpus(root, fp, ChunkTable(meta["files"], meta["titles"], rows, blob), index, vectors, embedder)
+
+
+def _load_index(folder: Path, n: int) -> TextIndex:
+    if not n:
+        return TextIndex.build([], TextConfig())
+    data, indices, indptr = (np.load(folder / f"bm25_{name}.npy", mmap_mode="r") for name in _BM25)
+    text = (folder / "bm25_terms.txt").read_text(encoding="utf-8")
+    terms = text.split("\n") if text else []
+    matrix = sp.csc_matrix((data, indices, indptr), shape=(n, len(terms)), copy=False)
+    return TextIndex(matrix, {t: i for i, t in enumerate(terms)}, TextConfig())

@@ -23,8 +23,8 @@ from .service import prepare_resume
 __all__ = ["LiveRuns"]
 
 KEEP = 50
-# runs executing at once (a run waiting for an answer counts): each may hold a corpus of up to
-# corpus.MAX_CORPUS_BYTES in memory (~0.8 GB at the bound, docs/limits.md), so their number is bounded
+# runs executing at once (a run waiting for an answer counts): each indexes its corpus in a capped worker
+# (at most KGOS_MAX_WORKERS at once) and maps the saved index, so their number bounds the threads
 MAX_RUNNING = 4
 ANSWER_WAIT = 600.0  # seconds a live run blocks for an answer; then it is saved as waiting (resumable)
 
@@ -72,6 +72,7 @@ class LiveRuns:
         ws = Workspace(self.home, database_url=self.database_url)
         try:
             runner = make(ws)
+            runner.isolate_corpus()  # indexed in a capped worker process, not in the server
         except BaseException:
             ws.close()
             raise

@@ -228,6 +228,17 @@ class ResearchRunner:
     def run(self) -> ResearchResult:
         return asyncio.run(self.arun())
 
+    def isolate_corpus(self) -> None:
+        """Index the corpus in a capped worker process (a server's runs: the build would hold the
+        server's GIL and memory, docs/limits.md row 10f); a stop request terminates the worker."""
+        corpus = self.services["corpus"]
+        if corpus is not None:
+            corpus.isolate(self._stop_check)
+
+    def _stop_check(self) -> None:
+        if self.control.stopped:
+            raise Interrupted()
+
     def _open_corpus(self) -> None:
         """Index the corpus (the run's longest setup step) now, in the run's thread, and count its chunks."""
         corpus, sources = self.services["corpus"], self.manifest["sources"]
@@ -237,9 +248,9 @@ class ResearchRunner:
 
     async def arun(self) -> ResearchResult:
         self.control.emit("run_started", {"run_id": self.run_id, "question": self.request.question})
-        self._open_corpus()
         stopped_by, status = None, "completed"
         try:
+            self._open_corpus()
             stopped_by, status = await self._loop()
         except Interrupted:
             stopped_by, status = "user_interrupt", "stopped"
