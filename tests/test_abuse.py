@@ -539,7 +539,7 @@ def test_worker_processes_are_bounded_a_big_upload_beyond_is_a_503(ws, monkeypat
 
     from api_helpers import client
 
-    from kgos.api import worker
+    from kgos import worker
     monkeypatch.setenv("KGOS_IMPORT_WORKER_BYTES", "1")
     monkeypatch.setattr(worker, "_SLOTS", th.BoundedSemaphore(1))
     worker._SLOTS.acquire()  # one worker already running: the bound is reached
@@ -560,7 +560,7 @@ def test_a_gzip_counts_its_expanded_size_for_the_worker_threshold(ws, monkeypatc
 
     from api_helpers import client
 
-    from kgos.api import worker
+    from kgos import worker
     monkeypatch.setenv("KGOS_IMPORT_WORKER_BYTES", "200000")
     big = gzip.compress(_upload_json(1_000, 400))
     assert len(big) < 50_000 and len(gzip.decompress(big)) > 200_000  # small on the wire, big parsed

@@ -54,7 +54,7 @@ def fuzz_ws(tmp_path, monkeypatch):
     # read as server errors here, so they are lifted for this test only.
     import threading
 
-    from kgos.api import worker
+    from kgos import worker
     from kgos.research import live
     monkeypatch.setattr(live, "MAX_RUNNING", 10_000)
     monkeypatch.setattr(worker, "_SLOTS", threading.BoundedSemaphore(10_000))

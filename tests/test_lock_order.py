@@ -136,7 +136,7 @@ def test_discover_adopts_the_workers_training_and_answers_in_the_request(ws: kgo
     taken (a worker would be a 503), it is a 200 with the same predictions."""
     from api_helpers import client, error
 
-    from kgos.api import worker
+    from kgos import worker
     family_kg(ws)
     c = client(ws)
     body = {"node": "g0", "relations": ["grandparent"], "side": "out", "k": 3, **PARAMS}
@@ -246,7 +246,7 @@ def test_a_research_run_indexes_its_corpus_in_a_worker_process(ws: kgos.Workspac
     server never runs the build, the worker's pid is another, the run completes with the same chunks."""
     from api_helpers import client
 
-    from kgos.api import worker
+    from kgos import worker
     from kgos.research import corpus as corpus_mod
     monkeypatch.setattr(corpus_mod, "_open", {})
     monkeypatch.setattr(corpus_mod, "_build", lambda *a, **k: pytest.fail("the server built the index"))
@@ -293,7 +293,7 @@ def test_stopping_a_run_terminates_its_indexing_worker(ws: kgos.Workspace, corpu
 
     from api_helpers import client
 
-    from kgos.api import worker
+    from kgos import worker
     from kgos.research import corpus as corpus_mod
     monkeypatch.setattr(corpus_mod, "_open", {})
     monkeypatch.setattr(worker, "_child", _slow_child)  # the worker sleeps: a build that lasts

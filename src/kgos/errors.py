@@ -334,7 +334,7 @@ class JobNotCancellable(KGOSError):
 
 class WorkerFailed(KGOSError):
     """A job's worker process ended without a result (killed for memory, crashed): the job fails, the
-    server goes on (``kgos.api.worker``)."""
+    server goes on (``kgos.worker``)."""
 
     status = 503
 

@@ -317,7 +317,7 @@ Every `KGOS_*` environment variable KG-OS reads, generated from `src/kgos/settin
 
 An unset or empty variable means the default. A value that does not parse is refused with an error naming
 the variable, except for the *lenient* ones, which have always ignored such a value and used the default.
-`KGOS_MAX_WORKERS` is read once, when `kgos.api.worker` is imported (it sizes a process-wide semaphore).
+`KGOS_MAX_WORKERS` is read once, when `kgos.worker` is imported (it sizes a process-wide semaphore).
 
 `settings.current()` is the one reader: it re-parses when a `KGOS_*` value changed (a cached call costs
 about one `os.environ.get`; `benchmarks/bench_settings.py`). Because every variable is validated together, a

@@ -1,7 +1,7 @@
 """The routes that read paths on the server's disk: ``POST /api/kg/attach`` (an existing SQLite KG
 file, read-only) and ``POST /api/kg/{db_id}/ingest``: build or update a KG from folders and files,
 as a background job (``kgos.api.jobs``) whose work runs in a worker process with a memory ceiling
-(``kgos.api.worker``): the answer is 202 with the job, ``GET /api/jobs/{job_id}`` shows its progress
+(``kgos.worker``): the answer is 202 with the job, ``GET /api/jobs/{job_id}`` shows its progress
 and, at the end, the ingest report.
 
 The job opens its own ``Workspace`` on the same folder, so its SQLite connections are its own and the
@@ -27,7 +27,7 @@ from .errors import RESPONSES
 from .jobs import JobOut, JobRegistry, ProgressFn, jobs
 from .models import DbIdIn, KGInfoOut
 from .runtime import Runtime, runtime
-from .worker import run_in_worker
+from ..worker import run_in_worker
 
 router = APIRouter(prefix="/api", responses=RESPONSES, tags=["ingest"])
 
@@ -131,7 +131,7 @@ def start_ingest(db_id: Annotated[str, Path()], body: IngestRequest, rt: Annotat
 
 def ingest_job(home: FilePath, db_id: str, paths: list[str], options: IngestOptions,
                progress: ProgressFn) -> dict[str, Any]:
-    """An ingest in a worker process (``kgos.api.worker``): its parse holds no GIL or memory of the
+    """An ingest in a worker process (``kgos.worker``): its parse holds no GIL or memory of the
     server's, and its memory is capped."""
     with Workspace(home) as ws:
         return ingest(ws, db_id, paths, options, None, progress).to_dict()

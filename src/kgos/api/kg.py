@@ -40,7 +40,7 @@ from .embedding import EmbedWorker, embed_worker
 from .errors import RESPONSES
 from .runtime import Runtime, runtime
 from .schemas import derived
-from .worker import run_in_worker
+from ..worker import run_in_worker
 
 T = TypeVar("T")
 router = APIRouter(prefix="/api", responses=RESPONSES)
@@ -307,7 +307,7 @@ def import_here(rt: Runtime, db_id: str, args: tuple[Any, ...]) -> tuple[dict[st
 
 def worker_bytes() -> int:
     """Uploads of at least this many bytes (``KGOS_IMPORT_WORKER_BYTES``, default 8 MB; a gzip counts its
-    expanded size) are imported in a worker process (``api/worker.py``): their parse then holds neither the server's GIL nor the
+    expanded size) are imported in a worker process (``worker.py``): their parse then holds neither the server's GIL nor the
     workspace lock, and its memory is capped; smaller ones are imported in the request thread
     (``import_here``: no process start, ~1-2 s; no workspace lock either)."""
     return current().import_worker_bytes

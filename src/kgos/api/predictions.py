@@ -5,7 +5,7 @@ undo, LLM validation and evaluation. Plus the three routes of spec/003's explore
 ``POST /api/explore/predictions/save``, ``POST /api/explore/predictions/review`` and
 ``GET /api/explore/predictions``. Each route makes one library call under the runtime's lock, except
 the ones that train: ``run`` (training and staging) and ``eval`` run in a capped worker process
-(``api/worker.py``); ``discover`` answers in the request only with a trained predictor (under that KG's
+(``worker.py``); ``discover`` answers in the request only with a trained predictor (under that KG's
 link predictor's own lock, not the workspace's) and otherwise trains in a worker, whose fitted
 predictor the server keeps. No lock is held across a training.
 """
@@ -30,7 +30,7 @@ from .kg import on_kg, read_kg
 from .models import MAX_INT64, Strict
 from .runtime import Runtime, runtime
 from .schemas import api_model, list_of, response_model
-from .worker import run_in_worker
+from ..worker import run_in_worker
 
 router = APIRouter(prefix="/api", responses=RESPONSES, tags=["predictions"])
 Rt = Annotated[Runtime, Depends(runtime)]
@@ -211,7 +211,7 @@ def _quiet(*_: Any) -> None:
 @router.post("/kg/{db_id}/predictions/run", response_model=RunReportOut)
 def run(db_id: DbId, body: Run, rt: Rt) -> Any:
     """Predict missing edges and stage the best ones for review. The training and the scan run in a
-    worker process with its own memory ceiling (``api/worker.py``): 20+ s and GBs on a big KG would
+    worker process with its own memory ceiling (``worker.py``): 20+ s and GBs on a big KG would
     otherwise hold the server's GIL and memory; a 503 when every worker slot is busy."""
     rt.workspace.kg(db_id)  # an unknown KG is a 404 now, not after a process start
     ws = rt.workspace

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KGNotFound, KGOSError
-from .worker import _CARRIED, _rebuilt
+from ..worker import _CARRIED, _rebuilt
 
 if TYPE_CHECKING:
     from ..kg import KG, Workspace

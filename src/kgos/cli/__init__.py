@@ -168,7 +168,7 @@ def _memory_ceiling() -> int | None:
     mb = current().max_memory_mb
     if mb is None:
         return None
-    from ..api.worker import cap_memory
+    from ..worker import cap_memory
     cap_memory(mb)
     return mb
 

@@ -46,7 +46,7 @@ def extract_python(source: SourceFile, root: Path) -> Facts:
     facts = Facts(source.rel)
     try:
         tree = ast.parse(source.text or "", filename=source.rel)
-    except MemoryError:  # the worker's ceiling (kgos.api.worker): skip the file, keep the run
+    except MemoryError:  # the worker's ceiling (kgos.worker): skip the file, keep the run
         facts.error = "too large to parse within the memory ceiling (MemoryError; KGOS_JOB_MEMORY_MB)"
         return facts
     except (SyntaxError, ValueError, RecursionError) as exc:

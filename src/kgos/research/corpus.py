@@ -7,7 +7,7 @@ BM25 side is the engine's own ``kgos.index.text.TextIndex``; the vector side is 
 unit rows from a ``kgos.embed`` embedder. A built index is cached per (content fingerprint, chunking,
 embedder) in memory and under the workspace cache, so a second run over an unchanged folder reads it.
 
-A server's run indexes its corpus in a capped worker process (``api/worker.py``; ``open_corpus(...,
+A server's run indexes its corpus in a capped worker process (``worker.py``; ``open_corpus(...,
 check=...)``): the index build holds the GIL for up to 0.9 s per C call and takes ~22x the text in memory
 (1.4 GB at the bound), neither of which the server may pay (docs/limits.md, row 10f). The worker saves
 the index under the cache folder and the server maps it (``np.load(mmap_mode="r")``): chunks are rows
@@ -327,7 +327,7 @@ def open_corpus(root: str | Path, cache_dir: Path | None = None, embedder: str =
 def _built_in_worker(root: Path, files: Sequence[Path], fp: str, embedder: str, chunk_chars: int, folder: Path,
                      check: Callable[[], None]) -> Corpus:
     """Build and save the index in a capped worker process, then map what it saved."""
-    from ..api.worker import memory_ceiling_mb, run_in_worker
+    from ..worker import memory_ceiling_mb, run_in_worker
     try:
         run_in_worker(index_job, (str(root), [str(f) for f in files], fp, embedder, chunk_chars, str(folder)),
                       lambda *_: check(), check=check)

@@ -23,9 +23,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .. import errors
-from ..errors import InputTooLarge, KGOSError, ServerBusy, WorkerFailed
-from ..settings import current
+from . import errors
+from .errors import InputTooLarge, KGOSError, ServerBusy, WorkerFailed
+from .settings import current
 
 _POLL = 0.2  # seconds between checks that the worker is alive
 ProgressFn = Callable[[str, int, int], None]
