@@ -25,6 +25,7 @@ RELATION_VERBS = {
 }
 # Measured on the dev probe sets only (benchmarks/answers.py, MiniLM; held-out sets untouched).
 MAX_BULLETS = 6
+MAX_NEEDS = 4  # a plan's prerequisites named in its answer (the rest counted)
 # a node "leads" a retrieval signal when its text or embedding component is at least LEAD_MIN
 # (1.0 = the best of the query's hits); it is shown right after the lead when it also scores
 # LEADER_RATIO of the top: leaders at 0.999 instead of 0.9 cost 3 hits of the 94 goal/benefit dev
@@ -241,8 +242,11 @@ def _lead(ctx: Any, cites: dict[str, str], anchor: Any, chosen: list[Any], resta
         return _verdict(ctx.capability, cites)
     if ctx.plan:
         steps = [f"{s.order}. {s.action}: **{inert(s.node.name)}** [Source: {s.node.cite}]" for s in ctx.plan]
+        needs = ", ".join(f"**{inert(n.name)}** [Source: {n.cite}]" for n in ctx.plan_needs[:MAX_NEEDS])
+        more = len(ctx.plan_needs) - MAX_NEEDS
+        needs = f"Needed first (the steps require them): {needs}" + (f" and {more} more." if more > 0 else ".") if needs else ""
         warn = [f"Note: {w}" for w in ctx.plan_warnings]
-        return "\n".join([f"A plan in {len(ctx.plan)} steps:", *steps, *warn])
+        return "\n".join([f"A plan in {len(ctx.plan)} steps:", *steps, *([needs] if needs else []), *warn])
     head = f"**{inert(anchor.name)}** [Source: {anchor.cite}]"
     via = _reaching(ctx, anchor, chosen) if restated else []
     fixes = _lead_fixes(ctx, anchor)
@@ -292,7 +296,7 @@ def _reaching(ctx: Any, goal: Any, chosen: list[Any]) -> list[tuple[Any, str]]:
 
 def _mentioned(ctx: Any, anchor: Any, chosen: list[Any]) -> set[str]:
     """Nodes the lead already names (the plan's, the verdict's, what reaches a restated goal)."""
-    ids = {s.node.id for s in ctx.plan} | {n.id for n in capability_nodes(ctx.capability)}
+    ids = {s.node.id for s in ctx.plan} | {n.id for n in ctx.plan_needs[:MAX_NEEDS]} | {n.id for n in capability_nodes(ctx.capability)}
     if anchor is not None and chosen:  # what reaches a restated goal
         ids |= {n.id for n, _ in _reaching(ctx, anchor, chosen)}
     if anchor is not None:
