@@ -218,3 +218,17 @@ def test_a_plan_names_its_missing_prerequisites_as_cited_nodes_never_as_ids():
             "[Source: tiny:step:need_1], **Need 2** [Source: tiny:step:need_2], **Need 3** [Source: tiny:step:need_3] "
             "and 2 more.") in answer
     assert "Note: \u201cCSV file reader\u201d feeds nothing" in answer
+
+
+def test_several_kgs_answer_from_the_kg_nearest_the_question_in_meaning():
+    """A demo + finance expert: each KG's scores are normalised on its own, so the finance KG's best (and
+    poor) match topped "embeddings endpoint". With both KGs ranked by one embedder, the KG whose node is
+    nearest in meaning is the one the answer is about; a peer's nodes (no such figure) keep the old rule."""
+    money = SourceNode("finance", "tax:asset_location", "Asset location", "tax_strategy", "Hold bonds in tax-advantaged "
+                       "accounts.", 1.0, components={"text": 0.4, "embedding": 1.0, "graph": 0.5})
+    api = SourceNode("tiny", "feature:embeddings", "Embeddings API", "feature", "Turns text into vectors.", 0.9,
+                     components={"text": 1.0, "embedding": 1.0, "graph": 0.2})
+    ctx = TurnContext(query="embeddings endpoint", kgs=("finance", "tiny"), nodes=(money, api),
+                      closest_by_kg={"finance": 0.21, "tiny": 0.63})
+    assert compose(ctx).startswith("**Embeddings API** [Source: tiny:feature:embeddings]")
+    assert compose(replace(ctx, closest_by_kg={})).startswith("**Asset location** [Source: finance:tax:asset_location]")

@@ -113,3 +113,15 @@ def test_a_plan_answer_names_what_it_needs_and_no_warning_shows_a_node_id(ws):
     assert f"[Source: demo:{ctx.plan_needs[0].id}]" in a.answer
     assert "prerequisite(s) not in the plan" not in a.answer
     assert a.citations["ok"] and not a.citations["unknown"]
+
+
+def test_a_several_kg_turn_records_each_kg_s_best_cosine(ws):
+    from kgos.experts import ExpertService
+    from kgos.experts.context import retrieve
+    svc = ExpertService(ws)
+    expert = svc.create({"name": "Both", "kg_db_ids": ["demo", "finance"]}, id="both_kgs")
+    ctx = retrieve(ws, expert.config, "embeddings endpoint")
+    assert set(ctx.closest_by_kg) == {"demo", "finance"}
+    assert ctx.closest == max(ctx.closest_by_kg.values())
+    a = ask(ws, get_provider("offline"), "both_kgs", "embeddings endpoint")
+    assert a.answer.startswith("**Embeddings API** [Source: demo:feature:embeddings_api]"), a.answer[:200]

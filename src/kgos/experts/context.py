@@ -122,6 +122,10 @@ class TurnContext:
     # offline answer can say "the KG does not cover this" (experts.answer.off_topic); None without vectors
     closest: float | None = None
     embedder: str = ""
+    # each KG's best cosine when all the expert's KGs were ranked by the same embedder: the one signal
+    # comparable across KGs (each KG's scores are normalised on its own), so a several-KG answer can
+    # tell which KG the question is about (experts.answer._anchor)
+    closest_by_kg: Mapping[str, float] = field(default_factory=dict)
 
     def extractive_answer(self) -> str:
         """The answer written from this grounding with no model (``experts.answer``): what the offline
@@ -180,9 +184,11 @@ def _closest_of(per_kg: list[TurnContext]) -> dict[str, Any]:
     """The best cosine over the KGs (each KG's by its own embedder: the first KG's model when they differ)."""
     known = [p for p in per_kg if p.closest is not None]
     if not known:
-        return {"closest": None, "embedder": ""}
+        return {"closest": None, "embedder": "", "closest_by_kg": {}}
     best = max(known, key=lambda p: p.closest or 0.0)
-    return {"closest": best.closest, "embedder": best.embedder}
+    same = len({p.embedder for p in known}) == 1 and len(known) == len(per_kg)
+    return {"closest": best.closest, "embedder": best.embedder,
+            "closest_by_kg": {p.kgs[0]: p.closest for p in known} if same else {}}
 
 
 def _weighted(ctx: TurnContext, weight: float) -> TurnContext:
