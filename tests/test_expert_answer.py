@@ -143,6 +143,92 @@ def test_a_leader_needs_both_signals_and_the_graph():
     backed = scored("benefit:discount", "Batch discount", "benefit", 0.9, text=1.0, embedding=0.8, graph=0.3)
     words_only = scored("metric:error_rate", "Error rate", "metric", 0.9, text=1.0, embedding=0.8)  # graph 0
     one_signal = scored("tool:csv", "Paste CSV data", "tool", 0.9, text=1.0, embedding=0.3, graph=0.5)
-    answer = compose(TurnContext(query="batch jobs", kgs=("tiny",), nodes=(top, backed, words_only, one_signal)))
+    names = {"feature:batch": "Batch jobs", "benefit:discount": "Batch discount"}
+    linked = (edge("feature:batch", "benefit:discount", "contributes_to", names),)
+    answer = compose(TurnContext(query="batch jobs", kgs=("tiny",), nodes=(top, backed, words_only, one_signal),
+                                 links=linked))
     assert "- Also matching the question: **Batch discount** [Source: tiny:benefit:discount]" in answer
     assert "error_rate" not in answer and "tool:csv" not in answer
+
+
+def test_a_leader_with_no_edge_to_a_sure_anchor_is_left_out_and_kept_beside_an_unsure_one():
+    """Demo dev probe "avoid a surprise invoice if a script goes haywire": Spend limits leads both signals,
+    Invoice extraction leads too but nothing in the graph ties it to spend limits. Beside an anchor the
+    question reaches by one signal only (embedding 0.5 here), the unlinked leader may be what was asked."""
+    sure = scored("technique:spend_limits", "Spend limits", "technique", 1.0, text=1.0, embedding=0.93, graph=0.2)
+    invoice = scored("use_case:invoices", "Invoice extraction", "use_case", 0.95, text=0.45, embedding=1.0, graph=0.67)
+    query = "avoid a surprise invoice if a script goes haywire"
+    answer = compose(TurnContext(query=query, kgs=("tiny",), nodes=(sure, invoice)))
+    assert answer.startswith("**Spend limits** [Source: tiny:technique:spend_limits]")
+    assert "use_case:invoices" not in answer
+    unsure = replace(sure, components={**sure.components, "embedding": 0.5})
+    answer = compose(TurnContext(query=query, kgs=("tiny",), nodes=(unsure, invoice)))
+    assert "- Also matching the question: **Invoice extraction** [Source: tiny:use_case:invoices]" in answer
+
+
+def test_a_leader_below_the_top_three_is_the_anchor_when_the_question_reaches_it_most():
+    """"spend fewer tokens on tool definitions": the benefit Token savings tops the ranking on graph and
+    intent, two generic ways to save tokens follow; Tool definition token overhead, 4th, leads the
+    embedding and is backed by the text: the answer is about it, not about the benefit."""
+    savings = scored("benefit:token_savings", "Token savings", "benefit", 1.1, text=1.0, embedding=0.53, graph=1.0)
+    budget = scored("technique:budget", "Token budgeting", "technique", 1.0, text=0.39, embedding=0.63, graph=0.33)
+    cache = scored("feature:cache", "Prompt caching", "feature", 0.97, text=0.38, embedding=0.34, graph=0.75)
+    tools = scored("limitation:tool_tokens", "Tool definition token overhead", "limitation", 0.8,
+                   text=0.77, embedding=1.0, graph=0.29)
+    ctx = TurnContext(query="spend fewer tokens on tool definitions", kgs=("tiny",), nodes=(savings, budget, cache, tools))
+    assert compose(ctx).startswith("**Tool definition token overhead** [Source: tiny:limitation:tool_tokens]")
+    outcome = replace(tools, type="benefit")  # a goal or benefit further down is what is wanted, not a way to it
+    assert compose(replace(ctx, nodes=(savings, budget, cache, outcome))).startswith("**Token savings**")
+
+
+def test_a_limitation_of_a_feature_is_shown_with_the_feature_s_workaround_the_question_reaches():
+    """"switch embedding models with no search downtime": the anchor is the limitation (re-embedding); the
+    dual-index workaround hangs off the Embeddings API it limits, and the question reaches it (ranked)."""
+    lock = scored("limitation:reembed", "Changing embedding model means re-embedding", "limitation", 0.6,
+                  text=1.0, embedding=1.0, graph=0.14)
+    api = scored("feature:embeddings", "Embeddings API", "feature", 0.41, text=0.65, embedding=0.59, graph=0.52)
+    dual = scored("workaround:dual_index", "Re-embed in the background with a dual index", "workaround", 0.43,
+                  text=0.7, embedding=0.87, graph=0.09)
+    other = scored("workaround:batch_embed", "Embed in batches", "workaround", 0.2, text=0.1, embedding=0.2)
+    names = {n.id: n.name for n in (lock, api, dual, other)}
+    links = (edge("feature:embeddings", "limitation:reembed", "has_limitation", names),
+             edge("feature:embeddings", "workaround:batch_embed", "has_workaround", names),
+             edge("feature:embeddings", "workaround:dual_index", "has_workaround", names))
+    answer = compose(TurnContext(query="switch embedding models with no search downtime", kgs=("tiny",),
+                                 nodes=(lock, dual, api, other), links=links))
+    assert ("- A limitation of: **Embeddings API** [Source: tiny:feature:embeddings]: About embeddings api. "
+            "Workaround: **Re-embed in the background with a dual index** [Source: tiny:workaround:dual_index].") in answer
+    assert "batch_embed" not in answer  # the feature's other workaround: the question reaches the dual index more
+    # alone, that other workaround (reached at 0.15 of the anchor's evidence) is about some other limit of the API
+    answer = compose(TurnContext(query="switch embedding models with no search downtime", kgs=("tiny",),
+                                 nodes=(lock, api, other), links=links[:2]))
+    assert "- A limitation of: **Embeddings API**" in answer and "Workaround" not in answer
+
+
+def test_a_plan_names_its_missing_prerequisites_as_cited_nodes_never_as_ids():
+    """Demo dev probe "read CSV data, analyze trends and generate a report": the plan's warning listed 8 raw
+    node ids; the prerequisites one hop from a step are now cited by name, the rest counted."""
+    from kgos.experts.context import PlanStepView
+    step = PlanStepView(1, "read CSV data", scored("tool:csv_reader", "CSV file reader", "tool", 0.9))
+    needs = tuple(scored(f"step:need_{i}", f"Need {i}", "step", 0.0) for i in range(6))
+    ctx = TurnContext(query="read CSV data", kgs=("tiny",), plan=(step,), plan_needs=needs,
+                      plan_warnings=("\u201cCSV file reader\u201d feeds nothing",))
+    answer = compose(ctx)
+    assert ("Needed first (the steps require them): **Need 0** [Source: tiny:step:need_0], **Need 1** "
+            "[Source: tiny:step:need_1], **Need 2** [Source: tiny:step:need_2], **Need 3** [Source: tiny:step:need_3] "
+            "and 2 more.") in answer
+    assert "Note: \u201cCSV file reader\u201d feeds nothing" in answer
+
+
+def test_several_kgs_answer_from_the_kg_nearest_the_question_in_meaning():
+    """A demo + finance expert: each KG's scores are normalised on its own, so the finance KG's best (and
+    poor) match topped "embeddings endpoint". With both KGs ranked by one embedder, the KG whose node is
+    nearest in meaning is the one the answer is about; a peer's nodes (no such figure) keep the old rule."""
+    money = SourceNode("finance", "tax:asset_location", "Asset location", "tax_strategy", "Hold bonds in tax-advantaged "
+                       "accounts.", 1.0, components={"text": 0.4, "embedding": 1.0, "graph": 0.5})
+    api = SourceNode("tiny", "feature:embeddings", "Embeddings API", "feature", "Turns text into vectors.", 0.9,
+                     components={"text": 1.0, "embedding": 1.0, "graph": 0.2})
+    ctx = TurnContext(query="embeddings endpoint", kgs=("finance", "tiny"), nodes=(money, api),
+                      closest_by_kg={"finance": 0.21, "tiny": 0.63})
+    assert compose(ctx).startswith("**Embeddings API** [Source: tiny:feature:embeddings]")
+    assert compose(replace(ctx, closest_by_kg={})).startswith("**Asset location** [Source: finance:tax:asset_location]")

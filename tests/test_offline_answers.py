@@ -97,3 +97,31 @@ def test_a_multi_kg_expert_answers_from_the_kg_that_has_it(ws):
     assert "- Workaround: **Carry unused losses forward** [Source: finance:workaround:carry_forward_losses]" in a.answer
     assert a.citations["ok"] and not a.citations["unknown"]
     assert "[Source: demo:" not in a.answer  # e.g. Role prompting ("senior tax accountant") was the top hit
+
+
+def test_a_plan_answer_names_what_it_needs_and_no_warning_shows_a_node_id(ws):
+    """The demo's CSV plan left 8 prerequisites out; its answer read "Note: 8 prerequisite(s) not in the
+    plan: concept:api_key_authentication, ...". Now the ones a step requires are cited by name, and the
+    warnings a person reads (the answer, the studio's sources event) hold no node id."""
+    from kgos.experts import ExpertService
+    from kgos.experts.context import retrieve
+    ctx = retrieve(ws, ExpertService(ws).get("demo").config, "read CSV data, analyze trends and generate a report")
+    assert ctx.plan and ctx.plan_needs
+    assert all(not re.search(r"\b[a-z_]+:[a-z0-9_]+\b", w) for w in ctx.plan_warnings), ctx.plan_warnings
+    a = ask(ws, get_provider("offline"), "demo", "read CSV data, analyze trends and generate a report")
+    assert "Needed first (the steps require them): **" in a.answer
+    assert f"[Source: demo:{ctx.plan_needs[0].id}]" in a.answer
+    assert "prerequisite(s) not in the plan" not in a.answer
+    assert a.citations["ok"] and not a.citations["unknown"]
+
+
+def test_a_several_kg_turn_records_each_kg_s_best_cosine(ws):
+    from kgos.experts import ExpertService
+    from kgos.experts.context import retrieve
+    svc = ExpertService(ws)
+    expert = svc.create({"name": "Both", "kg_db_ids": ["demo", "finance"]}, id="both_kgs")
+    ctx = retrieve(ws, expert.config, "embeddings endpoint")
+    assert set(ctx.closest_by_kg) == {"demo", "finance"}
+    assert ctx.closest == max(ctx.closest_by_kg.values())
+    a = ask(ws, get_provider("offline"), "both_kgs", "embeddings endpoint")
+    assert a.answer.startswith("**Embeddings API** [Source: demo:feature:embeddings_api]"), a.answer[:200]

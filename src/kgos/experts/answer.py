@@ -25,6 +25,7 @@ RELATION_VERBS = {
 }
 # Measured on the dev probe sets only (benchmarks/answers.py, MiniLM; held-out sets untouched).
 MAX_BULLETS = 6
+MAX_NEEDS = 4  # a plan's prerequisites named in its answer (the rest counted)
 # a node "leads" a retrieval signal when its text or embedding component is at least LEAD_MIN
 # (1.0 = the best of the query's hits); it is shown right after the lead when it also scores
 # LEADER_RATIO of the top: leaders at 0.999 instead of 0.9 cost 3 hits of the 94 goal/benefit dev
@@ -39,6 +40,11 @@ EMB_MIN, SURE_GAP = 0.4, 0.8
 # anchor is the top-3 node the question names when there is one. A demo+finance expert on the demo
 # dev probes: hit 0.895 -> 0.884, precision 0.645 -> 0.840 (score-cut composer 871b65a: 0.907 /
 # 0.472, filler 0.552 against 0.161 now); on one KG naming the anchor cost 1 hit of 94 and was not kept.
+# When every KG was ranked by one embedder, the anchor comes from the KG nearest the question in
+# meaning (``_closest_kg``; then the named node, else the single-KG rule on that KG's nodes): demo +
+# finance expert, MiniLM, demo dev probes hit 0.872 -> 0.930, filler 0.096 -> 0.054; goal/benefit dev
+# 0.745 -> 0.798, precision 0.741 -> 0.774, filler 0.275 -> 0.212 (the single-KG rule alone, without
+# the named node: 0.809 / 0.796 / 0.182, but with the hash embedder 1 demo dev hit fewer).
 LEAD_SIGNALS = ("text", "embedding")
 # A leader's text + embedding: one leading (>= 0.9) and the other under 0.5 is a node that matches a
 # word or the gist, not the question (leaders were 13 of the 37 filler items of the demo dev probes).
@@ -48,6 +54,14 @@ LEAD_SIGNALS = ("text", "embedding")
 # precision 0.925, filler 0.075, goal/benefit 0.768 and 0.210, one more goal/benefit hit lost (its
 # relevant node ranked 7th, reached by words only).
 LEAD_BACKED = 1.4
+# A leader with no edge to the anchor is shown only when the anchor is unsure: the question reaches it
+# by one signal, the other under UNSURE_BELOW. On the two dev sets (MiniLM) a leader linked to the
+# anchor was relevant or near 32 times of 36, an unlinked one 10 of 29; the unlinked good ones carry a
+# hit where the anchor is weak ("see which prompt produced a bad answer": Request logging beside
+# Prompt versioning, text 0.56). Demo dev probes: precision 0.921 -> 0.938, filler 0.073 -> 0.057, no
+# hit lost; goal/benefit dev: 0.757 -> 0.773, 0.210 -> 0.190, 3 hits of 94 lost (their relevant node
+# was an unlinked leader beside a sure anchor). Requiring the link always: 2 demo hits lost.
+UNSURE_BELOW = 0.6
 # The anchor: of the top ANCHOR_POOL hits scoring ANCHOR_RATIO of the top or more, the one the question
 # itself reaches most (``_direct``). The top hit is often there on graph and intent signals carried
 # from its neighbours ("embeddings endpoint" -> the messages API, ahead of the Embeddings API that
@@ -57,6 +71,13 @@ LEAD_BACKED = 1.4
 # probe hit was lost. The routed methods (want_to, can_it, ...) tell nothing here: preferring a hit a
 # routed method returned changed no answer (the top hit always had one when any did).
 ANCHOR_POOL, ANCHOR_RATIO, SOLUTION_WEIGHT = 3, 0.6, 0.5
+# A leader further down joins the pool (and is the anchor when the question reaches it more directly)
+# unless it is a goal or benefit (OUTCOMES: what the question wants, not a way to it). "spend fewer
+# tokens on tool definitions": Tool definition token overhead (4th, text 0.77, embedding 1.0) instead
+# of Token savings and four generic ways to save tokens. Demo dev probes (after the leader rule above):
+# filler 0.057 -> 0.045, precision 0.938 -> 0.950, no hit lost (goal/benefit leaders too: 1 lost); goal/
+# benefit dev unchanged. A plain pool of 4: 1 demo hit lost, filler 0.051.
+OUTCOMES = ("goal", "benefit")
 # The KG covers the question when the query's best cosine with a ranked node (TurnContext.closest)
 # reaches this, per embedder: MiniLM, the 180 dev probes' lowest is 0.273, the 20 off-topic
 # questions' highest 0.249 (benchmarks/answers.py), so the cut is between them (0 of 20 cited, no
@@ -84,6 +105,15 @@ ROLES = {
     ("has_limitation", "target"): ("Related", "A limitation of"), ("has_workaround", "target"): ("Related", "Works around a limit of"),
     ("requires", "target"): ("Related", "Needed by"), ("depends_on", "target"): ("Related", "Needed by"),
 }
+# labels whose node's workarounds are shown with it: the anchor is a limitation of that node, so a
+# workaround of the node that the question reaches too (ranked) is the way around the anchor. Dev sets
+# (MiniLM): demo probes hit 0.953 -> 0.965, precision 0.925 -> 0.925; goal/benefit hit 0.830 -> 0.840,
+# precision 0.768 -> 0.757 (any workaround of the node, also unranked ones: 0.851 and 0.749). The
+# workaround must be reached at WORKED_RATIO of the anchor's direct evidence (``_direct``): the 2 that
+# were relevant had 0.79 and 0.64, the 5 that were not (a workaround of another limitation of the same
+# feature: "Download generated files right after the run" for "the sandbox can't pip install") 0.37-0.55;
+# goal/benefit precision 0.783 -> 0.796 with it, no hit lost.
+WORKED_AROUND, WORKED_RATIO = ("A limitation of",), 0.6
 ORDER = ("How", "Prerequisite", "Limitation", "Alternative", "Gives", "Related", "Also")
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)")
 _MARKER = re.compile(r"\[\s*source\s*:", re.IGNORECASE)
@@ -109,17 +139,36 @@ def compose(ctx: Any) -> str:
 
 # -- what the answer is about ------------------------------------------------------------------------
 def _anchor(ctx: Any) -> Any:
-    """The capability check's node, else the hit near the top that the question reaches most."""
+    """The capability check's node, else the hit near the top (or a leader) that the question reaches most."""
     if not ctx.nodes:
         return None
     if ctx.capability:
         node_id = ctx.capability["node"]["id"]
         return next((n for n in ctx.nodes if n.id == node_id), ctx.nodes[0])
     if len({n.db_id for n in ctx.nodes}) > 1:  # several KGs, or a peer's nodes (federation) beside ours
-        return next((n for n in ctx.nodes[:3] if _restates(ctx.query, n) and not _echo(ctx.query, n)), ctx.nodes[0])
-    top = ctx.nodes[0]
-    pool = [n for n in ctx.nodes[:ANCHOR_POOL] if n.components and n.score >= ANCHOR_RATIO * top.score]
+        kg = _closest_kg(ctx)
+        nodes = [n for n in ctx.nodes if n.db_id == kg] if kg else list(ctx.nodes)
+        named = next((n for n in nodes[:3] if _restates(ctx.query, n) and not _echo(ctx.query, n)), None)
+        return named or (_reached(nodes) if kg else nodes[0])
+    return _reached(list(ctx.nodes))
+
+
+def _reached(nodes: list[Any]) -> Any:
+    """Of one KG's ranked nodes, the near-top one (or a leader) that the question reaches most."""
+    top = nodes[0]
+    pool = [n for i, n in enumerate(nodes) if n.components and n.score >= ANCHOR_RATIO * top.score
+            and (i < ANCHOR_POOL or _leads(n, top.score) and n.type not in OUTCOMES)]
     return max(pool, key=_direct) if top.components and pool else top
+
+
+def _closest_kg(ctx: Any) -> str | None:
+    """Several KGs ranked by one embedder: the KG holding the node nearest the question in meaning (the
+    signal comparable across KGs; a demo + finance expert answered "embeddings endpoint" from the finance
+    KG's Asset location, that KG's own top hit). None when a node's KG has no such figure (a peer's)."""
+    by_kg = getattr(ctx, "closest_by_kg", None) or {}
+    if not by_kg or any(n.db_id not in by_kg for n in ctx.nodes):
+        return None
+    return max(by_kg, key=lambda kg: by_kg[kg])
 
 
 def _direct(node: Any) -> float:
@@ -131,9 +180,16 @@ def _direct(node: Any) -> float:
 
 def _leaders(ctx: Any, anchor: Any) -> list[Any]:
     """Up to MAX_LEADERS other nodes that lead a retrieval signal on their own."""
-    top = max(n.score for n in ctx.nodes) or 1.0
+    top, linked, unsure = max(n.score for n in ctx.nodes) or 1.0, _linked(ctx, anchor.id), _unsure(anchor)
     return [n for n in ctx.nodes if n.id != anchor.id and _leads(n, top) and not _echo(ctx.query, n)
-            and n.db_id == anchor.db_id][:MAX_LEADERS]
+            and n.db_id == anchor.db_id and (unsure or n.id in linked)][:MAX_LEADERS]
+
+
+def _unsure(anchor: Any) -> bool:
+    """The question reaches the anchor by one signal only (words or meaning): then a node that leads
+    the other may be what was asked, even with no edge to the anchor."""
+    c = anchor.components
+    return bool(c) and min(c.get(s, 0.0) for s in LEAD_SIGNALS) < UNSURE_BELOW
 
 
 def _chosen(ctx: Any, anchor: Any) -> list[Any]:
@@ -148,7 +204,7 @@ def _chosen(ctx: Any, anchor: Any) -> list[Any]:
 def _echo(query: str, node: Any) -> bool:
     """A goal or benefit whose name the question says ("Reduce taxes" for "How can I reduce my
     taxes?") tells the reader nothing new unless it is what the answer is about."""
-    return node.type in ("goal", "benefit") and _restates(query, node)
+    return node.type in OUTCOMES and _restates(query, node)
 
 
 def _sure(ctx: Any, anchor: Any) -> bool:
@@ -236,8 +292,11 @@ def _lead(ctx: Any, cites: dict[str, str], anchor: Any, chosen: list[Any], resta
         return _verdict(ctx.capability, cites)
     if ctx.plan:
         steps = [f"{s.order}. {s.action}: **{inert(s.node.name)}** [Source: {s.node.cite}]" for s in ctx.plan]
+        needs = ", ".join(f"**{inert(n.name)}** [Source: {n.cite}]" for n in ctx.plan_needs[:MAX_NEEDS])
+        more = len(ctx.plan_needs) - MAX_NEEDS
+        needs = f"Needed first (the steps require them): {needs}" + (f" and {more} more." if more > 0 else ".") if needs else ""
         warn = [f"Note: {w}" for w in ctx.plan_warnings]
-        return "\n".join([f"A plan in {len(ctx.plan)} steps:", *steps, *warn])
+        return "\n".join([f"A plan in {len(ctx.plan)} steps:", *steps, *([needs] if needs else []), *warn])
     head = f"**{inert(anchor.name)}** [Source: {anchor.cite}]"
     via = _reaching(ctx, anchor, chosen) if restated else []
     fixes = _lead_fixes(ctx, anchor)
@@ -287,7 +346,7 @@ def _reaching(ctx: Any, goal: Any, chosen: list[Any]) -> list[tuple[Any, str]]:
 
 def _mentioned(ctx: Any, anchor: Any, chosen: list[Any]) -> set[str]:
     """Nodes the lead already names (the plan's, the verdict's, what reaches a restated goal)."""
-    ids = {s.node.id for s in ctx.plan} | {n.id for n in capability_nodes(ctx.capability)}
+    ids = {s.node.id for s in ctx.plan} | {n.id for n in ctx.plan_needs[:MAX_NEEDS]} | {n.id for n in capability_nodes(ctx.capability)}
     if anchor is not None and chosen:  # what reaches a restated goal
         ids |= {n.id for n, _ in _reaching(ctx, anchor, chosen)}
     if anchor is not None:
@@ -300,17 +359,18 @@ def _bullets(ctx: Any, anchor: Any, nodes: list[Any], cites: dict[str, str]) -> 
     fix the graph gives for it."""
     if anchor is None:
         return []
-    links, fixes = _linked(ctx, anchor.id), _fixes(ctx, cites)
+    links, fixes, works = _linked(ctx, anchor.id), _fixes(ctx, cites), _workarounds(ctx, anchor)
     groups: dict[str, list[str]] = {}
     used = {anchor.id, *(n.id for n in _leaders(ctx, anchor)), *(n.id for n in nodes),  # said once
             *(n.id for n in _lead_fixes(ctx, anchor).values())}
     for n in nodes:
         role, label = _role(links[n.id], anchor.id) if n.id in links else ("Also", "Also matching the question")
         text = f"**{inert(n.name)}** [Source: {n.cite}]: {first_sentence(n.description)}".rstrip(": ")
-        fix = next((f for f in fixes.get(n.id, ()) if f[0] not in used), None)
+        fix = next((f for f in (*fixes.get(n.id, ()), *(works.get(n.id, ()) if label in WORKED_AROUND else ()))
+                    if f[0] not in used), None)
         if fix is not None:
             used.add(fix[0])
-            text += f" {'Workaround' if role == 'Limitation' else 'Also fixed by'}: **{inert(fix[1])}** [Source: {cites[fix[0]]}]."
+            text += f" {'Workaround' if role == 'Limitation' or label in WORKED_AROUND else 'Also fixed by'}: **{inert(fix[1])}** [Source: {cites[fix[0]]}]."
         groups.setdefault(role, []).append(f"- {label}: {text}")
     return [b for role in ORDER for b in groups.get(role, [])][:MAX_BULLETS]
 
@@ -326,6 +386,20 @@ def _fixes(ctx: Any, cites: dict[str, str]) -> dict[str, list[tuple[str, str]]]:
     for e in _edges(ctx):
         if e.type in ("fixes", "solves", "reduces") and e.source in cites:
             out.setdefault(e.target, []).append((e.source, e.source_name))
+    return out
+
+
+def _workarounds(ctx: Any, anchor: Any) -> dict[str, list[tuple[str, str]]]:
+    """Node id -> (id, name) of its workarounds (``has_workaround``) that the question reached too (ranked,
+    the most direct first): a feature's workaround answers the anchor when the anchor is one of the
+    feature's limitations. ("switch embedding models with no search downtime": the anchor is the
+    limitation "re-embedding", the dual-index workaround hangs off the Embeddings API it limits.)"""
+    floor = WORKED_RATIO * _direct(anchor) if anchor.components else 0.0
+    ranked = {n.id: n for n in ctx.nodes if n.components and _direct(n) >= floor}
+    out: dict[str, list[tuple[str, str]]] = {}
+    for e in sorted(_edges(ctx), key=lambda e: -_direct(ranked[e.target]) if e.target in ranked else 0.0):
+        if e.type == "has_workaround" and e.target in ranked:
+            out.setdefault(e.source, []).append((e.target, e.target_name))
     return out
 
 

@@ -106,7 +106,10 @@ class TurnContext:
     # rank them (a limitation's workaround is often the answer to a problem; their edges are in links)
     remedies: tuple[SourceNode, ...] = ()
     plan: tuple[PlanStepView, ...] = ()
-    plan_warnings: tuple[str, ...] = ()
+    plan_warnings: tuple[str, ...] = ()  # as a person reads them: node names, never ids
+    # the nodes the plan's steps require (one hop) that the plan does not contain: citable, so a reader
+    # sees what to set up first and can check it, instead of a warning that lists node ids
+    plan_needs: tuple[SourceNode, ...] = ()
     capability: Mapping[str, Any] | None = None
     goal: str | None = None
     memory: str = ""
@@ -119,6 +122,10 @@ class TurnContext:
     # offline answer can say "the KG does not cover this" (experts.answer.off_topic); None without vectors
     closest: float | None = None
     embedder: str = ""
+    # each KG's best cosine when all the expert's KGs were ranked by the same embedder: the one signal
+    # comparable across KGs (each KG's scores are normalised on its own), so a several-KG answer can
+    # tell which KG the question is about (experts.answer._anchor)
+    closest_by_kg: Mapping[str, float] = field(default_factory=dict)
 
     def extractive_answer(self) -> str:
         """The answer written from this grounding with no model (``experts.answer``): what the offline
@@ -130,7 +137,8 @@ class TurnContext:
     def citable(self) -> list[SourceNode]:
         """Every node the prompt shows with a citation key: ranked nodes, plan steps, and the
         capability check's node, limitations and workarounds."""
-        return [*self.nodes, *self.remedies, *(s.node for s in self.plan), *capability_refs(self.capability)]
+        return [*self.nodes, *self.remedies, *(s.node for s in self.plan), *self.plan_needs,
+                *capability_refs(self.capability)]
 
 
 # -- goal mappings ---------------------------------------------------------------------------------------
@@ -166,6 +174,7 @@ def retrieve(ws: Workspace, cfg: ExpertConfig, query: str) -> TurnContext:
     links = tuple(e for part in per_kg for e in part.links if (e.db_id, e.source) in keep and (e.db_id, e.target) in keep)
     return replace(first, query=query, kgs=cfg.kgs, nodes=nodes, edges=edges, links=links, remedies=remedies, plan=plan,
                    plan_warnings=next((p.plan_warnings for p in per_kg if p.plan), ()),
+                   plan_needs=next((p.plan_needs for p in per_kg if p.plan), ()),
                    capability=next((p.capability for p in per_kg if p.capability), None),
                    goal=goal[0] if goal else None, notes=tuple(n for p in per_kg for n in p.notes) + tuple(link_notes),
                    **_closest_of(per_kg))
@@ -175,9 +184,11 @@ def _closest_of(per_kg: list[TurnContext]) -> dict[str, Any]:
     """The best cosine over the KGs (each KG's by its own embedder: the first KG's model when they differ)."""
     known = [p for p in per_kg if p.closest is not None]
     if not known:
-        return {"closest": None, "embedder": ""}
+        return {"closest": None, "embedder": "", "closest_by_kg": {}}
     best = max(known, key=lambda p: p.closest or 0.0)
-    return {"closest": best.closest, "embedder": best.embedder}
+    same = len({p.embedder for p in known}) == 1 and len(known) == len(per_kg)
+    return {"closest": best.closest, "embedder": best.embedder,
+            "closest_by_kg": {p.kgs[0]: p.closest for p in known} if same else {}}
 
 
 def _weighted(ctx: TurnContext, weight: float) -> TurnContext:
@@ -234,7 +245,8 @@ def _retrieve_one(ws: Workspace, db_id: str, cfg: ExpertConfig, query: str, goal
                        intent_score=res.intent.score if res.intent else 0.0, nodes=nodes, edges=tuple(edges),
                        links=links, remedies=remedies,
                        plan=_plan(db_id, res.composition, props), capability=_capability(db_id, res.capability),
-                       plan_warnings=tuple(res.composition.warnings) if res.composition else (), notes=tuple(notes),
+                       plan_warnings=_plan_warnings(kg, res.composition), plan_needs=_plan_needs(db_id, res.composition),
+                       notes=tuple(notes),
                        **_closest(kg, query, [n.id for n in nodes]))
 
 
@@ -313,6 +325,31 @@ def _plan(db_id: str, plan: Any, props: Mapping[str, Any]) -> tuple[PlanStepView
         return ()
     return tuple(PlanStepView(s.index, s.sub_goal, SourceNode(db_id, s.node.id, s.node.name, s.node.type,
                                                              s.node.description, s.score)) for s in plan.steps)
+
+
+_NODE_ID = re.compile(r"\b[a-z][a-z0-9_]*:[A-Za-z0-9_.-]*[A-Za-z0-9_]")
+PREREQUISITES_WARNING = "prerequisite(s) not in the plan"  # kgos.methods.compose's wording
+
+
+def _plan_warnings(kg: Any, plan: Any) -> tuple[str, ...]:
+    """The plan's warnings with node names for node ids ("8 prerequisite(s) not in the plan:
+    concept:api_key_authentication, ..." read as a list of ids on the demo's CSV plan); the missing
+    prerequisites themselves become ``plan_needs`` (cited) and their warning is left out."""
+    if plan is None:
+        return ()
+    said = [w for w in plan.warnings if PREREQUISITES_WARNING not in w]
+    ids = {m.group(0) for w in said for m in _NODE_ID.finditer(w)}
+    names = {i: n.name for i, n in kg.store.get_nodes(sorted(ids)).items()} if ids else {}
+    return tuple(_NODE_ID.sub(lambda m: f"\u201c{names[m.group(0)]}\u201d" if m.group(0) in names else m.group(0), w)
+                 for w in said)
+
+
+def _plan_needs(db_id: str, plan: Any) -> tuple[SourceNode, ...]:
+    """The plan's missing prerequisites one hop from a step (what the steps require themselves)."""
+    if plan is None:
+        return ()
+    return tuple(SourceNode(db_id, p.node.id, p.node.name, p.node.type, p.node.description, 0.0, "prerequisite")
+                 for p in plan.prerequisites if p.depth == 1)
 
 
 def _capability(db_id: str, cap: Any) -> dict[str, Any] | None:
@@ -421,6 +458,7 @@ def _plan_section(ctx: TurnContext) -> str:
         return ""
     lines = ["[Composition Plan]"]
     lines += [f"  Step {s.order}: {s.node.name} -> {s.action} [Source: {s.node.cite}]" for s in ctx.plan]
+    lines += [f"  Needed first: {n.name} [Source: {n.cite}]" for n in ctx.plan_needs]
     lines += [f"  Warning: {w}" for w in ctx.plan_warnings]
     return "\n".join(lines)
 
