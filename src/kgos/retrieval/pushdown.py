@@ -21,7 +21,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..index import snapshot as snapshots
+from ..index.graph import GraphIndex
+from ..index.names import NameIndex, alias_strings
+from ..index.snapshot import Snapshot, node_fields
+from ..index.text import Analyzer, TextConfig, TextIndex
+from ..index.vectors import load_name_vectors, load_vectors
 from ..model import Edge, Neighbor, Node
 from ..settings import current
 from ..store.base import GraphStore
@@ -148,6 +152,13 @@ class PushdownEngine(SearchEngine):
         super().__init__(store, cache_root, embedder=embedder)
         self.pd = Pushdown(store)
         self._cached_version: str | None = None
+        self._memo: MemoAnalyzer | None = None
+
+    def _analyzer(self) -> MemoAnalyzer:
+        """One analyzer per text config for the engine's life: a node text met again is not re-analysed."""
+        if self._memo is None or self._memo.config != self.text:
+            self._memo = MemoAnalyzer(self.text)
+        return self._memo
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
                mode: str = "hybrid", prefilter: Prefilter | None = None) -> SearchResult:
@@ -172,7 +183,7 @@ class PushdownEngine(SearchEngine):
         qv = self.embed_query(query) if model and mode not in ("bm25", "fts", "text", "graph", "names") else None
         with self.pd.session():  # one transaction for every candidate read
             rowids, sub, counts, note = self._candidates(query, qv, model, version)
-        snap = snapshots.build(sub, self.text, model if sub.vectors else None)
+        snap = subgraph_snapshot(sub, self._analyzer(), model if sub.vectors else None)
         tuned, warnings = self.usable_profile(snap)
         result = hybrid.search(snap, sub, query, k, weights, intent, mode, self.options,
                                embed_query=self.embed_query, tuned=tuned)
@@ -191,6 +202,45 @@ class PushdownEngine(SearchEngine):
         edges = self.pd.neighbourhood(seeds, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES)
         rowids = sorted({r for r, _ in text} | {r for r, _ in near} | set(named)
                         | {e.source for e in edges} | {e.target for e in edges})
-        sub = SubgraphStore(self.store.db_id, version, self.store.meta(), self.pd.node_rows(rowids), edges,
-                            self.pd.vectors_of(model, rowids) if model else {}, model)
+        rows, vectors = self.pd.nodes_with_vectors(model, rowids)
+        sub = SubgraphStore(self.store.db_id, version, self.store.meta(), rows, edges, vectors, model)
         return rowids, sub, (len(text), len(near), len(edges)), note
+
+
+MEMO_TEXTS = 50_000  # texts an engine's analyzer remembers (~10 MB); then it starts again
+
+
+class MemoAnalyzer(Analyzer):
+    """An ``Analyzer`` that remembers the terms of the texts it analysed: a subgraph's node names are
+    analysed once for its text and name indexes, its few types once, and nodes met again in later
+    searches not at all."""
+
+    def __init__(self, config: TextConfig) -> None:
+        super().__init__(config)
+        self.config = config
+        self._seen: dict[str, list[str]] = {}
+
+    def terms(self, text: str) -> list[str]:
+        got = self._seen.get(text)
+        if got is None:
+            if len(self._seen) >= MEMO_TEXTS:
+                self._seen.clear()
+            got = self._seen[text] = super().terms(text)
+        return got
+
+
+def subgraph_snapshot(sub: SubgraphStore, analyzer: MemoAnalyzer, model: str | None) -> Snapshot:
+    """What ``index.snapshot.build(sub, config, model)`` builds, the same indexes and so the same scores,
+    without what a one-off subgraph never uses: the digests that let a next version reuse rows, a
+    cache folder, and PageRank and communities before they are asked for (built then, the same)."""
+    arrays = sub.graph_arrays()
+    ids = arrays.node_ids
+    nodes = [sub.nodes[i] for i in ids]
+    text = TextIndex.build([node_fields(n) for n in nodes], analyzer.config, analyzer=analyzer)
+    names = NameIndex.build([n.name for n in nodes], [alias_strings(n.properties) for n in nodes], analyzer)
+    vectors = load_vectors(sub, model, ids) if model else None
+    snap = Snapshot(db_id=sub.db_id, version=sub.version(), node_ids=ids, names=[n.name for n in nodes], text=text,
+                    graph=GraphIndex.build(arrays), name_index=names, vectors=vectors,
+                    embedder=model if vectors is not None else None)
+    snap.name_vectors = load_name_vectors(sub, snap.embedder, ids)
+    return snap
