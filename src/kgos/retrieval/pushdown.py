@@ -14,6 +14,7 @@ server's memory.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ VECTOR_CANDIDATES = 50
 SEEDS = 10  # of each channel: whose edges are read (the graph signals' neighbourhood)
 PER_SEED_EDGES = 8
 MAX_SUBGRAPH_EDGES = 1000
+# The HNSW probe runs on its own connection while the text and name reads run on the caller's: at 1M
+# nodes both take tens of ms in PostgreSQL, which has a core for each (issue 31)
+_PROBES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kgos-pushdown-probe")
 
 
 def wanted(store: GraphStore) -> bool:
@@ -181,8 +185,7 @@ class PushdownEngine(SearchEngine):
         model = self._vector_model()
         self.pd.sync(model)
         qv = self.embed_query(query) if model and mode not in ("bm25", "fts", "text", "graph", "names") else None
-        with self.pd.session():  # one transaction for every candidate read
-            rowids, sub, counts, note = self._candidates(query, qv, model, version)
+        rowids, sub, counts, note = self._candidates(query, qv, model, version)
         snap = subgraph_snapshot(sub, self._analyzer(), model if sub.vectors else None)
         tuned, warnings = self.usable_profile(snap)
         result = hybrid.search(snap, sub, query, k, weights, intent, mode, self.options,
@@ -195,16 +198,32 @@ class PushdownEngine(SearchEngine):
 
     def _candidates(self, query: str, qv: np.ndarray | None, model: str | None,
                     version: str) -> tuple[list[int], SubgraphStore, tuple[int, int, int], str | None]:
-        text, note = self.pd.text_candidates(query, TEXT_CANDIDATES)
-        near = self.pd.vector_candidates(model, qv, VECTOR_CANDIDATES) if qv is not None and model else []
-        named = self.pd.name_candidates(query, 10)
-        seeds = list(dict.fromkeys([r for r, _ in text[:SEEDS]] + [r for r, _ in near[:SEEDS]] + named))
-        edges = self.pd.neighbourhood(seeds, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES)
-        rowids = sorted({r for r, _ in text} | {r for r, _ in near} | set(named)
-                        | {e.source for e in edges} | {e.target for e in edges})
-        rows, vectors = self.pd.nodes_with_vectors(model, rowids)
+        probe: Future[list[tuple[int, float]]] | None = None
+        if qv is not None and model:
+            probe = _PROBES.submit(self.pd.vector_candidates, model, qv, VECTOR_CANDIDATES)
+        try:
+            # no connection held while waiting for the probe's: searches never wait on each other's
+            with self.pd.session():
+                text, note = self.pd.text_candidates(query, TEXT_CANDIDATES)
+                named = self.pd.name_candidates(query, 10)
+                first = list(dict.fromkeys([r for r, _ in text[:SEEDS]] + named))
+                edges = self.pd.neighbourhood(first, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES)
+        finally:
+            near = probe.result() if probe is not None else []
+        with self.pd.session():
+            more = [r for r, _ in near[:SEEDS] if r not in set(first)]
+            edges = _joined(edges, self.pd.neighbourhood(more, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES))
+            rowids = sorted({r for r, _ in text} | {r for r, _ in near} | set(named)
+                            | {e.source for e in edges} | {e.target for e in edges})
+            rows, vectors = self.pd.nodes_with_vectors(model, rowids)
         sub = SubgraphStore(self.store.db_id, version, self.store.meta(), rows, edges, vectors, model)
         return rowids, sub, (len(text), len(near), len(edges)), note
+
+
+def _joined(a: list[Edge4], b: list[Edge4]) -> list[Edge4]:
+    """The edges of both reads, each once, in (source, target, type) order, at most MAX_SUBGRAPH_EDGES."""
+    unique = {(e.source, e.target, e.type): e for e in a + b}
+    return [unique[k] for k in sorted(unique)][:MAX_SUBGRAPH_EDGES]
 
 
 MEMO_TEXTS = 50_000  # texts an engine's analyzer remembers (~10 MB); then it starts again

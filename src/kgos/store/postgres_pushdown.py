@@ -250,6 +250,9 @@ class Pushdown:
         """Copy the vectors written since the last sync into ``pd_vectors`` and make sure ``model`` has
         its HNSW index. Returns how many vectors were copied."""
         self.prepare()
+        index = model is not None and model not in self._known()[2]
+        # the KG's settings read before the connection is taken: one pooled connection at a time
+        hnsw = hnsw_settings(self.store.meta().get(HNSW_KEY)) if index else None
         with self.store._conn() as conn, conn.transaction():
             dirty = conn.execute(self._sql(
                 "DELETE FROM {s}.pd_dirty d USING (SELECT node, model FROM {s}.pd_dirty LIMIT 50000 "
@@ -257,13 +260,15 @@ class Pushdown:
                 "RETURNING d.node, d.model")).fetchall()
             if dirty:
                 self._copy_vectors(conn, dirty)
-            if model and model not in self._known()[2]:
-                self._ensure_index(conn, model)
+            if model and index:
+                self._ensure_index(conn, model, hnsw)
         return len(dirty)
 
     def _known(self) -> tuple[str, dict[str, int | None], set[str]]:
-        """This version's cache of model widths and checked indexes (emptied when the version moves)."""
-        version = self.store.version()
+        """This version's cache of model widths and checked indexes (emptied when the version moves).
+        The version is the one ``prepare`` read before the transaction began: asking the store inside
+        a transaction could need a second pooled connection."""
+        version = self._prepared or ""
         if self._checked[0] != version:
             self._checked = (version, {}, set())
         return self._checked
@@ -294,7 +299,7 @@ class Pushdown:
             widths[model] = int(row[0]) if row else None
         return widths[model]
 
-    def _ensure_index(self, conn: Any, model: str) -> None:
+    def _ensure_index(self, conn: Any, model: str, hnsw: tuple[int, int] | None = None) -> None:
         dims = self.dims(conn, model)
         if dims is None:
             return
@@ -302,7 +307,7 @@ class Pushdown:
         if conn.execute("SELECT to_regclass(%s)", (f"{self.store.s}.{name}",)).fetchone()[0] is not None:
             return
         cast, ops = self._cast(dims)
-        m, efc = hnsw_settings(self.store.meta().get(HNSW_KEY))
+        m, efc = hnsw or hnsw_settings(self.store.meta().get(HNSW_KEY))
         literal = "'" + model.replace("'", "''") + "'"  # a model name from the KG's own settings, quoted
         conn.execute(self._sql(f"CREATE INDEX IF NOT EXISTS {name} ON {{s}}.pd_vectors USING hnsw "
                                f"((embedding::{cast}) {ops}) WITH (m = {m}, ef_construction = {efc}) "
@@ -313,12 +318,13 @@ class Pushdown:
         maintenance, not a query (the KG's vector searches wait for it; 26 min at 1M vectors on 2
         loaded cores with pgvector's defaults)."""
         self.sync(None)
+        hnsw = hnsw_settings(self.store.meta().get(HNSW_KEY))
         with self.store._conn() as conn, conn.transaction():
             dims = self.dims(conn, model)
             if dims is None:
                 return
             conn.execute(self._sql(f"DROP INDEX IF EXISTS {{s}}.{self._index_name(model, dims)}"))
-            self._ensure_index(conn, model)
+            self._ensure_index(conn, model, hnsw)
 
     # -- search candidates --------------------------------------------------------------------------
     def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
@@ -371,9 +377,10 @@ class Pushdown:
                 rows, bounded = self._ranked(conn, op.join(words), limit)
                 for r, rank in rows:
                     found.setdefault(r, rank + (1.0 if op == " & " else 0.0))  # all words above some
-                n = self._estimate_text(conn, op.join(words)) if bounded and note is None else 0
-                if n > TEXT_MATCH_BOUND:
-                    note = (f"pushdown: about {n:,} nodes match the query's words; {TEXT_MATCH_BOUND:,} of them "
+                if bounded and note is None:
+                    n = self._estimate_text(conn, op.join(words))
+                    many = f"about {n:,}" if n > TEXT_MATCH_BOUND else f"at least {TEXT_MATCH_BOUND:,}"
+                    note = (f"pushdown: {many} nodes match the query's words; {TEXT_MATCH_BOUND:,} of them "
                             "were ranked (a bounded answer)")
                 if len(found) >= limit:
                     break
