@@ -208,16 +208,32 @@ class PushdownEngine(SearchEngine):
                 named = self.pd.name_candidates(query, 10)
                 first = list(dict.fromkeys([r for r, _ in text[:SEEDS]] + named))
                 edges = self.pd.neighbourhood(first, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES)
+                rows, vectors = self.pd.nodes_with_vectors(model, _ends(text, named, edges))
+            self._analyse(rows)  # while the probe runs: the ranking's text analysis of these is done
         finally:
             near = probe.result() if probe is not None else []
         with self.pd.session():
             more = [r for r, _ in near[:SEEDS] if r not in set(first)]
             edges = _joined(edges, self.pd.neighbourhood(more, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES))
-            rowids = sorted({r for r, _ in text} | {r for r, _ in near} | set(named)
-                            | {e.source for e in edges} | {e.target for e in edges})
-            rows, vectors = self.pd.nodes_with_vectors(model, rowids)
-        sub = SubgraphStore(self.store.db_id, version, self.store.meta(), rows, edges, vectors, model)
+            rowids = _ends(text + near, named, edges)
+            have = {int(r[0]) for r in rows}
+            rest, rest_vectors = self.pd.nodes_with_vectors(model, [r for r in rowids if r not in have])
+        rows = sorted(rows + rest, key=lambda r: int(r[0]))  # rowid order, as one read gave them
+        sub = SubgraphStore(self.store.db_id, version, self.store.meta(), rows, edges, vectors | rest_vectors, model)
         return rowids, sub, (len(text), len(near), len(edges)), note
+
+    def _analyse(self, rows: list[tuple[Any, ...]]) -> None:
+        """Analyse the text of these node rows now (``MemoAnalyzer`` keeps the terms for the ranking)."""
+        terms = self._analyzer().terms
+        for row in rows:
+            for text in node_fields(node_of_row(row)):
+                if text:
+                    terms(text)
+
+
+def _ends(hits: list[tuple[int, float]], named: list[int], edges: list[Edge4]) -> list[int]:
+    """The candidate nodes, in rowid order: the channels' hits, the named nodes, the edges' ends."""
+    return sorted({r for r, _ in hits} | set(named) | {e.source for e in edges} | {e.target for e in edges})
 
 
 def _joined(a: list[Edge4], b: list[Edge4]) -> list[Edge4]:
