@@ -208,6 +208,7 @@ def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5, nam
     last = kg.search(queries[-1], k=10)
     out["explained"] = all(abs(h.score - h.explained()) < 1e-9 for h in last.results) and bool(last.results)
     out["search notes"] = list(last.notes)
+    out["search parts ms"] = search_parts(kg, model, queries[1: min(21, probes)])
     recall: dict[int, list[float]] = {}
     probe_ms: dict[int, list[float]] = {}
     exact_ms = []
@@ -217,7 +218,7 @@ def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5, nam
         exact = pd.exact_vector_candidates(model, qv, 10)
         exact_ms.append((time.perf_counter() - t) * 1000)
         tenth = exact[-1][1] if exact else 1.0
-        for ef in sorted({pd_ef(), 200, 400, 800}):
+        for ef in sorted({pd_ef(), 200, 400, 600, 800}):
             t = time.perf_counter()
             approx = pd.vector_candidates(model, qv, 10, ef=ef)
             probe_ms.setdefault(ef, []).append((time.perf_counter() - t) * 1000)
@@ -238,6 +239,42 @@ def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5, nam
     out["max RSS MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ws.close()
     return out
+
+
+def search_parts(kg, model: str, queries: list[str]) -> dict[str, float]:
+    """Where a search's time goes (p50 of each part, run one after another, no overlap): the text and
+    name reads, the HNSW probe, the subgraph reads (edges, node rows and vectors), the ranking in
+    Python (the subgraph snapshot and hybrid.search). A search overlaps the probe with the text reads."""
+    from kgos.retrieval import hybrid
+    from kgos.retrieval import pushdown as rp
+    engine, pd = kg.engine, kg.engine.pd
+    parts: dict[str, list[float]] = {}
+
+    def timed(name, fn):
+        t = time.perf_counter()
+        got = fn()
+        parts.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+        return got
+    for q in queries:
+        qv = engine.embed_query(q)
+        with pd.session():
+            (text, _), named = timed("text + names", lambda: (pd.text_candidates(q, rp.TEXT_CANDIDATES),
+                                                              pd.name_candidates(q, 10)))
+        near = timed("vector probe", lambda: pd.vector_candidates(model, qv, rp.VECTOR_CANDIDATES))
+        with pd.session():
+            seeds = list(dict.fromkeys([r for r, _ in text[:rp.SEEDS]] + [r for r, _ in near[:rp.SEEDS]] + named))
+            edges, rows, vectors = timed("edges + rows", lambda: subgraph_reads(pd, model, text, near, named, seeds))
+        sub = rp.SubgraphStore(kg.store.db_id, kg.store.version(), kg.store.meta(), rows, edges, vectors, model)
+        timed("ranking (Python)", lambda: hybrid.search(rp.subgraph_snapshot(sub, engine._analyzer(), model), sub, q, 10,
+                                                          None, None, "hybrid", engine.options,
+                                                          embed_query=engine.embed_query))
+    return {k: round(statistics.median(v), 1) for k, v in parts.items()}
+
+
+def subgraph_reads(pd, model, text, near, named, seeds):
+    from kgos.retrieval import pushdown as rp
+    edges = pd.neighbourhood(seeds, rp.PER_SEED_EDGES, rp.MAX_SUBGRAPH_EDGES)
+    return (edges, *pd.nodes_with_vectors(model, rp._ends(text + near, named, edges)))
 
 
 def pd_ef() -> int:
@@ -340,6 +377,8 @@ def report(args, built: dict[str, float], m: dict[str, object]) -> None:
         f"<= {args.cap_mb} MB", m["max RSS MB"] <= args.cap_mb)
     print("recall@10 and probe ms by hnsw.ef_search: " + ", ".join(
         f"{ef}: {r} ({ms} ms)" for ef, (r, ms) in sorted(m["recall by ef"].items(), key=lambda kv: int(kv[0]))))
+    print("search parts, p50 of each alone (a search overlaps the probe with text + names): " + ", ".join(
+        f"{k} {v} ms" for k, v in m["search parts ms"].items()))
     print(f"\nexplanations add up on every hit: {m['explained']}; traces found {m['trace found']}/10; "
           f"notes: {m['search notes']}")
 
