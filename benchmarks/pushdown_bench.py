@@ -245,30 +245,34 @@ def search_parts(kg, model: str, queries: list[str]) -> dict[str, float]:
     """Where a search's time goes (p50 of each part, run one after another, no overlap): the text and
     name reads, the HNSW probe, the subgraph reads (edges, node rows and vectors), the ranking in
     Python (the subgraph snapshot and hybrid.search). A search overlaps the probe with the text reads."""
-    from kgos.retrieval import hybrid
     from kgos.retrieval import pushdown as rp
     engine, pd = kg.engine, kg.engine.pd
     parts: dict[str, list[float]] = {}
 
-    def timed(name, fn):
+    def timed(name, fn, *args):
         t = time.perf_counter()
-        got = fn()
+        got = fn(*args)
         parts.setdefault(name, []).append((time.perf_counter() - t) * 1000)
         return got
     for q in queries:
         qv = engine.embed_query(q)
         with pd.session():
-            (text, _), named = timed("text + names", lambda: (pd.text_candidates(q, rp.TEXT_CANDIDATES),
-                                                              pd.name_candidates(q, 10)))
-        near = timed("vector probe", lambda: pd.vector_candidates(model, qv, rp.VECTOR_CANDIDATES))
+            (text, _), named = timed("text + names", lambda q: (pd.text_candidates(q, rp.TEXT_CANDIDATES),
+                                                                pd.name_candidates(q, 10)), q)
+        near = timed("vector probe", pd.vector_candidates, model, qv, rp.VECTOR_CANDIDATES)
         with pd.session():
             seeds = list(dict.fromkeys([r for r, _ in text[:rp.SEEDS]] + [r for r, _ in near[:rp.SEEDS]] + named))
-            edges, rows, vectors = timed("edges + rows", lambda: subgraph_reads(pd, model, text, near, named, seeds))
+            edges, rows, vectors = timed("edges + rows", subgraph_reads, pd, model, text, near, named, seeds)
         sub = rp.SubgraphStore(kg.store.db_id, kg.store.version(), kg.store.meta(), rows, edges, vectors, model)
-        timed("ranking (Python)", lambda: hybrid.search(rp.subgraph_snapshot(sub, engine._analyzer(), model), sub, q, 10,
-                                                          None, None, "hybrid", engine.options,
-                                                          embed_query=engine.embed_query))
+        timed("ranking (Python)", rank, engine, sub, q, model)
     return {k: round(statistics.median(v), 1) for k, v in parts.items()}
+
+
+def rank(engine, sub, q: str, model: str):
+    from kgos.retrieval import hybrid
+    from kgos.retrieval import pushdown as rp
+    return hybrid.search(rp.subgraph_snapshot(sub, engine._analyzer(), model), sub, q, 10, None, None, "hybrid",
+                         engine.options, embed_query=engine.embed_query)
 
 
 def subgraph_reads(pd, model, text, near, named, seeds):

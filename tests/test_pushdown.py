@@ -81,11 +81,10 @@ def test_the_lean_subgraph_snapshot_ranks_as_the_full_build(graph):
     engine, model = g.engine, g.engine._vector_model()
     for query in ("quokka cache latency", "Node 17", "shard replica", "lemur token batch stream"):
         _, sub, _, _ = engine._candidates(query, engine.embed_query(query), model, g.store.version())
+        snaps = (snapshots.build(sub, engine.text, model), subgraph_snapshot(sub, engine._analyzer(), model))
         for mode in ("hybrid", "bm25", "embedding", "names"):
-            got = [hybrid.search(build(), sub, query, 10, None, None, mode, engine.options,
-                                 embed_query=engine.embed_query).results
-                   for build in (lambda: snapshots.build(sub, engine.text, model),
-                                 lambda: subgraph_snapshot(sub, engine._analyzer(), model))]
+            got = [hybrid.search(snap, sub, query, 10, None, None, mode, engine.options,
+                                 embed_query=engine.embed_query).results for snap in snaps]
             assert got[0] or mode == "names", (query, mode)  # names: only queries that name a node
             assert [(h.node.id, h.score, h.explained()) for h in got[0]] == \
                 [(h.node.id, h.score, h.explained()) for h in got[1]], (query, mode)
@@ -93,8 +92,14 @@ def test_the_lean_subgraph_snapshot_ranks_as_the_full_build(graph):
 
 def test_a_search_on_one_pooled_connection_never_waits_on_itself(graph, url):
     """The HNSW probe runs on a second connection beside the text reads; the reads hold none while
-    they wait for it, so a pool of one serves a search (a hold-and-wait would end in StoreBusy)."""
+    they wait for it, so a pool of one serves a search (a hold-and-wait would end in StoreBusy), also
+    the first search of a model, which builds its HNSW index (it read the KG's settings on a second
+    connection while holding one: StoreBusy)."""
     _, g = graph
+    with g.engine.pd.session() as conn:
+        for (name,) in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname "
+                                    "LIKE 'pd_hnsw_%%'", (g.store.schema,)).fetchall():
+            conn.execute(f"DROP INDEX {g.store.s}.{name}")
     db = PgDatabase(url, pool_max=1, wait=3)
     try:
         engine = PushdownEngine(PostgresStore(db, "g"))
