@@ -329,7 +329,8 @@ class Pushdown:
     # -- search candidates --------------------------------------------------------------------------
     def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
         """(node rowid, cosine similarity) of the ``limit`` nearest vectors by the HNSW index, which
-        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 400) candidates: more is slower, nearer exact."""
+        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 800) candidates: more is slower, nearer exact
+        (at 1M hash:64 vectors recall@10 0.915 at 400, 0.95 at 600, 0.96 at 800; docs/postgres.md)."""
         ef = ef or current().pushdown_ef
         with self._tx() as conn:
             dims = self.dims(conn, model)
