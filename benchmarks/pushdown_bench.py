@@ -237,6 +237,11 @@ def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5, nam
     out["trace found"] = sum(kg.trace_path(a, b, max_depth=3).found for a, b in pairs[:10])
     out["lookup ms"] = _timed(lambda nid: kg.store.get_node(nid), starts)
     out["max RSS MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with pd.session() as conn:  # the probe reads its index from shared_buffers, or from the OS cache past them
+        out["database"] = conn.execute(
+            "SELECT current_setting('shared_buffers'), pg_size_pretty(sum(pg_relation_size(indexrelid))) FROM pg_index "
+            "WHERE indrelid = %s::regclass AND indexrelid::regclass::text LIKE '%%pd_hnsw_%%'",
+            (f"{kg.store.s}.pd_vectors",)).fetchone()
     ws.close()
     return out
 
@@ -365,7 +370,8 @@ def report(args, built: dict[str, float], m: dict[str, object]) -> None:
     print(f"\npushdown, {args.nodes:,} nodes / ~{10 * args.nodes:,} edges; server capped at {args.cap_mb} MB "
           f"(RLIMIT_AS), engine {m['engine']}, hnsw.ef_search {args.ef}, embedder {args.embedder}, "
           f"HNSW {args.hnsw or 'the default (postgres_pushdown.HNSW_DEFAULT)'}, queries {args.queries}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f}; database shared_buffers {m['database'][0]}, "
+          f"HNSW index {m['database'][1]}")
     for k, v in built.items():
         print(f"  build: {k:<26} {v:,.1f}")
 
