@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 from postgres_cluster import running_vector_cluster
 
 import kgos
 from kgos.errors import InvalidArgument, KGNotFound, QueryTooBroad
+from kgos.index import snapshot as snapshots
 from kgos.methods import pushdown, structure
+from kgos.retrieval import hybrid
 from kgos.retrieval.engine import SearchEngine
-from kgos.retrieval.pushdown import PushdownEngine
+from kgos.retrieval.pushdown import PushdownEngine, subgraph_snapshot
+from kgos.store import postgres_pushdown
+from kgos.store.postgres import PostgresStore
+from kgos.store.postgres_db import PgDatabase
 from kgos.store.postgres_pushdown import HNSW_DEFAULT, hnsw_settings
 
 WORDS = ("cache", "prompt", "token", "batch", "latency", "cost", "stream", "model", "vector", "graph",
@@ -65,6 +71,52 @@ def test_the_engine_pushes_down_and_every_hit_explains_its_score(graph):
         assert "quokka" in hit.node.name or "cache" in hit.node.name or "latency" in hit.node.name
     top = result.results[0].node.name
     assert sum(w in top for w in ("quokka", "cache", "latency")) >= 2
+
+
+def test_the_lean_subgraph_snapshot_ranks_as_the_full_build(graph):
+    """Search ranks its candidates on ``subgraph_snapshot`` (no row digests, no eager PageRank, texts
+    analysed once): the same hits, scores and explanations as ``index.snapshot.build`` of the same
+    candidates, for every mode that reads the snapshot."""
+    _, g = graph
+    engine, model = g.engine, g.engine._vector_model()
+    for query in ("quokka cache latency", "Node 17", "shard replica", "lemur token batch stream"):
+        _, sub, _, _ = engine._candidates(query, engine.embed_query(query), model, g.store.version())
+        snaps = (snapshots.build(sub, engine.text, model), subgraph_snapshot(sub, engine._analyzer(), model))
+        for mode in ("hybrid", "bm25", "embedding", "names"):
+            got = [hybrid.search(snap, sub, query, 10, None, None, mode, engine.options,
+                                 embed_query=engine.embed_query).results for snap in snaps]
+            assert got[0] or mode == "names", (query, mode)  # names: only queries that name a node
+            assert [(h.node.id, h.score, h.explained()) for h in got[0]] == \
+                [(h.node.id, h.score, h.explained()) for h in got[1]], (query, mode)
+
+
+def test_a_search_on_one_pooled_connection_never_waits_on_itself(graph, url):
+    """The HNSW probe runs on a second connection beside the text reads; the reads hold none while
+    they wait for it, so a pool of one serves a search (a hold-and-wait would end in StoreBusy), also
+    the first search of a model, which builds its HNSW index (it read the KG's settings on a second
+    connection while holding one: StoreBusy)."""
+    _, g = graph
+    with g.engine.pd.session() as conn:
+        for (name,) in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname "
+                                    "LIKE 'pd_hnsw_%%'", (g.store.schema,)).fetchall():
+            conn.execute(f"DROP INDEX {g.store.s}.{name}")
+    db = PgDatabase(url, pool_max=1, wait=3)
+    try:
+        engine = PushdownEngine(PostgresStore(db, "g"))
+        result = engine.search("quokka cache latency", k=5)
+        assert result.results and any(re.search(r"[1-9]\d* by vector", n) for n in result.notes)
+    finally:
+        db.close()
+
+
+def test_the_text_bound_note_comes_when_the_bound_is_reached(graph, monkeypatch):
+    _, g = graph
+    pd = g.engine.pd
+    found, note = pd.text_candidates("cache", 5)
+    assert len(found) == 5 and note is None  # ~56 of 300 nodes have the word: under the bound of 2,000
+    monkeypatch.setattr(postgres_pushdown, "TEXT_MATCH_BOUND", 20)
+    found, note = pd.text_candidates("cache", 5)
+    assert len(found) == 5 and note is not None and "20 of them were ranked" in note
 
 
 def test_a_write_is_searchable_at_once_vector_included(graph):

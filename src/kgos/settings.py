@@ -152,7 +152,7 @@ class Settings:
                                     _int, 5000, kind="int")
     pushdown_max_rows: int = _var("KGOS_PUSHDOWN_MAX_ROWS", "Planner row estimate above which a broad pushdown "
                                   "statement is refused.", _int, 200_000, kind="int")
-    pushdown_ef: int = _var("KGOS_PUSHDOWN_EF", "hnsw.ef_search of the pushdown's vector candidates.", _int, 400,
+    pushdown_ef: int = _var("KGOS_PUSHDOWN_EF", "hnsw.ef_search of the pushdown's vector candidates.", _int, 800,
                             kind="int")
     # embedders
     embedder: str | None = _var("KGOS_EMBEDDER", "The embedder spec behind `default`.", _text, kind="spec",

@@ -147,15 +147,17 @@ class TextIndex:
 
     @classmethod
     def build(cls, docs: Sequence[Sequence[str] | None], config: TextConfig = TextConfig(),
-              previous: TextIndex | None = None, reuse: np.ndarray | None = None) -> TextIndex:
+              previous: TextIndex | None = None, reuse: np.ndarray | None = None,
+              analyzer: Analyzer | None = None) -> TextIndex:
         """``docs[i]`` is the tuple of field texts (name, extra, type, description) of document i.
 
         With ``previous`` and ``reuse`` (``reuse[i]``: the row of document i in ``previous`` if its
         text is unchanged, else -1), only the documents with ``reuse[i] < 0`` are analysed (the others
-        may be None) and the rest take their term counts from ``previous``."""
+        may be None) and the rest take their term counts from ``previous``. ``analyzer``: one of
+        ``config`` to use (e.g. one that remembers its answers), else a new one."""
         if previous is not None and previous.config != config:
             previous = reuse = None  # counts of another analysis: nothing to reuse
-        analyzer = previous.analyzer if previous is not None else Analyzer(config)
+        analyzer = previous.analyzer if previous is not None else analyzer or Analyzer(config)
         n = len(docs)
         fresh = np.arange(n) if reuse is None else np.flatnonzero(reuse < 0)
         local: dict[str, int] = {}

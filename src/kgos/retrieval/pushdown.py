@@ -14,6 +14,7 @@ server's memory.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..index import snapshot as snapshots
+from ..index.graph import GraphIndex
+from ..index.names import NameIndex, alias_strings
+from ..index.snapshot import Snapshot, node_fields
+from ..index.text import Analyzer, TextConfig, TextIndex
+from ..index.vectors import load_name_vectors, load_vectors
 from ..model import Edge, Neighbor, Node
 from ..settings import current
 from ..store.base import GraphStore
@@ -36,6 +41,9 @@ VECTOR_CANDIDATES = 50
 SEEDS = 10  # of each channel: whose edges are read (the graph signals' neighbourhood)
 PER_SEED_EDGES = 8
 MAX_SUBGRAPH_EDGES = 1000
+# The HNSW probe runs on its own connection while the text and name reads run on the caller's: at 1M
+# nodes both take tens of ms in PostgreSQL, which has a core for each (issue 31)
+_PROBES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kgos-pushdown-probe")
 
 
 def wanted(store: GraphStore) -> bool:
@@ -148,6 +156,13 @@ class PushdownEngine(SearchEngine):
         super().__init__(store, cache_root, embedder=embedder)
         self.pd = Pushdown(store)
         self._cached_version: str | None = None
+        self._memo: MemoAnalyzer | None = None
+
+    def _analyzer(self) -> MemoAnalyzer:
+        """One analyzer per text config for the engine's life: a node text met again is not re-analysed."""
+        if self._memo is None or self._memo.config != self.text:
+            self._memo = MemoAnalyzer(self.text)
+        return self._memo
 
     def search(self, query: str, k: int = 10, weights: Any = None, intent: str | None = None,
                mode: str = "hybrid", prefilter: Prefilter | None = None) -> SearchResult:
@@ -170,9 +185,8 @@ class PushdownEngine(SearchEngine):
         model = self._vector_model()
         self.pd.sync(model)
         qv = self.embed_query(query) if model and mode not in ("bm25", "fts", "text", "graph", "names") else None
-        with self.pd.session():  # one transaction for every candidate read
-            rowids, sub, counts, note = self._candidates(query, qv, model, version)
-        snap = snapshots.build(sub, self.text, model if sub.vectors else None)
+        rowids, sub, counts, note = self._candidates(query, qv, model, version)
+        snap = subgraph_snapshot(sub, self._analyzer(), model if sub.vectors else None)
         tuned, warnings = self.usable_profile(snap)
         result = hybrid.search(snap, sub, query, k, weights, intent, mode, self.options,
                                embed_query=self.embed_query, tuned=tuned)
@@ -184,13 +198,84 @@ class PushdownEngine(SearchEngine):
 
     def _candidates(self, query: str, qv: np.ndarray | None, model: str | None,
                     version: str) -> tuple[list[int], SubgraphStore, tuple[int, int, int], str | None]:
-        text, note = self.pd.text_candidates(query, TEXT_CANDIDATES)
-        near = self.pd.vector_candidates(model, qv, VECTOR_CANDIDATES) if qv is not None and model else []
-        named = self.pd.name_candidates(query, 10)
-        seeds = list(dict.fromkeys([r for r, _ in text[:SEEDS]] + [r for r, _ in near[:SEEDS]] + named))
-        edges = self.pd.neighbourhood(seeds, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES)
-        rowids = sorted({r for r, _ in text} | {r for r, _ in near} | set(named)
-                        | {e.source for e in edges} | {e.target for e in edges})
-        sub = SubgraphStore(self.store.db_id, version, self.store.meta(), self.pd.node_rows(rowids), edges,
-                            self.pd.vectors_of(model, rowids) if model else {}, model)
+        probe: Future[list[tuple[int, float]]] | None = None
+        if qv is not None and model:
+            probe = _PROBES.submit(self.pd.vector_candidates, model, qv, VECTOR_CANDIDATES)
+        try:
+            # no connection held while waiting for the probe's: searches never wait on each other's
+            with self.pd.session():
+                text, note = self.pd.text_candidates(query, TEXT_CANDIDATES)
+                named = self.pd.name_candidates(query, 10)
+                first = list(dict.fromkeys([r for r, _ in text[:SEEDS]] + named))
+                edges = self.pd.neighbourhood(first, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES)
+                rows, vectors = self.pd.nodes_with_vectors(model, _ends(text, named, edges))
+            self._analyse(rows)  # while the probe runs: the ranking's text analysis of these is done
+        finally:
+            near = probe.result() if probe is not None else []
+        with self.pd.session():
+            more = [r for r, _ in near[:SEEDS] if r not in set(first)]
+            edges = _joined(edges, self.pd.neighbourhood(more, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES))
+            rowids = _ends(text + near, named, edges)
+            have = {int(r[0]) for r in rows}
+            rest, rest_vectors = self.pd.nodes_with_vectors(model, [r for r in rowids if r not in have])
+        rows = sorted(rows + rest, key=lambda r: int(r[0]))  # rowid order, as one read gave them
+        sub = SubgraphStore(self.store.db_id, version, self.store.meta(), rows, edges, vectors | rest_vectors, model)
         return rowids, sub, (len(text), len(near), len(edges)), note
+
+    def _analyse(self, rows: list[tuple[Any, ...]]) -> None:
+        """Analyse the text of these node rows now (``MemoAnalyzer`` keeps the terms for the ranking)."""
+        terms = self._analyzer().terms
+        for row in rows:
+            for text in node_fields(node_of_row(row)):
+                if text:
+                    terms(text)
+
+
+def _ends(hits: list[tuple[int, float]], named: list[int], edges: list[Edge4]) -> list[int]:
+    """The candidate nodes, in rowid order: the channels' hits, the named nodes, the edges' ends."""
+    return sorted({r for r, _ in hits} | set(named) | {e.source for e in edges} | {e.target for e in edges})
+
+
+def _joined(a: list[Edge4], b: list[Edge4]) -> list[Edge4]:
+    """The edges of both reads, each once, in (source, target, type) order, at most MAX_SUBGRAPH_EDGES."""
+    unique = {(e.source, e.target, e.type): e for e in a + b}
+    return [unique[k] for k in sorted(unique)][:MAX_SUBGRAPH_EDGES]
+
+
+MEMO_TEXTS = 50_000  # texts an engine's analyzer remembers (~10 MB); then it starts again
+
+
+class MemoAnalyzer(Analyzer):
+    """An ``Analyzer`` that remembers the terms of the texts it analysed: a subgraph's node names are
+    analysed once for its text and name indexes, its few types once, and nodes met again in later
+    searches not at all."""
+
+    def __init__(self, config: TextConfig) -> None:
+        super().__init__(config)
+        self.config = config
+        self._seen: dict[str, list[str]] = {}
+
+    def terms(self, text: str) -> list[str]:
+        got = self._seen.get(text)
+        if got is None:
+            if len(self._seen) >= MEMO_TEXTS:
+                self._seen.clear()
+            got = self._seen[text] = super().terms(text)
+        return got
+
+
+def subgraph_snapshot(sub: SubgraphStore, analyzer: MemoAnalyzer, model: str | None) -> Snapshot:
+    """What ``index.snapshot.build(sub, config, model)`` builds, the same indexes and so the same scores,
+    without what a one-off subgraph never uses: the digests that let a next version reuse rows, a
+    cache folder, and PageRank and communities before they are asked for (built then, the same)."""
+    arrays = sub.graph_arrays()
+    ids = arrays.node_ids
+    nodes = [sub.nodes[i] for i in ids]
+    text = TextIndex.build([node_fields(n) for n in nodes], analyzer.config, analyzer=analyzer)
+    names = NameIndex.build([n.name for n in nodes], [alias_strings(n.properties) for n in nodes], analyzer)
+    vectors = load_vectors(sub, model, ids) if model else None
+    snap = Snapshot(db_id=sub.db_id, version=sub.version(), node_ids=ids, names=[n.name for n in nodes], text=text,
+                    graph=GraphIndex.build(arrays), name_index=names, vectors=vectors,
+                    embedder=model if vectors is not None else None)
+    snap.name_vectors = load_name_vectors(sub, snap.embedder, ids)
+    return snap

@@ -161,6 +161,9 @@ class Pushdown:
         self._prepared: str | None = None  # the KG version last found prepared by this process
         self._local = threading.local()  # the connection of this thread's open session
         self._top: tuple[str, int] | None = None  # (version, the largest degree)
+        # per KG version: each model's width, and the models whose HNSW index is known to exist and be
+        # used by the nearest-neighbour plan (re-checked at each version: no probe or EXPLAIN per search)
+        self._checked: tuple[str, dict[str, int | None], set[str]] = ("", {}, set())
 
     @property
     def vector_version(self) -> str | None:
@@ -247,6 +250,9 @@ class Pushdown:
         """Copy the vectors written since the last sync into ``pd_vectors`` and make sure ``model`` has
         its HNSW index. Returns how many vectors were copied."""
         self.prepare()
+        index = model is not None and model not in self._known()[2]
+        # the KG's settings read before the connection is taken: one pooled connection at a time
+        hnsw = hnsw_settings(self.store.meta().get(HNSW_KEY)) if index else None
         with self.store._conn() as conn, conn.transaction():
             dirty = conn.execute(self._sql(
                 "DELETE FROM {s}.pd_dirty d USING (SELECT node, model FROM {s}.pd_dirty LIMIT 50000 "
@@ -254,9 +260,18 @@ class Pushdown:
                 "RETURNING d.node, d.model")).fetchall()
             if dirty:
                 self._copy_vectors(conn, dirty)
-            if model:
-                self._ensure_index(conn, model)
+            if model and index:
+                self._ensure_index(conn, model, hnsw)
         return len(dirty)
+
+    def _known(self) -> tuple[str, dict[str, int | None], set[str]]:
+        """This version's cache of model widths and checked indexes (emptied when the version moves).
+        The version is the one ``prepare`` read before the transaction began: asking the store inside
+        a transaction could need a second pooled connection."""
+        version = self._prepared or ""
+        if self._checked[0] != version:
+            self._checked = (version, {}, set())
+        return self._checked
 
     def _copy_vectors(self, conn: Any, dirty: list[tuple[int, str]]) -> None:
         nodes, models = [r[0] for r in dirty], [r[1] for r in dirty]
@@ -277,11 +292,14 @@ class Pushdown:
         return f"{kind}({int(dims)})", f"{kind}_cosine_ops"
 
     def dims(self, conn: Any, model: str) -> int | None:
-        row = conn.execute(self._sql("SELECT dims FROM {s}.node_embeddings WHERE model = %s LIMIT 1"),
-                           (model,)).fetchone()
-        return int(row[0]) if row else None
+        widths = self._known()[1]
+        if model not in widths:
+            row = conn.execute(self._sql("SELECT dims FROM {s}.node_embeddings WHERE model = %s LIMIT 1"),
+                               (model,)).fetchone()
+            widths[model] = int(row[0]) if row else None
+        return widths[model]
 
-    def _ensure_index(self, conn: Any, model: str) -> None:
+    def _ensure_index(self, conn: Any, model: str, hnsw: tuple[int, int] | None = None) -> None:
         dims = self.dims(conn, model)
         if dims is None:
             return
@@ -289,7 +307,7 @@ class Pushdown:
         if conn.execute("SELECT to_regclass(%s)", (f"{self.store.s}.{name}",)).fetchone()[0] is not None:
             return
         cast, ops = self._cast(dims)
-        m, efc = hnsw_settings(self.store.meta().get(HNSW_KEY))
+        m, efc = hnsw or hnsw_settings(self.store.meta().get(HNSW_KEY))
         literal = "'" + model.replace("'", "''") + "'"  # a model name from the KG's own settings, quoted
         conn.execute(self._sql(f"CREATE INDEX IF NOT EXISTS {name} ON {{s}}.pd_vectors USING hnsw "
                                f"((embedding::{cast}) {ops}) WITH (m = {m}, ef_construction = {efc}) "
@@ -300,17 +318,19 @@ class Pushdown:
         maintenance, not a query (the KG's vector searches wait for it; 26 min at 1M vectors on 2
         loaded cores with pgvector's defaults)."""
         self.sync(None)
+        hnsw = hnsw_settings(self.store.meta().get(HNSW_KEY))
         with self.store._conn() as conn, conn.transaction():
             dims = self.dims(conn, model)
             if dims is None:
                 return
             conn.execute(self._sql(f"DROP INDEX IF EXISTS {{s}}.{self._index_name(model, dims)}"))
-            self._ensure_index(conn, model)
+            self._ensure_index(conn, model, hnsw)
 
     # -- search candidates --------------------------------------------------------------------------
     def vector_candidates(self, model: str, query: np.ndarray, limit: int, ef: int | None = None) -> list[tuple[int, float]]:
         """(node rowid, cosine similarity) of the ``limit`` nearest vectors by the HNSW index, which
-        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 400) candidates: more is slower, nearer exact."""
+        looks at ``ef`` (``KGOS_PUSHDOWN_EF``, default 800) candidates: more is slower, nearer exact
+        (at 1M hash:64 vectors recall@10 0.915 at 400, 0.95 at 600, 0.96 at 800; docs/postgres.md)."""
         ef = ef or current().pushdown_ef
         with self._tx() as conn:
             dims = self.dims(conn, model)
@@ -321,7 +341,10 @@ class Pushdown:
             sql = (f"SELECT node, 1 - (embedding::{cast} <=> %s::{cast}) FROM {{s}}.pd_vectors "
                    f"WHERE model = %s ORDER BY embedding::{cast} <=> %s::{cast} LIMIT %s")
             q = vector_text(query)
-            self._require_index(conn, sql, (q, model, q, limit))
+            checked = self._known()[2]
+            if model not in checked:
+                self._require_index(conn, sql, (q, model, q, limit))
+                checked.add(model)
             return [(int(r[0]), float(r[1])) for r in conn.execute(self._sql(sql), (q, model, q, limit))]
 
     def _require_index(self, conn: Any, sql: str, args: Any) -> None:
@@ -352,25 +375,31 @@ class Pushdown:
         note = None
         with self._tx() as conn:
             for op in (" & ", " | ") if len(words) > 1 else (" & ",):
-                rows, n = self._ranked(conn, op.join(words), limit)
+                rows, bounded = self._ranked(conn, op.join(words), limit)
                 for r, rank in rows:
                     found.setdefault(r, rank + (1.0 if op == " & " else 0.0))  # all words above some
-                if n > TEXT_MATCH_BOUND and note is None:
-                    note = (f"pushdown: about {n:,} nodes match the query's words; {TEXT_MATCH_BOUND:,} of them "
+                if bounded and note is None:
+                    n = self._estimate_text(conn, op.join(words))
+                    many = f"about {n:,}" if n > TEXT_MATCH_BOUND else f"at least {TEXT_MATCH_BOUND:,}"
+                    note = (f"pushdown: {many} nodes match the query's words; {TEXT_MATCH_BOUND:,} of them "
                             "were ranked (a bounded answer)")
                 if len(found) >= limit:
                     break
         best = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return best, note
 
-    def _ranked(self, conn: Any, tsq: str, limit: int) -> tuple[list[tuple[int, float]], int]:
-        estimate = self.estimate(conn, f"SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s)",
-                                 (tsq,))
-        sql = (f"SELECT rowid, ts_rank_cd(pd_tsv, to_tsquery('{TEXT_CONFIG}', %s)) r FROM (SELECT rowid, pd_tsv "
-               f"FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s) LIMIT %s) m "
+    def _ranked(self, conn: Any, tsq: str, limit: int) -> tuple[list[tuple[int, float]], bool]:
+        """The best ``limit`` of at most ``TEXT_MATCH_BOUND`` matches of ``tsq``, and whether the bound
+        was reached (the window count is over the matches before the ranking's LIMIT)."""
+        sql = (f"SELECT rowid, ts_rank_cd(pd_tsv, to_tsquery('{TEXT_CONFIG}', %s)) r, count(*) OVER () FROM "
+               f"(SELECT rowid, pd_tsv FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s) LIMIT %s) m "
                "ORDER BY r DESC, rowid LIMIT %s")
         rows = conn.execute(self._sql(sql), (tsq, tsq, TEXT_MATCH_BOUND, limit)).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows], estimate
+        return [(int(r[0]), float(r[1])) for r in rows], bool(rows) and int(rows[0][2]) >= TEXT_MATCH_BOUND
+
+    def _estimate_text(self, conn: Any, tsq: str) -> int:
+        """The planner's count of ``tsq``'s matches: asked only when the bound was reached (for the note)."""
+        return self.estimate(conn, f"SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s)", (tsq,))
 
     def name_candidates(self, query: str, limit: int) -> list[int]:
         """Nodes named exactly as the query (normalised name): the name signal's candidates."""
@@ -400,6 +429,23 @@ class Pushdown:
         with self._tx() as conn:
             return conn.execute(self._sql(f"SELECT {NODE_COLS} FROM {{s}}.nodes WHERE rowid = ANY(%s) "
                                           "ORDER BY rowid"), (rowids,)).fetchall()
+
+    def nodes_with_vectors(self, model: str | None, rowids: list[int]) -> tuple[list[tuple[Any, ...]],
+                                                                             dict[int, tuple[str, bytes, int]]]:
+        """``node_rows(rowids)`` and ``vectors_of(model, rowids)`` in one round trip."""
+        from .postgres import NODE_COLS
+        if not model:
+            return self.node_rows(rowids), {}
+        cols = ", ".join(f"n.{c.strip()}" for c in NODE_COLS.split(","))
+        # the vector by the (node, model) key, one probe per node (``model =`` alone picks the model index)
+        sql = (f"SELECT {cols}, e.content_hash, e.vector, e.dims FROM {{s}}.nodes n LEFT JOIN LATERAL "
+               "(SELECT content_hash, vector, dims FROM {s}.node_embeddings x WHERE x.node = n.rowid AND x.model = %s) e "
+               "ON true WHERE n.rowid = ANY(%s) ORDER BY n.rowid")
+        with self._tx() as conn:
+            rows = conn.execute(self._sql(sql), (model, rowids)).fetchall()
+        width = len(NODE_COLS.split(","))
+        vectors = {int(r[0]): (r[width], bytes(r[width + 1]), int(r[width + 2])) for r in rows if r[width + 1] is not None}
+        return [r[:width] for r in rows], vectors
 
     def vectors_of(self, model: str, rowids: list[int]) -> dict[int, tuple[str, bytes, int]]:
         with self._tx() as conn:
