@@ -37,6 +37,7 @@ import explain_identity  # noqa: E402
 
 DOCS = HERE.parent / "docs"
 CITE = re.compile(r"\[Source: ([^\]]+)\]")
+TIP = re.compile(r"^Playbook tip.*?\u203a (.+?)\): ", re.MULTILINE)  # every composer's tip line names its heading so
 MARKUP = re.compile(r"```|~~~|(?:^|\s)\$ \S|[\u2500-\u259f]|\|\s*-{3,}|\+-{3,}\+|^\s*\|.*\|\s*$", re.MULTILINE)
 RESEARCH_QUESTIONS = ("How do I reduce API costs?", "How do I trace a path between two nodes?",
                       "How does hybrid search score a hit?", "How do I serve the studio?",
@@ -67,13 +68,24 @@ def bullets(answer: str) -> list[str]:
     return items
 
 
-def expert_answers(ws, provider, db_id: str, expert: str, probes: list) -> dict:
-    """Offline (or ``provider``) answers to every probe: hit rate, citation precision, filler, words."""
+def tip_labels(set_name: str) -> dict:
+    """Query -> the playbook sections labelled as fitting it (``probes-tips.json``: labelled before any
+    tip rule was tuned; the rule it applies is at its top)."""
+    import json
+    from kgos.data import demo_file
+    rows = json.loads(demo_file("probes-tips.json").read_text(encoding="utf-8"))["labels"]
+    return {r["query"]: set(r["fits"]) for r in rows if r["set"] == set_name}
+
+
+def expert_answers(ws, provider, db_id: str, expert: str, probes: list, tips: dict | None = None) -> dict:
+    """Offline (or ``provider``) answers to every probe: hit rate, citation precision, filler, words;
+    with ``tips`` (``tip_labels``): tips shown, tip precision (fitting / shown) and tip recall (fitting
+    tips shown / questions with a fitting candidate)."""
     from kgos.experts.chat import ExpertChat
     from kgos.api.turns import collect
     kg = ws.kg(db_id)
     engine = ExpertChat(ws, provider, lock=ws.lock, use_memory=False)
-    hits = cited = good = items = filler = words = 0
+    hits = cited = good = items = filler = words = shown = fitting = 0
     t0 = time.perf_counter()
     for p in probes:
         turn = engine.start(expert, p.query)
@@ -88,9 +100,14 @@ def expert_answers(ws, provider, db_id: str, expert: str, probes: list) -> dict:
             items += 1
             filler += not any(n in near for n in cited_nodes(item, db_id))
         words += len(answer.split())
-    n = len(probes)
+        tip = TIP.search(answer)
+        shown += bool(tip)
+        fitting += bool(tip) and tip.group(1) in (tips or {}).get(p.query, ())
+    n, fits = len(probes), sum(bool(f) for f in (tips or {}).values())
     return {"probes": n, "hit_rate": hits / n, "citation_precision": good / cited if cited else 0.0,
             "filler_rate": filler / items if items else 0.0, "words": words / n,
+            "tips": shown if tips is not None else None, "tip_precision": fitting / shown if shown else None,
+            "tip_recall": fitting / fits if tips is not None and fits else None,
             "seconds": time.perf_counter() - t0}
 
 
@@ -105,6 +122,7 @@ BEFORE = "bdb6ef1"  # the commit this issue's work started from
 BEFORE_STAR = "871b65a"  # the last composer that chose nodes by score (before kgos.experts.answer)
 BEFORE_ANCHOR = "c966836"  # kgos.experts.answer with the top hit as the anchor and no "not covered" cut
 BEFORE_EVIDENCE = "bfb2a4b"  # before the evidence rules (leaders need an edge to a sure anchor, ...)
+BEFORE_TIP = "9bfe5dd"  # the tip shown when it shares a stemmed word with the anchor's name (a keyword rule)
 
 
 def _module_at(commit: str, path: str):
@@ -276,6 +294,7 @@ def main() -> None:
                  (f"offline, score-cut ({BEFORE_STAR})", before_provider(BEFORE_STAR)),
                  (f"offline, top-hit anchor ({BEFORE_ANCHOR})", before_composer(BEFORE_ANCHOR)),
                  (f"offline, before evidence rules ({BEFORE_EVIDENCE})", before_composer(BEFORE_EVIDENCE)),
+                 (f"offline, keyword tip rule ({BEFORE_TIP})", before_composer(BEFORE_TIP)),
                  *((spec, get_provider(spec)) for spec in ["offline", *args.provider])]
     for embedder in args.embedder or ["default", "hash"]:  # default: MiniLM, what `kgos demo` gives a user
         ws = kgos.Workspace(Path(tempfile.mkdtemp(prefix="kgos-answers-")))
@@ -284,7 +303,8 @@ def main() -> None:
             if provider is None:
                 continue
             for name, (db_id, probes) in sets.items():
-                rows.append((f"{spec} ({embedder})", name, expert_answers(ws, provider, db_id, db_id, probes)))
+                rows.append((f"{spec} ({embedder})", name,
+                             expert_answers(ws, provider, db_id, db_id, probes, tip_labels(name))))
         if args.several_kgs:
             from kgos.experts import ExpertService
             ExpertService(ws).create({"name": "Demo and finance", "kg_db_ids": ["demo", "finance"]}, id="both")
@@ -306,21 +326,29 @@ def main() -> None:
         (DOCS / "answers.md").write_text(text, encoding="utf-8")
 
 
+def _fig(value, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def report(rows, conflicts, markup, ids, bad=()) -> str:
     out = ["# Answers a person can read: measured (issue 29)", "",
            "`python benchmarks/answers.py` (this file is its output). Expert answers: the demo KGs embedded with the "
            "default embedder (MiniLM, what `kgos demo` gives) and with the hash embedder; research and identity: "
            "hash embedder.", "",
            "## Expert answers", "",
-           "| provider (embedder) | probe set | probes | answer hit rate | citation precision | filler rate | words |",
-           "|---|---|---|---|---|---|---|"]
+           "| provider (embedder) | probe set | probes | answer hit rate | citation precision | filler rate | words "
+           "| tips shown | tip precision | tip recall |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for spec, name, r in rows:
         out.append(f"| {spec} | {name} | {r['probes']} | {r['hit_rate']:.3f} | {r['citation_precision']:.3f} | "
-                   f"{r['filler_rate']:.3f} | {r['words']:.0f} |")
+                   f"{r['filler_rate']:.3f} | {r['words']:.0f} | {_fig(r.get('tips'), 'd')} | "
+                   f"{_fig(r.get('tip_precision'))} | {_fig(r.get('tip_recall'))} |")
     out += ["", "Hit: the answer cites a strict relevant node. Precision: cited nodes that are relevant, lenient "
             "or one hop from a relevant node. Filler: answer items (bullet and numbered lines, paragraphs) whose "
             "citations are none of those, or that cite nothing (a heading is not an item). Targets: hit rate >= 0.95, "
-            "precision >= 0.90, filler <= 0.05. Dev: the sets the composer's thresholds were chosen on; held-out: "
+            "precision >= 0.90, filler <= 0.05. Tips: answers showing a playbook tip; tip precision: those whose tip "
+            "fits the question (`src/kgos/data/demo/probes-tips.json`, labelled by the rule at its top before the tip "
+            "rule was tuned); tip recall: fitting tips shown / questions with a fitting candidate section. Dev: the sets the composer's thresholds were chosen on; held-out: "
             "written from the KGs before any answer was read, never tuned on.", "",
             "Bad input (offline composer): questions neither demo KG can answer, to both demo experts; nodes added "
             "to the demo KG whose text tries to instruct the model or to cite (`[Source: ...]` in a name or a "
