@@ -72,6 +72,7 @@ def tip_labels(set_name: str) -> dict:
     """Query -> the playbook sections labelled as fitting it (``probes-tips.json``: labelled before any
     tip rule was tuned; the rule it applies is at its top)."""
     import json
+
     from kgos.data import demo_file
     rows = json.loads(demo_file("probes-tips.json").read_text(encoding="utf-8"))["labels"]
     return {r["query"]: set(r["fits"]) for r in rows if r["set"] == set_name}
@@ -336,8 +337,8 @@ def report(rows, conflicts, markup, ids, bad=()) -> str:
            "default embedder (MiniLM, what `kgos demo` gives) and with the hash embedder; research and identity: "
            "hash embedder.", "",
            "## Expert answers", "",
-           "| provider (embedder) | probe set | probes | answer hit rate | citation precision | filler rate | words "
-           "| tips shown | tip precision | tip recall |",
+           ("| provider (embedder) | probe set | probes | answer hit rate | citation precision | filler rate | words "
+            "| tips shown | tip precision | tip recall |"),
            "|---|---|---|---|---|---|---|---|---|---|"]
     for spec, name, r in rows:
         out.append(f"| {spec} | {name} | {r['probes']} | {r['hit_rate']:.3f} | {r['citation_precision']:.3f} | "
