@@ -407,7 +407,8 @@ NOTES = """
   fitting (0.571 / 0.250) -> 3 tips, 1 fitting (0.333 / 0.062) with MiniLM, 1 tip, 0 fitting with hash:
   the tax-planning sections' headings ("Use tax-advantaged accounts first") are far in meaning from
   questions that fit them ("I want my investment gains never to be taxed"). Measured and not kept: the
-  whole section text instead of its first sentence (MiniLM best 0.65 / 0.65), the best-cosine candidate
+  whole section text instead of its first sentence (MiniLM best 0.65 / 0.65), the first two sentences (0.667 / 0.706 at
+  0.38) or the best sentence (0.634 / 0.765 at 0.37: more tips, lower precision), the best-cosine candidate
   instead of the BM25 top (0.64 / 0.68 at 0.40), the cosine relative to the question's best node
   cosine (ratio 0.69: 0.645 / 0.588), BM25 score alone (0.49 / 0.53); the keyword rule AND the cosine
   (0.79 / 0.56 at 0.40) was not kept because the issue asks for fit by measurement, and the keyword
