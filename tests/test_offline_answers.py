@@ -1,7 +1,7 @@
 """The offline composer's answers (issue 29, goal 1): the question's own node leads with what
 reaches it instead of a bullet that restates the question, relations do not repeat the lead, a
-playbook tip appears only when it is about what the answer shows, the question is not echoed back as
-a memory, and text in a node that imitates a citation stays text."""
+playbook tip appears only when its measured fit to the question reaches the cut, the question is
+not echoed back as a memory, and text in a node that imitates a citation stays text."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import kgos
 from kgos.api.turns import ask
 from kgos.data import load_demo
-from kgos.experts.answer import skill_tip
+from kgos.experts.answer import TIP_MIN_COSINE, skill_tip
 from kgos.experts.playbooks import SkillExcerpt
 from kgos.llm import get_provider
 
@@ -35,16 +35,38 @@ def test_the_restated_goal_leads_with_what_reaches_it(ws):
     assert a.citations["ok"] and not a.citations["unknown"]
 
 
-def test_a_playbook_tip_must_be_about_what_the_answer_is_about():
+def test_a_playbook_tip_is_shown_by_its_measured_fit_not_by_a_shared_word():
     class Node:
         def __init__(self, name):
             self.name, self.cite = name, f"demo:{name}"
-    class Ctx:
-        skills = (SkillExcerpt("cost-optimization", "Batch work that can wait",
-                               "Evaluation runs and backfills do not need an answer within seconds.", 3.0),)
-    tip = skill_tip(Ctx(), Node("Batch API"))
-    assert tip.startswith("Playbook tip on **Batch API** [Source: demo:Batch API] (cost-optimization")
-    assert skill_tip(Ctx(), Node("Prompt caching")) == ""
+
+    def ctx(fit, embedder="hash-512"):
+        class Ctx:
+            skills = (SkillExcerpt("cost-optimization", "Batch work that can wait",
+                                   "Evaluation runs and backfills do not need an answer within seconds.", 3.0,
+                                   fit=fit, embedder=embedder),)
+        return Ctx()
+    cut = TIP_MIN_COSINE["hash-512"]
+    # "Batch" is in both names, but the question's meaning is far from the tip: no tip
+    assert skill_tip(ctx(cut - 0.05), Node("Batch API")) == ""
+    tip = skill_tip(ctx(cut + 0.05), Node("Prompt caching"))  # no shared word, but it fits the question
+    assert tip.startswith("Playbook tip on **Prompt caching** [Source: demo:Prompt caching] (cost-optimization")
+    assert skill_tip(ctx(None, ""), Node("Batch API")) == ""  # unmeasured: not shown
+    assert skill_tip(ctx(0.99, "some-uncalibrated-model"), Node("Batch API")) == ""
+
+
+def test_a_tip_sharing_a_word_with_the_answer_but_not_fitting_the_question_is_not_shown(ws):
+    """"Redis cache server": the anchor (Key-value cache store) and the top playbook section (Cache
+    repeated prompt prefixes, about the provider's prompt cache) share "cache"; the keyword rule
+    showed the tip, the measured fit does not."""
+    a = ask(ws, get_provider("offline"), "demo", "Redis cache server")
+    assert "[Source: demo:" in a.answer and "Playbook tip" not in a.answer
+
+
+def test_a_fitting_tip_is_shown(ws):
+    a = ask(ws, get_provider("offline"), "demo", "90% cheaper repeated prompts")
+    assert re.search(r"^Playbook tip on \*\*.+\*\* \[Source: demo:[^\]]+\] \(cost-optimization \u203a "
+                     r"Cache repeated prompt prefixes\): ", a.answer, re.MULTILINE)
 
 
 def test_the_question_is_not_echoed_as_a_memory(ws):

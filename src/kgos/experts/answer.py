@@ -3,7 +3,8 @@
 question is about (the anchor: the top hit) in a sentence, with at most two nodes that lead a
 retrieval signal on their own — then only nodes the graph ties to the anchor, labelled by the edge
 (way to do it, needs, limitation with its workaround, alternative, ...), each cited
-``[Source: kg:node]``. Nothing else: no relation list, no tip that is not about the anchor.
+``[Source: kg:node]``. Nothing else: no relation list, no playbook tip that does not fit the
+question (measured by meaning: ``tip_fits``).
 
 Why a star around the anchor and not a score threshold: on the demo dev probes (benchmarks/
 answers.py, MiniLM) a retrieved node linked by a KG edge to the top hit is relevant or one hop from
@@ -84,6 +85,16 @@ OUTCOMES = ("goal", "benefit")
 # probe lost; held-out probes, not used to choose it, start at 0.419). The hash embedder's
 # ranges overlap (dev probes from 0.157, off-topic up to 0.334): it has no cut, words decide alone.
 MIN_COSINE = {"minilm-l6-int8": 0.26}
+# A playbook tip is shown when the question's cosine with its heading + first sentence reaches this
+# (per embedder; the tip is the playbooks' BM25 top section). Calibrated on the dev probes' tip labels
+# (src/kgos/data/demo/probes-tips.json, labelled before any rule was tuned; held-out sets never used):
+# MiniLM, 180 dev questions, 34 with a fitting candidate: the keyword rule (the tip shares a stemmed
+# word with the anchor's name) showed 59 tips, 23 fitting (precision 0.39, recall 0.68); at 0.40, 30
+# tips, 21 fitting (0.70 / 0.62; 0.41: 0.71 / 0.59; the best-cosine candidate instead of the BM25
+# top: 0.64 / 0.68). Hash: keyword 0.36 / 0.62, 0.27 here 0.64 / 0.41 (its cosines barely separate
+# fitting tips: none above 0.55 precision at the keyword's recall). Heading + whole section text
+# measured no better (MiniLM 0.65 / 0.65 at best). Another model: no cut measured, no tip shown.
+TIP_MIN_COSINE = {"minilm-l6-int8": 0.40, "hash-512": 0.27}
 
 # how a linked node bears on the anchor: (edge type, the anchor's side) -> (group, label); groups
 # give the note's order: what to do first, then what it needs, its limits, alternatives, effects
@@ -421,17 +432,22 @@ def capability_nodes(cap: Any) -> list[Any]:
 
 
 def skill_tip(ctx: Any, anchor: Any) -> str:
-    """The best playbook section, only when it names a content word of the anchor's name (a tip on
-    batching fits an answer about the Batch API), cited with the anchor: the tip is advice about
-    it, and a line that cites nothing is not something a reader can check. (Tips about any shown
-    node instead of the anchor: filler 0.070 -> 0.062 on the demo dev probes when narrowed.)"""
-    if not ctx.skills:
+    """The best playbook section (the playbooks' BM25 ranks it first) when it fits the question by
+    meaning (``tip_fits``), cited with the anchor: the tip is advice on what the answer is about, and
+    a line that cites nothing is not something a reader can check."""
+    if not ctx.skills or anchor is None or not tip_fits(ctx.skills[0]):
         return ""
     s = ctx.skills[0]
-    if anchor is None or not _words(anchor.name) & _words(f"{s.heading} {first_sentence(s.text)}"):
-        return ""
     return (f"Playbook tip on **{inert(anchor.name)}** [Source: {anchor.cite}] ({inert(s.playbook)} \u203a {inert(s.heading)}): "
             f"{first_sentence(s.text)}")
+
+
+def tip_fits(skill: Any) -> bool:
+    """The question's cosine with the section's heading and first sentence reaches the cut calibrated
+    for the model that measured it (``TIP_MIN_COSINE``); an unmeasured tip, or one measured by a
+    model with no cut, is not shown."""
+    fit = getattr(skill, "fit", None)
+    return fit is not None and fit >= TIP_MIN_COSINE.get(getattr(skill, "embedder", ""), float("inf"))
 
 
 def _memory(ctx: Any) -> str:

@@ -36,7 +36,7 @@ from .config import Expert
 from .context import TurnContext, assemble_prompt, retrieve
 from .federation import FederationConfig, ask_peer, delegates_due, remote_sources
 from .learning import learn
-from .playbooks import PlaybookLibrary
+from .playbooks import PlaybookLibrary, with_fit
 from .service import ExpertService
 from .store import check_id
 from .tools import ToolOutcome, run_tool, tool_specs
@@ -139,7 +139,9 @@ class ExpertChat:
             cid, _ = self.experts.store.open_conversation(expert.id, cid)  # after what can fail
             past = given if given is not None else self._stored_history(expert.id, cid)
         ctx, remote = self._delegate(expert, query.strip(), ctx)  # network: outside the workspace lock
-        ctx = replace(ctx, skills=tuple(self.playbooks.relevant(query, expert.config.playbook_skills)))
+        skills = self.playbooks.relevant(query, expert.config.playbook_skills)
+        with self.lock:  # the KG's engine embeds the tips (as retrieval, under the workspace lock)
+            ctx = replace(ctx, skills=with_fit(self.ws, ctx.kgs, ctx.embedder, query, skills))
         ctx = replace(ctx, system_prompt=assemble_prompt(expert.config, ctx))
         return Turn(expert, cid, query.strip(), past, ctx, provider or self.provider, variant=variant,
                     started=started, federation=remote)

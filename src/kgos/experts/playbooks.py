@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidArgument, PlaybookNotFound
+from ..errors import InvalidArgument, KGOSError, PlaybookNotFound
 from ..index.text import TextConfig, TextIndex
 from .config import SKILL_RE
 
@@ -40,6 +40,11 @@ class SkillExcerpt:
     heading: str
     text: str
     score: float
+    # how well the section fits the question, by meaning: the cosine of the question with the
+    # section's heading and first sentence, by ``embedder`` (the model that ranked the KG); None when
+    # no model was at hand. The offline answer shows a tip only above that model's calibrated cut.
+    fit: float | None = None
+    embedder: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"playbook": self.playbook, "heading": self.heading, "text": self.text, "score": round(self.score, 4)}
@@ -119,6 +124,34 @@ class PlaybookLibrary:
             used += len(text)
             chosen.append(SkillExcerpt(sections[i].playbook, sections[i].heading, text, float(scores[i])))
         return chosen
+
+
+def with_fit(ws: Any, kgs: tuple[str, ...], embedder: str, query: str,
+             skills: list[SkillExcerpt]) -> tuple[SkillExcerpt, ...]:
+    """``skills`` with their fit to ``query`` measured by ``embedder``, the model that ranked one of
+    ``kgs`` (unmeasured when none of them has it: then no tip is shown offline)."""
+    engine = _engine(ws, kgs, embedder) if skills and embedder else None
+    if engine is None:
+        return tuple(skills)
+    from .answer import first_sentence
+    try:
+        q = engine.embed_query(query)
+        return tuple(replace(s, fit=float(q @ engine.embed_query(f"{s.heading}. {first_sentence(s.text)}")),
+                             embedder=embedder) for s in skills)
+    except (KGOSError, OSError, ValueError):  # no usable model here: the tips stay unmeasured
+        return tuple(skills)
+
+
+def _engine(ws: Any, kgs: tuple[str, ...], embedder: str) -> Any:
+    """The retrieval engine of the first local KG of ``kgs`` whose query model is ``embedder``."""
+    for db_id in kgs:
+        try:
+            engine = ws.kg(db_id).engine if ws.exists(db_id) else None
+            if engine is not None and getattr(engine.query_embedder(), "name", None) == embedder:
+                return engine
+        except (KGOSError, OSError, ValueError):
+            continue
+    return None
 
 
 @dataclass(frozen=True)
