@@ -15,6 +15,7 @@ from postgres_cluster import running_vector_cluster
 import kgos
 from kgos.errors import InvalidArgument, KGNotFound, QueryTooBroad
 from kgos.index import snapshot as snapshots
+from kgos.index.text import Analyzer, TextConfig
 from kgos.methods import pushdown, structure
 from kgos.retrieval import hybrid
 from kgos.retrieval.engine import SearchEngine
@@ -117,6 +118,24 @@ def test_the_text_bound_note_comes_when_the_bound_is_reached(graph, monkeypatch)
     monkeypatch.setattr(postgres_pushdown, "TEXT_MATCH_BOUND", 20)
     found, note = pd.text_candidates("cache", 5)
     assert len(found) == 5 and note is not None and "20 of them were ranked" in note
+
+
+def test_text_candidates_drop_stopwords_and_match_inflections_as_the_ranking_does(graph):
+    """The ranking's BM25 drops stopwords and stems; the stored tsvector does neither. With the
+    ranking's analyzer the text query asks for what it scores: "the" and "of" are not asked for (an
+    any-word query matched nearly every node through them), "caches" finds "cache" (``cach:*``)."""
+    _, g = graph
+    pd = g.engine.pd
+    assert pd.text_candidates("caches of the tokens", 50) == ([], None)  # the literal words: no node has them
+    analyzer = Analyzer(TextConfig())
+    found, _ = pd.text_candidates("caches of the tokens", 50, analyzer)
+    rows = {int(r[0]): r for r in pd.node_rows([r for r, _ in found])}
+    names = [rows[r][2] for r, _ in found]
+    assert len(found) == 50 and all("cache" in n or "token" in n for n in names)
+    both = ["cache" in n and "token" in n for n in names]
+    assert any(both) and both == sorted(both, reverse=True)  # the nodes with every word first
+    top = g.search("caches of the tokens", k=5).results
+    assert all("cache" in h.node.name and "token" in h.node.name for h in top)
 
 
 def test_a_write_is_searchable_at_once_vector_included(graph):

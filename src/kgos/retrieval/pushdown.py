@@ -204,7 +204,7 @@ class PushdownEngine(SearchEngine):
         try:
             # no connection held while waiting for the probe's: searches never wait on each other's
             with self.pd.session():
-                text, note = self.pd.text_candidates(query, TEXT_CANDIDATES)
+                text, note = self.pd.text_candidates(query, TEXT_CANDIDATES, self._analyzer())
                 named = self.pd.name_candidates(query, 10)
                 first = list(dict.fromkeys([r for r, _ in text[:SEEDS]] + named))
                 edges = self.pd.neighbourhood(first, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES)

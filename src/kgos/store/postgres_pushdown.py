@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -364,11 +365,12 @@ class Pushdown:
                    "ORDER BY embedding <=> %s::vector LIMIT %s")
             return [(int(r[0]), float(r[1])) for r in conn.execute(self._sql(sql), (q, model, q, limit))]
 
-    def text_candidates(self, query: str, limit: int) -> tuple[list[tuple[int, float]], str | None]:
+    def text_candidates(self, query: str, limit: int, analyzer: Any = None) -> tuple[list[tuple[int, float]], str | None]:
         """(node rowid, ts_rank_cd) of the best text matches: nodes with every query word first, then
         (when those are fewer than ``limit``) with any; a note when the matches were more than
-        ``TEXT_MATCH_BOUND`` (then a bounded sample of them was ranked)."""
-        words = query_words(query)
+        ``TEXT_MATCH_BOUND`` (then a bounded sample of them was ranked). ``analyzer``: the ranking's
+        (``query_words``: its stopwords dropped, inflections matched)."""
+        words = query_words(query, analyzer=analyzer)
         if not words:
             return [], None
         found: dict[int, float] = {}
@@ -579,10 +581,30 @@ def hnsw_settings(text: str | None) -> tuple[int, int]:
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def query_words(query: str, limit: int = 16) -> list[str]:
-    """The query's words as tsquery lexemes: letters and digits only, lower case, de-duplicated."""
-    words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if len(w) > 1)
-    return list(words)[:limit]
+PREFIX_MIN = 4  # letters a word's inflection prefix needs: a shorter one ("us:*") matches too much
+
+
+def query_words(query: str, limit: int = 16, analyzer: Any = None) -> list[str]:
+    """The query's words as tsquery lexemes: letters and digits only, lower case, de-duplicated.
+
+    With ``analyzer`` (the ranking's ``index.text.Analyzer``) the words are those its BM25 scores: its
+    stopwords dropped (unless nothing else is left: "to" or "a" in an any-word query matched nearly
+    every node, and the bounded sample of them was the first rows found, not the best), and each word
+    with its inflections, as its stemmer counts them: a prefix query of what the word and its stem
+    share ("directories" -> ``director:*``, as "directory"), since the stored ``tsvector`` is not stemmed."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query) if len(w) > 1))
+    if analyzer is None:
+        return words[:limit]
+    kept = [w for w in words if w not in analyzer.stop] or words
+    return list(dict.fromkeys(_inflected(w, analyzer) for w in kept))[:limit]
+
+
+def _inflected(word: str, analyzer: Any) -> str:
+    """``word`` as a lexeme matching its inflections: the prefix it shares with its stem, if long enough."""
+    stem = analyzer.stem(word)
+    # Porter's y -> i ("directori"): the stem's i stands for the word's y, which the prefix must not fix
+    shared = os.path.commonprefix([word, stem[:-1] if stem.endswith("i") else stem])
+    return f"{shared}:*" if len(shared) >= PREFIX_MIN else word
 
 
 def vector_text(v: np.ndarray) -> str:
