@@ -9,7 +9,8 @@ PostgreSQL with pgvector (``tests/postgres_cluster.py``), embeds it once (``--em
 itself embeds ~30 texts/s on this machine, 24 min for go), and runs the dev probes on the same KG,
 same vectors: with ``pushdown=off`` (the in-memory engine: the whole-KG snapshot, as a SQLite KG is
 searched), ``pushdown=on``, and ``pushdown=on`` with the text query of before (``--before``: the
-query's literal words, stopwords included, no inflections; the same code otherwise). Prints strict
+query's literal words, stopwords included, no inflections; BM25 with the candidates' document
+frequencies, not the KG's; the same code otherwise). Prints strict
 nDCG@10, MRR@10, recall@10 per KG and mode, p50 latency, and the overlap of the two top 10s (mean
 |top10 in-memory & top10 pushdown| / 10, and the share of probes whose first hit is the same).
 """
@@ -30,7 +31,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE.parent / "tests"))  # the throwaway cluster of the tests
 sys.path.insert(0, str(HERE))
 
-import devsets  # noqa: E402
+import devsets
 
 KGS = ("cli-man", "go")
 METRICS = ("ndcg@10", "mrr@10", "recall@10")
@@ -38,19 +39,22 @@ METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
 def run_mode(kg, probes: list, mode: str, literal: bool = False):
     """The dev probes through ``kg.search`` with the KG's pushdown setting ``mode`` (on/off);
-    ``literal``: the text query of before (the query's words as written: no analyzer)."""
+    ``literal``: the code of before (the text query of the query's words as written, no analyzer; BM25
+    with the candidates' document frequencies)."""
     from kgos.eval.run import evaluate, kg_ranker
+    from kgos.retrieval import pushdown as rp
     from kgos.store import postgres_pushdown as pp
     kg.store.set_meta(pushdown=mode)
     kg.search(probes[0].query, k=10)  # untimed: pushdown's first search copies the vectors, builds HNSW
-    words = pp.query_words
+    words, kg_idf = pp.query_words, rp.with_kg_idf
     if literal:
         pp.query_words = lambda query, limit=16, analyzer=None: words(query, limit)
+        rp.with_kg_idf = lambda *args: None
     try:
         kg.engine.cache.clear()
         return evaluate(probes, kg_ranker(kg, k=10), label=mode)
     finally:
-        pp.query_words = words
+        pp.query_words, rp.with_kg_idf = words, kg_idf
 
 
 def overlap(a, b) -> dict[str, float]:
@@ -75,7 +79,7 @@ def measure(url: str, home: Path, name: str, embedder: str, sample: int | None, 
             "overlap": {m: overlap(off, r) for m, r in runs.items() if m != "off"}}
 
 
-LABELS = {"off": "in-memory", "before": "pushdown, literal words (before)", "on": "pushdown"}
+LABELS = {"off": "in-memory", "before": "pushdown before (literal words, candidates' df)", "on": "pushdown"}
 
 
 def table(rows: list[dict]) -> str:

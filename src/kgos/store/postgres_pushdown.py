@@ -45,6 +45,7 @@ DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges):
 MODES = ("on", "off", "auto")
 TEXT_MATCH_BOUND = 2_000  # text matches ranked at most (a bounded answer past it, with a note)
 TEXT_CONFIG = "simple"
+DF_COUNT_BOUND = 1_000  # a query word's KG document frequency is counted up to this, estimated past it
 HNSW_KEY = "pushdown_hnsw"  # kg_meta: the KG's HNSW build settings, "m=24,ef_construction=128"
 # (m, ef_construction): at 100K vectors recall@10 +0.07 (hash:64, ef_search 200) and +0.00-0.03 (the fast
 # model) over pgvector's (16, 64), for 1.9-2.1x the build time and +20% index (docs/postgres.md, measured)
@@ -403,6 +404,27 @@ class Pushdown:
         """The planner's count of ``tsq``'s matches: asked only when the bound was reached (for the note)."""
         return self.estimate(conn, f"SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s)", (tsq,))
 
+    def document_frequencies(self, lexemes: list[str]) -> tuple[dict[str, int], int]:
+        """({lexeme: nodes of the KG matching it}, the KG's node count): BM25's statistics of the
+        query's words over the KG, not over the candidates. Counted up to ``DF_COUNT_BOUND`` matches
+        (one GIN read of at most that many rows per word), the planner's estimate past it, and the
+        planner's node count: no scan of the KG."""
+        if not lexemes:
+            return {}, 0
+        sql = (f"SELECT t, (SELECT count(*) FROM (SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery("
+               f"'{TEXT_CONFIG}', t) LIMIT %s) m) FROM unnest(%s::text[]) t")
+        with self._tx() as conn:
+            counts = {t: int(n) for t, n in conn.execute(self._sql(sql), (DF_COUNT_BOUND, lexemes)).fetchall()}
+            for t, n in counts.items():
+                if n >= DF_COUNT_BOUND:
+                    counts[t] = max(n, self._estimate_text(conn, t))
+            row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
+                               (f"{self.store.s}.nodes",)).fetchone()
+            total = int(row[0]) if row is not None and row[0] > 0 else 0
+            if total <= 0:  # never analysed: a young KG, cheap to count
+                total = int(conn.execute(self._sql("SELECT count(*) FROM {s}.nodes")).fetchone()[0])
+        return counts, max(total, *counts.values())
+
     def name_candidates(self, query: str, limit: int) -> list[int]:
         """Nodes named exactly as the query (normalised name): the name signal's candidates."""
         from ..model import normalize_name
@@ -596,14 +618,14 @@ def query_words(query: str, limit: int = 16, analyzer: Any = None) -> list[str]:
     if analyzer is None:
         return words[:limit]
     kept = [w for w in words if w not in analyzer.stop] or words
-    return list(dict.fromkeys(_inflected(w, analyzer) for w in kept))[:limit]
+    return list(dict.fromkeys(inflected(w, analyzer) for w in kept))[:limit]
 
 
-def _inflected(word: str, analyzer: Any) -> str:
+def inflected(word: str, analyzer: Any) -> str:
     """``word`` as a lexeme matching its inflections: the prefix it shares with its stem, if long enough."""
     stem = analyzer.stem(word)
     # Porter's y -> i ("directori"): the stem's i stands for the word's y, which the prefix must not fix
-    shared = os.path.commonprefix([word, stem[:-1] if stem.endswith("i") else stem])
+    shared = os.path.commonprefix([word, stem.removesuffix("i")])
     return f"{shared}:*" if len(shared) >= PREFIX_MIN else word
 
 
