@@ -4,8 +4,8 @@ The database finds the candidates: text matches by its full-text index (GIN, ``t
 vectors by pgvector's HNSW index, exact names, and the edges around the best of them. Those few
 hundred nodes become a small in-memory KG (``SubgraphStore``), and the usual scorer
 (``hybrid.search``) ranks it: same signals, weights, fusion and explanations
-(``score == sum(weights * components) + sum(bonuses)``), with text statistics (BM25's document
-frequencies) and graph signals over the candidates instead of the whole KG. Impact analysis is a BFS
+(``score == sum(weights * components) + sum(bonuses)``), with the query words' BM25 document
+frequencies of the whole KG (read from PostgreSQL) and graph signals over the candidates only. Impact analysis is a BFS
 of one indexed query per level (the deepest ranked in SQL), path tracing a bidirectional BFS of
 indexed hops; both return the in-memory methods' records. Nothing of the whole KG is held in the
 server's memory.
