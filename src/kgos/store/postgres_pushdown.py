@@ -45,7 +45,7 @@ DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges):
 MODES = ("on", "off", "auto")
 TEXT_MATCH_BOUND = 2_000  # text matches ranked at most (a bounded answer past it, with a note)
 TEXT_CONFIG = "simple"
-DF_COUNT_BOUND = 1_000  # a query word's KG document frequency is counted up to this, estimated past it
+DF_COUNT_BOUND = 1_000  # a query word the planner puts under this many nodes is counted (up to it)
 HNSW_KEY = "pushdown_hnsw"  # kg_meta: the KG's HNSW build settings, "m=24,ef_construction=128"
 # (m, ef_construction): at 100K vectors recall@10 +0.07 (hash:64, ef_search 200) and +0.00-0.03 (the fast
 # model) over pgvector's (16, 64), for 1.9-2.1x the build time and +20% index (docs/postgres.md, measured)
@@ -406,24 +406,30 @@ class Pushdown:
 
     def document_frequencies(self, lexemes: list[str]) -> tuple[dict[str, int], int]:
         """({lexeme: nodes of the KG matching it}, the KG's node count): BM25's statistics of the
-        query's words over the KG, not over the candidates. Counted up to ``DF_COUNT_BOUND`` matches
-        (one GIN read of at most that many rows per word), the planner's estimate past it, and the
-        planner's node count: no scan of the KG."""
+        query's words over the KG, not over the candidates. The planner's estimate first (its
+        statistics of the column's common lexemes; nothing read); a word it puts under
+        ``DF_COUNT_BOUND`` counted (at most that many rows: a rare word's short posting list, where the
+        estimate is a guess), and the planner's node count: no scan of the KG, and a common word's
+        posting list is not read a second time (the text query read it)."""
         if not lexemes:
             return {}, 0
         sql = (f"SELECT t, (SELECT count(*) FROM (SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery("
                f"'{TEXT_CONFIG}', t) LIMIT %s) m) FROM unnest(%s::text[]) t")
         with self._tx() as conn:
-            counts = {t: int(n) for t, n in conn.execute(self._sql(sql), (DF_COUNT_BOUND, lexemes)).fetchall()}
-            for t, n in counts.items():
-                if n >= DF_COUNT_BOUND:
-                    counts[t] = max(n, self._estimate_text(conn, t))
-            row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
-                               (f"{self.store.s}.nodes",)).fetchone()
-            total = int(row[0]) if row is not None and row[0] > 0 else 0
-            if total <= 0:  # never analysed: a young KG, cheap to count
-                total = int(conn.execute(self._sql("SELECT count(*) FROM {s}.nodes")).fetchone()[0])
+            counts = {t: self._estimate_text(conn, t) for t in lexemes}
+            rare = [t for t, n in counts.items() if n < DF_COUNT_BOUND]
+            if rare:
+                counts |= {t: int(n) for t, n in conn.execute(self._sql(sql), (DF_COUNT_BOUND, rare)).fetchall()}
+            total = self._planner_rows(conn)
         return counts, max(total, *counts.values())
+
+    def _planner_rows(self, conn: Any) -> int:
+        """The planner's node count (pg_class.reltuples), else the count (a young KG, never analysed)."""
+        row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
+                           (f"{self.store.s}.nodes",)).fetchone()
+        if row is not None and row[0] > 0:
+            return int(row[0])
+        return int(conn.execute(self._sql("SELECT count(*) FROM {s}.nodes")).fetchone()[0])
 
     def name_candidates(self, query: str, limit: int) -> list[int]:
         """Nodes named exactly as the query (normalised name): the name signal's candidates."""
