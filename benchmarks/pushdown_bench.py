@@ -248,7 +248,7 @@ def measure(url: str, nodes: int, probes: int, warm: int = 0, seed: int = 5, nam
 
 def search_parts(kg, model: str, queries: list[str]) -> dict[str, float]:
     """Where a search's time goes (p50 of each part, run one after another, no overlap): the text and
-    name reads, the HNSW probe, the subgraph reads (edges, node rows and vectors), the ranking in
+    name reads, the query words' KG document frequencies, the HNSW probe, the subgraph reads (edges, node rows and vectors), the ranking in
     Python (the subgraph snapshot and hybrid.search). A search overlaps the probe with the text reads."""
     from kgos.retrieval import pushdown as rp
     engine, pd = kg.engine, kg.engine.pd
@@ -259,11 +259,14 @@ def search_parts(kg, model: str, queries: list[str]) -> dict[str, float]:
         got = fn(*args)
         parts.setdefault(name, []).append((time.perf_counter() - t) * 1000)
         return got
+    analyzer = engine._analyzer()
     for q in queries:
         qv = engine.embed_query(q)
         with pd.session():
-            (text, _), named = timed("text + names", lambda q: (pd.text_candidates(q, rp.TEXT_CANDIDATES),
+            (text, _), named = timed("text + names", lambda q: (pd.text_candidates(q, rp.TEXT_CANDIDATES, analyzer),
                                                                 pd.name_candidates(q, 10)), q)
+            lexemes = rp.query_lexemes(q, analyzer)
+            timed("document frequencies", pd.document_frequencies, sorted(set(lexemes.values())))
         near = timed("vector probe", pd.vector_candidates, model, qv, rp.VECTOR_CANDIDATES)
         with pd.session():
             seeds = list(dict.fromkeys([r for r, _ in text[:rp.SEEDS]] + [r for r, _ in near[:rp.SEEDS]] + named))

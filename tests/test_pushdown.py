@@ -9,16 +9,18 @@ import json
 import random
 import re
 
+import numpy as np
 import pytest
 from postgres_cluster import running_vector_cluster
 
 import kgos
 from kgos.errors import InvalidArgument, KGNotFound, QueryTooBroad
 from kgos.index import snapshot as snapshots
+from kgos.index.text import Analyzer, TextConfig, TextIndex
 from kgos.methods import pushdown, structure
 from kgos.retrieval import hybrid
 from kgos.retrieval.engine import SearchEngine
-from kgos.retrieval.pushdown import PushdownEngine, subgraph_snapshot
+from kgos.retrieval.pushdown import PushdownEngine, query_lexemes, subgraph_snapshot, with_kg_idf
 from kgos.store import postgres_pushdown
 from kgos.store.postgres import PostgresStore
 from kgos.store.postgres_db import PgDatabase
@@ -80,7 +82,7 @@ def test_the_lean_subgraph_snapshot_ranks_as_the_full_build(graph):
     _, g = graph
     engine, model = g.engine, g.engine._vector_model()
     for query in ("quokka cache latency", "Node 17", "shard replica", "lemur token batch stream"):
-        _, sub, _, _ = engine._candidates(query, engine.embed_query(query), model, g.store.version())
+        _, sub, _, _, _ = engine._candidates(query, engine.embed_query(query), model, g.store.version(), {})
         snaps = (snapshots.build(sub, engine.text, model), subgraph_snapshot(sub, engine._analyzer(), model))
         for mode in ("hybrid", "bm25", "embedding", "names"):
             got = [hybrid.search(snap, sub, query, 10, None, None, mode, engine.options,
@@ -117,6 +119,45 @@ def test_the_text_bound_note_comes_when_the_bound_is_reached(graph, monkeypatch)
     monkeypatch.setattr(postgres_pushdown, "TEXT_MATCH_BOUND", 20)
     found, note = pd.text_candidates("cache", 5)
     assert len(found) == 5 and note is not None and "20 of them were ranked" in note
+
+
+def test_text_candidates_drop_stopwords_and_match_inflections_as_the_ranking_does(graph):
+    """The ranking's BM25 drops stopwords and stems; the stored tsvector does neither. With the
+    ranking's analyzer the text query asks for what it scores: "the" and "of" are not asked for (an
+    any-word query matched nearly every node through them), "caches" finds "cache" (``cach:*``)."""
+    _, g = graph
+    pd = g.engine.pd
+    assert pd.text_candidates("caches of the tokens", 50) == ([], None)  # the literal words: no node has them
+    analyzer = Analyzer(TextConfig())
+    found, _ = pd.text_candidates("caches of the tokens", 50, analyzer)
+    rows = {int(r[0]): r for r in pd.node_rows([r for r, _ in found])}
+    names = [rows[r][2] for r, _ in found]
+    assert len(found) == 50 and all("cache" in n or "token" in n for n in names)
+    both = ["cache" in n and "token" in n for n in names]
+    assert any(both) and both == sorted(both, reverse=True)  # the nodes with every word first
+    top = g.search("caches of the tokens", k=5).results
+    assert all("cache" in h.node.name and "token" in h.node.name for h in top)
+
+
+def test_the_query_words_bm25_weight_is_the_kgs_not_the_candidates(graph):
+    """Candidates picked for a word all have it: among them its idf is ~0, in the KG it is rare. With
+    the KG's document frequencies (``document_frequencies``, one bounded read) the subgraph's BM25 of
+    the query's words equals the whole-KG index's (b = 0: no length normalisation, whose average
+    length is the candidates')."""
+    _, g = graph
+    config = TextConfig(b=0.0)
+    analyzer = Analyzer(config)
+    nodes = list(g.store.iter_nodes())
+    full = TextIndex.build([snapshots.node_fields(n) for n in nodes], config)
+    picked = [i for i, n in enumerate(nodes) if "quokka" in n.name][:20]
+    sub = TextIndex.build([snapshots.node_fields(nodes[i]) for i in picked], config)
+    query = "quokkas and lemurs"
+    before = sub.scores(sub.query_terms(query))
+    lexemes = query_lexemes(query, analyzer)
+    with_kg_idf(sub, lexemes, *g.engine.pd.document_frequencies(sorted(set(lexemes.values()))))
+    want = full.scores(full.query_terms(query))[picked]
+    assert not np.allclose(before, want, rtol=1e-3)
+    assert np.allclose(sub.scores(sub.query_terms(query)), want, rtol=1e-5)
 
 
 def test_a_write_is_searchable_at_once_vector_included(graph):

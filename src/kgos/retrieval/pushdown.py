@@ -4,8 +4,8 @@ The database finds the candidates: text matches by its full-text index (GIN, ``t
 vectors by pgvector's HNSW index, exact names, and the edges around the best of them. Those few
 hundred nodes become a small in-memory KG (``SubgraphStore``), and the usual scorer
 (``hybrid.search``) ranks it: same signals, weights, fusion and explanations
-(``score == sum(weights * components) + sum(bonuses)``), with text statistics (BM25's document
-frequencies) and graph signals over the candidates instead of the whole KG. Impact analysis is a BFS
+(``score == sum(weights * components) + sum(bonuses)``), with the query words' BM25 document
+frequencies of the whole KG (read from PostgreSQL) and graph signals over the candidates only. Impact analysis is a BFS
 of one indexed query per level (the deepest ranked in SQL), path tracing a bidirectional BFS of
 indexed hops; both return the in-memory methods' records. Nothing of the whole KG is held in the
 server's memory.
@@ -25,13 +25,13 @@ from ..errors import InvalidArgument
 from ..index.graph import GraphIndex
 from ..index.names import NameIndex, alias_strings
 from ..index.snapshot import Snapshot, node_fields
-from ..index.text import Analyzer, TextConfig, TextIndex
+from ..index.text import Analyzer, TextConfig, TextIndex, bm25_idf, tokenize
 from ..index.vectors import load_name_vectors, load_vectors
 from ..model import Edge, Neighbor, Node
 from ..settings import current
 from ..store.base import GraphStore
 from ..store.native import node_of_row
-from ..store.postgres_pushdown import Edge4, Pushdown, env_mode
+from ..store.postgres_pushdown import Edge4, Pushdown, env_mode, inflected
 from . import hybrid
 from .engine import Prefilter, SearchEngine
 from .results import SearchResult
@@ -185,8 +185,10 @@ class PushdownEngine(SearchEngine):
         model = self._vector_model()
         self.pd.sync(model)
         qv = self.embed_query(query) if model and mode not in ("bm25", "fts", "text", "graph", "names") else None
-        rowids, sub, counts, note = self._candidates(query, qv, model, version)
+        lexemes = query_lexemes(query, self._analyzer())
+        rowids, sub, counts, note, stats = self._candidates(query, qv, model, version, lexemes)
         snap = subgraph_snapshot(sub, self._analyzer(), model if sub.vectors else None)
+        with_kg_idf(snap.text, lexemes, *stats)
         tuned, warnings = self.usable_profile(snap)
         result = hybrid.search(snap, sub, query, k, weights, intent, mode, self.options,
                                embed_query=self.embed_query, tuned=tuned)
@@ -196,15 +198,17 @@ class PushdownEngine(SearchEngine):
             warnings = ()
         return replace(result, notes=result.notes + notes, warnings=result.warnings + warnings)
 
-    def _candidates(self, query: str, qv: np.ndarray | None, model: str | None,
-                    version: str) -> tuple[list[int], SubgraphStore, tuple[int, int, int], str | None]:
+    def _candidates(self, query: str, qv: np.ndarray | None, model: str | None, version: str,
+                    lexemes: dict[str, str]) -> tuple[list[int], SubgraphStore, tuple[int, int, int], str | None,
+                                                      tuple[dict[str, int], int]]:
         probe: Future[list[tuple[int, float]]] | None = None
         if qv is not None and model:
             probe = _PROBES.submit(self.pd.vector_candidates, model, qv, VECTOR_CANDIDATES)
         try:
             # no connection held while waiting for the probe's: searches never wait on each other's
             with self.pd.session():
-                text, note = self.pd.text_candidates(query, TEXT_CANDIDATES)
+                text, note = self.pd.text_candidates(query, TEXT_CANDIDATES, self._analyzer())
+                stats = self.pd.document_frequencies(sorted(set(lexemes.values())))
                 named = self.pd.name_candidates(query, 10)
                 first = list(dict.fromkeys([r for r, _ in text[:SEEDS]] + named))
                 edges = self.pd.neighbourhood(first, PER_SEED_EDGES, MAX_SUBGRAPH_EDGES)
@@ -220,7 +224,7 @@ class PushdownEngine(SearchEngine):
             rest, rest_vectors = self.pd.nodes_with_vectors(model, [r for r in rowids if r not in have])
         rows = sorted(rows + rest, key=lambda r: int(r[0]))  # rowid order, as one read gave them
         sub = SubgraphStore(self.store.db_id, version, self.store.meta(), rows, edges, vectors | rest_vectors, model)
-        return rowids, sub, (len(text), len(near), len(edges)), note
+        return rowids, sub, (len(text), len(near), len(edges)), note, stats
 
     def _analyse(self, rows: list[tuple[Any, ...]]) -> None:
         """Analyse the text of these node rows now (``MemoAnalyzer`` keeps the terms for the ranking)."""
@@ -229,6 +233,31 @@ class PushdownEngine(SearchEngine):
             for text in node_fields(node_of_row(row)):
                 if text:
                     terms(text)
+
+
+def query_lexemes(query: str, analyzer: Analyzer, limit: int = 16) -> dict[str, str]:
+    """{a query term the ranking scores (its stem): the tsquery lexeme whose matches count its nodes}."""
+    out: dict[str, str] = {}
+    for token in tokenize(query):
+        if token not in analyzer.stop and len(token) > 1 and len(out) < limit:
+            out.setdefault(analyzer.stem(token), inflected(token, analyzer))
+    return out
+
+
+def with_kg_idf(text: TextIndex, lexemes: dict[str, str], df: dict[str, int], n_kg: int) -> None:
+    """BM25 of the query's terms with the KG's document frequencies, not the candidates': a word every
+    candidate has (they were picked for it) weighed as rare as it is in the KG. Each query term's
+    column of the subgraph's BM25 matrix is scaled by idf(KG) / idf(candidates); the other terms are
+    never scored. The KG's count is at least the candidates' (its lexeme is not quite the stem)."""
+    m, n_sub = text.matrix, text.n_docs
+    for term, lexeme in lexemes.items():
+        col = text.vocab.get(term)
+        if col is None or lexeme not in df:
+            continue
+        lo, hi = m.indptr[col], m.indptr[col + 1]
+        local = float(hi - lo)
+        kg = bm25_idf(np.float64(max(df[lexeme], local)), max(n_kg, n_sub))
+        m.data[lo:hi] *= np.float32(kg / bm25_idf(np.float64(local), n_sub))
 
 
 def _ends(hits: list[tuple[int, float]], named: list[int], edges: list[Edge4]) -> list[int]:

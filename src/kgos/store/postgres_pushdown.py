@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -44,6 +45,7 @@ DEFAULT_NODES = 500_000  # ~1.2 GB of snapshot (2.5 GB at 1M nodes / 10M edges):
 MODES = ("on", "off", "auto")
 TEXT_MATCH_BOUND = 2_000  # text matches ranked at most (a bounded answer past it, with a note)
 TEXT_CONFIG = "simple"
+DF_COUNT_BOUND = 1_000  # a query word the planner puts under this many nodes is counted (up to it)
 HNSW_KEY = "pushdown_hnsw"  # kg_meta: the KG's HNSW build settings, "m=24,ef_construction=128"
 # (m, ef_construction): at 100K vectors recall@10 +0.07 (hash:64, ef_search 200) and +0.00-0.03 (the fast
 # model) over pgvector's (16, 64), for 1.9-2.1x the build time and +20% index (docs/postgres.md, measured)
@@ -364,11 +366,12 @@ class Pushdown:
                    "ORDER BY embedding <=> %s::vector LIMIT %s")
             return [(int(r[0]), float(r[1])) for r in conn.execute(self._sql(sql), (q, model, q, limit))]
 
-    def text_candidates(self, query: str, limit: int) -> tuple[list[tuple[int, float]], str | None]:
+    def text_candidates(self, query: str, limit: int, analyzer: Any = None) -> tuple[list[tuple[int, float]], str | None]:
         """(node rowid, ts_rank_cd) of the best text matches: nodes with every query word first, then
         (when those are fewer than ``limit``) with any; a note when the matches were more than
-        ``TEXT_MATCH_BOUND`` (then a bounded sample of them was ranked)."""
-        words = query_words(query)
+        ``TEXT_MATCH_BOUND`` (then a bounded sample of them was ranked). ``analyzer``: the ranking's
+        (``query_words``: its stopwords dropped, inflections matched)."""
+        words = query_words(query, analyzer=analyzer)
         if not words:
             return [], None
         found: dict[int, float] = {}
@@ -400,6 +403,33 @@ class Pushdown:
     def _estimate_text(self, conn: Any, tsq: str) -> int:
         """The planner's count of ``tsq``'s matches: asked only when the bound was reached (for the note)."""
         return self.estimate(conn, f"SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery('{TEXT_CONFIG}', %s)", (tsq,))
+
+    def document_frequencies(self, lexemes: list[str]) -> tuple[dict[str, int], int]:
+        """({lexeme: nodes of the KG matching it}, the KG's node count): BM25's statistics of the
+        query's words over the KG, not over the candidates. The planner's estimate first (its
+        statistics of the column's common lexemes; nothing read); a word it puts under
+        ``DF_COUNT_BOUND`` counted (at most that many rows: a rare word's short posting list, where the
+        estimate is a guess), and the planner's node count: no scan of the KG, and a common word's
+        posting list is not read a second time (the text query read it)."""
+        if not lexemes:
+            return {}, 0
+        sql = (f"SELECT t, (SELECT count(*) FROM (SELECT 1 FROM {{s}}.nodes WHERE pd_tsv @@ to_tsquery("
+               f"'{TEXT_CONFIG}', t) LIMIT %s) m) FROM unnest(%s::text[]) t")
+        with self._tx() as conn:
+            counts = {t: self._estimate_text(conn, t) for t in lexemes}
+            rare = [t for t, n in counts.items() if n < DF_COUNT_BOUND]
+            if rare:
+                counts |= {t: int(n) for t, n in conn.execute(self._sql(sql), (DF_COUNT_BOUND, rare)).fetchall()}
+            total = self._planner_rows(conn)
+        return counts, max(total, *counts.values())
+
+    def _planner_rows(self, conn: Any) -> int:
+        """The planner's node count (pg_class.reltuples), else the count (a young KG, never analysed)."""
+        row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
+                           (f"{self.store.s}.nodes",)).fetchone()
+        if row is not None and row[0] > 0:
+            return int(row[0])
+        return int(conn.execute(self._sql("SELECT count(*) FROM {s}.nodes")).fetchone()[0])
 
     def name_candidates(self, query: str, limit: int) -> list[int]:
         """Nodes named exactly as the query (normalised name): the name signal's candidates."""
@@ -579,10 +609,30 @@ def hnsw_settings(text: str | None) -> tuple[int, int]:
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def query_words(query: str, limit: int = 16) -> list[str]:
-    """The query's words as tsquery lexemes: letters and digits only, lower case, de-duplicated."""
-    words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if len(w) > 1)
-    return list(words)[:limit]
+PREFIX_MIN = 4  # letters a word's inflection prefix needs: a shorter one ("us:*") matches too much
+
+
+def query_words(query: str, limit: int = 16, analyzer: Any = None) -> list[str]:
+    """The query's words as tsquery lexemes: letters and digits only, lower case, de-duplicated.
+
+    With ``analyzer`` (the ranking's ``index.text.Analyzer``) the words are those its BM25 scores: its
+    stopwords dropped (unless nothing else is left: "to" or "a" in an any-word query matched nearly
+    every node, and the bounded sample of them was the first rows found, not the best), and each word
+    with its inflections, as its stemmer counts them: a prefix query of what the word and its stem
+    share ("directories" -> ``director:*``, as "directory"), since the stored ``tsvector`` is not stemmed."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query) if len(w) > 1))
+    if analyzer is None:
+        return words[:limit]
+    kept = [w for w in words if w not in analyzer.stop] or words
+    return list(dict.fromkeys(inflected(w, analyzer) for w in kept))[:limit]
+
+
+def inflected(word: str, analyzer: Any) -> str:
+    """``word`` as a lexeme matching its inflections: the prefix it shares with its stem, if long enough."""
+    stem = analyzer.stem(word)
+    # Porter's y -> i ("directori"): the stem's i stands for the word's y, which the prefix must not fix
+    shared = os.path.commonprefix([word, stem.removesuffix("i")])
+    return f"{shared}:*" if len(shared) >= PREFIX_MIN else word
 
 
 def vector_text(v: np.ndarray) -> str:
