@@ -475,7 +475,7 @@ NOTES = """
   quality"): by embedding alone the relevant node is 3rd, 2nd and 2nd (MiniLM cosine 0.43, 0.41,
   0.40); the text channel scores them 0.36, 0 and 0.17 (a paraphrase), the expert's edge-type boost lifts
   other nodes, and they rank 14th, 13th and 9th of 16, outside the 8 the expert keeps. No core
-  retrieval code changed this round (the /work/shared/bench figures stand as they were); these 3
+  retrieval code changed this round (the ../shared/bench figures stand as they were); these 3
   still give 7 of the 18 filler items.
 - **Offline expert answers, the round before (MiniLM; before = c966836, the top-hit anchor composer;
   after = the composer of 2515922; measured on the shared 2-core machine at load average 8-10).**
