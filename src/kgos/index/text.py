@@ -239,6 +239,27 @@ class TextIndex:
         tf = sp.load_npz(folder / "bm25_tf.npz").tocsr() if (folder / "bm25_tf.npz").exists() else None
         return cls(matrix, {t: i for i, t in enumerate(terms.tolist())}, config, tf)
 
+    # flat arrays a reader maps (``np.load(mmap_mode="r")``): no zip, no pickle; without ``tf``, so
+    # for an index that is only read (a research corpus), never updated by a delta
+    _FLAT = ("data", "indices", "indptr")
+
+    def save_flat(self, folder: Path) -> None:
+        """Save the BM25 matrix as ``bm25_{data,indices,indptr}.npy`` and the terms as text lines."""
+        for name in self._FLAT:
+            np.save(folder / f"bm25_{name}.npy", getattr(self.matrix, name))
+        (folder / "bm25_terms.txt").write_text("\n".join(self.terms), encoding="utf-8")
+
+    @classmethod
+    def load_mapped(cls, folder: Path, n_docs: int, config: TextConfig) -> TextIndex:
+        """What ``save_flat`` saved, its arrays mapped read-only, not read into memory."""
+        if not n_docs:
+            return cls.build([], config)
+        data, indices, indptr = (np.load(folder / f"bm25_{name}.npy", mmap_mode="r") for name in cls._FLAT)
+        text = (folder / "bm25_terms.txt").read_text(encoding="utf-8")
+        terms = text.split("\n") if text else []
+        matrix = sp.csc_matrix((data, indices, indptr), shape=(n_docs, len(terms)), copy=False)
+        return cls(matrix, {t: i for i, t in enumerate(terms)}, config)
+
 
 def _postings(docs: Sequence[Sequence[str] | None], analyzer: Analyzer, config: TextConfig,
               vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

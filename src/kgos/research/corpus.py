@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..embed.registry import get_embedder
 from ..errors import InputTooLarge, InvalidArgument, WorkerFailed
@@ -410,9 +409,6 @@ def _build(root: Path, files: Sequence[Path], fp: str, embedder: str, chunk_char
 
 
 # the saved index: flat arrays a reader maps (np.load mmap_mode="r"), no pickles, no JSON per chunk
-_BM25 = ("data", "indices", "indptr")
-
-
 def _save(corpus: Corpus, folder: Path) -> None:
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
@@ -421,10 +417,7 @@ def _save(corpus: Corpus, folder: Path) -> None:
     np.save(tmp / "chunks.npy", np.ascontiguousarray(table.rows, np.int64))
     (tmp / "text.bin").write_bytes(bytes(table.blob))
     np.save(tmp / "vectors.npy", corpus.vectors)
-    m = corpus.text_index.matrix
-    for name in _BM25:
-        np.save(tmp / f"bm25_{name}.npy", getattr(m, name))
-    (tmp / "bm25_terms.txt").write_text("\n".join(corpus.text_index.terms), encoding="utf-8")
+    corpus.text_index.save_flat(tmp)
     try:
         tmp.rename(folder)
     except OSError:  # another process saved it first
@@ -438,17 +431,8 @@ def _load(root: Path, fp: str, folder: Path, embedder: str) -> Corpus | None:
         size = (folder / "text.bin").stat().st_size
         blob = np.memmap(folder / "text.bin", np.uint8, "r") if size else b""  # an empty file cannot be mapped
         vectors = np.load(folder / "vectors.npy", mmap_mode="r")
-        index = _load_index(folder, rows.shape[0])
+        index = TextIndex.load_mapped(folder, rows.shape[0], TextConfig())
     except (OSError, ValueError, TypeError, KeyError):
         return None
     return Corpus(root, fp, ChunkTable(meta["files"], meta["titles"], rows, blob), index, vectors, embedder)
 
-
-def _load_index(folder: Path, n: int) -> TextIndex:
-    if not n:
-        return TextIndex.build([], TextConfig())
-    data, indices, indptr = (np.load(folder / f"bm25_{name}.npy", mmap_mode="r") for name in _BM25)
-    text = (folder / "bm25_terms.txt").read_text(encoding="utf-8")
-    terms = text.split("\n") if text else []
-    matrix = sp.csc_matrix((data, indices, indptr), shape=(n, len(terms)), copy=False)
-    return TextIndex(matrix, {t: i for i, t in enumerate(terms)}, TextConfig())
