@@ -18,6 +18,7 @@ run) terminates the worker and reaches the caller.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import resource
 import threading
 from collections.abc import Callable
@@ -45,14 +46,15 @@ _SLOTS = threading.BoundedSemaphore(_max_workers())
 
 def run_in_worker(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: ProgressFn,
                   memory_mb: int | None = None, wait: bool = True,
-                  check: Callable[[], None] | None = None) -> dict[str, Any]:
-    """``fn(*args, progress)`` in a spawned process capped at ``memory_mb`` (module-level ``fn``). At
-    most ``KGOS_MAX_WORKERS`` (2) run at once: a job (``wait``) queues for a slot, a request that
-    cannot wait gets ServerBusy (503)."""
+                  check: Callable[[], None] | None = None, nice: int = 0) -> dict[str, Any]:
+    """``fn(*args, progress)`` in a spawned process capped at ``memory_mb`` (module-level ``fn``), at
+    scheduling priority ``nice`` (a background build below the server's routes). At most
+    ``KGOS_MAX_WORKERS`` (2) run at once: a job (``wait``) queues for a slot, a request that cannot
+    wait gets ServerBusy (503)."""
     if not _acquire(wait, check or _nothing):
         raise ServerBusy(f"{_max_workers()} worker processes are busy (KGOS_MAX_WORKERS); retry in a few seconds")
     try:
-        return _run(fn, args, progress, memory_mb, check or _nothing)
+        return _run(fn, args, progress, memory_mb, check or _nothing, nice)
     finally:
         _SLOTS.release()
 
@@ -71,11 +73,11 @@ def _acquire(wait: bool, check: Callable[[], None]) -> bool:
 
 
 def _run(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], progress: ProgressFn,
-         memory_mb: int | None, check: Callable[[], None]) -> dict[str, Any]:
+         memory_mb: int | None, check: Callable[[], None], nice: int = 0) -> dict[str, Any]:
     limit = memory_mb or memory_ceiling_mb()
     ctx = multiprocessing.get_context("spawn")
     reader, writer = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(writer, fn, args, limit), daemon=True, name="kgos-job-worker")
+    proc = ctx.Process(target=_child, args=(writer, fn, args, limit, nice), daemon=True, name="kgos-job-worker")
     proc.start()
     writer.close()
     try:
@@ -127,9 +129,10 @@ def _rebuilt(kind: str, message: str, attrs: dict[str, Any] | None = None) -> KG
     return err
 
 
-def _child(writer: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], limit_mb: int) -> None:
-    """The worker: cap memory, run, send the result or the error."""
+def _child(writer: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], limit_mb: int, nice: int = 0) -> None:
+    """The worker: cap memory, lower priority, run, send the result or the error."""
     cap_memory(limit_mb)
+    _lower_priority(nice)
     try:
         result = fn(*args, lambda phase, done, total: writer.send(("progress", phase, done, total)))
         writer.send(("result", result))
@@ -143,6 +146,14 @@ def _child(writer: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]
         writer.send(("error", "WorkerFailed", f"{type(exc).__name__}: {exc}"))
     finally:
         writer.close()
+
+
+def _lower_priority(nice: int) -> None:
+    if nice:
+        try:
+            os.nice(nice)
+        except (AttributeError, OSError):  # not on this platform, or not allowed: full priority
+            pass
 
 
 def cap_memory(limit_mb: int) -> None:

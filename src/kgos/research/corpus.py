@@ -44,7 +44,7 @@ MAX_FILES = 50_000
 # files of 2 MB would otherwise ask for hundreds of GB
 MAX_CORPUS_BYTES = 64_000_000
 MAX_OPEN = 8
-NICE = 10  # the index worker's scheduling priority: below the server's
+NICE = 10  # the index worker's priority, as the embedding thread's: on 2 busy cores the routes win the CPU
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv"}
 _lock = threading.Lock()
 _open: dict[str, Corpus] = {}
@@ -329,7 +329,7 @@ def _built_in_worker(root: Path, files: Sequence[Path], fp: str, embedder: str, 
     from ..worker import memory_ceiling_mb, run_in_worker
     try:
         run_in_worker(index_job, (str(root), [str(f) for f in files], fp, embedder, chunk_chars, str(folder)),
-                      lambda *_: check(), check=check)
+                      lambda *_: check(), check=check, nice=NICE)
     except InputTooLarge as exc:  # the worker's message speaks of ingest's options: say what to do here
         raise InputTooLarge(f"indexing corpus {root} ran out of its worker's memory ceiling of {memory_ceiling_mb():,} MB "
                             "(KGOS_JOB_MEMORY_MB): point at a smaller folder or raise the ceiling") from exc
@@ -342,18 +342,9 @@ def _built_in_worker(root: Path, files: Sequence[Path], fp: str, embedder: str, 
 def index_job(root: str, files: list[str], fp: str, embedder: str, chunk_chars: int, folder: str,
               progress: Callable[[str, int, int], None]) -> dict[str, Any]:
     """The worker's side (module level, so a spawned process can import it): build, save, count."""
-    _lower_priority()
     corpus = _build(Path(root), [Path(f) for f in files], fp, embedder, chunk_chars)
     _save(corpus, Path(folder))
     return {"chunks": len(corpus), "pid": os.getpid()}
-
-
-def _lower_priority() -> None:
-    """Nice 10, as the embedding thread: on 2 busy cores the server's routes win the CPU from a build."""
-    try:
-        os.nice(NICE)
-    except (AttributeError, OSError):  # not on this platform, or not allowed: full priority
-        pass
 
 
 class LazyCorpus:
